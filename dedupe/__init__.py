@@ -1,0 +1,1 @@
+"""Deduplication: text normalization, exact hashes, MinHash signatures and LSH indexes (no Prefect)."""

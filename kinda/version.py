@@ -1,0 +1,34 @@
+"""Code version recorded in the manifest: the recipe version plus the git commit when known."""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+from pathlib import Path
+
+from kinda import __version__
+
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@functools.cache
+def git_commit() -> str | None:
+    """Return the checkout's commit (with ``-dirty``), or None outside a git checkout."""
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=12"],
+            cwd=_REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def code_version() -> str:
+    """Return e.g. ``0.1.0+g1a2b3c4d5e6f``: what produced a row, for lineage in the manifest."""
+    commit = git_commit()
+    return f"{__version__}+g{commit}" if commit else __version__

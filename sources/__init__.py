@@ -1,0 +1,1 @@
+"""Source modules: streaming readers and cleaners, one per input format (no Prefect)."""

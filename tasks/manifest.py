@@ -1,0 +1,297 @@
+"""The manifest: one DuckDB file per output root, recording every run, input, shard and drop.
+
+DuckDB allows one writing process at a time, so workers never open it: tasks return plain
+records (:class:`InputRecord`) and the flow, a single process, writes them here in short
+transactions. Between writes the file is closed, so ``kinda manifest sql`` can read it while a
+flow runs. Every question a user asks about the corpus ("how many G.3 tokens from arXiv?",
+"why was this page dropped?") is one SQL query over these tables.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from tasks.atomic import sha256_file
+
+MANIFEST_NAME = "manifest.duckdb"
+
+SCHEMA_SQL = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY,
+    flow VARCHAR NOT NULL,
+    source VARCHAR,
+    config_hash VARCHAR NOT NULL,
+    config JSON,
+    code_version VARCHAR NOT NULL,
+    started_at TIMESTAMP NOT NULL,
+    ended_at TIMESTAMP,
+    status VARCHAR NOT NULL,
+    prefect_flow_run_id VARCHAR
+);
+CREATE TABLE IF NOT EXISTS inputs (
+    run_id VARCHAR NOT NULL,
+    input_key VARCHAR NOT NULL,
+    source VARCHAR NOT NULL,
+    language VARCHAR,
+    location VARCHAR NOT NULL,
+    size BIGINT,
+    sha256 VARCHAR,
+    status VARCHAR NOT NULL,
+    error VARCHAR,
+    records_in BIGINT NOT NULL,
+    docs_kept BIGINT NOT NULL,
+    docs_dropped BIGINT NOT NULL,
+    seconds DOUBLE,
+    config_hash VARCHAR NOT NULL,
+    PRIMARY KEY (run_id, input_key)
+);
+CREATE TABLE IF NOT EXISTS shards (
+    path VARCHAR PRIMARY KEY,
+    source VARCHAR NOT NULL,
+    language VARCHAR,
+    labels VARCHAR[] NOT NULL,
+    docs BIGINT NOT NULL,
+    text_bytes BIGINT NOT NULL,
+    bytes BIGINT NOT NULL,
+    tokens BIGINT,
+    sha256 VARCHAR NOT NULL,
+    config_hash VARCHAR NOT NULL,
+    recipe VARCHAR NOT NULL,
+    code_version VARCHAR NOT NULL,
+    run_id VARCHAR NOT NULL,
+    inputs VARCHAR[] NOT NULL,
+    created_at TIMESTAMP NOT NULL
+);
+CREATE TABLE IF NOT EXISTS drops (
+    run_id VARCHAR NOT NULL,
+    input_key VARCHAR NOT NULL,
+    source VARCHAR NOT NULL,
+    language VARCHAR,
+    step VARCHAR NOT NULL,
+    reason VARCHAR NOT NULL,
+    count BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS errors (
+    run_id VARCHAR NOT NULL,
+    input_key VARCHAR NOT NULL,
+    step VARCHAR NOT NULL,
+    reason VARCHAR NOT NULL,
+    record VARCHAR NOT NULL,
+    detail VARCHAR NOT NULL
+);
+-- The newest run's view of each input: re-runs add rows per run, summaries want the latest.
+CREATE OR REPLACE VIEW latest_inputs AS
+    SELECT i.* FROM inputs i JOIN runs r USING (run_id)
+    QUALIFY row_number() OVER (PARTITION BY i.source, i.input_key ORDER BY r.started_at DESC) = 1;
+CREATE OR REPLACE VIEW latest_drops AS
+    SELECT d.* FROM drops d JOIN latest_inputs l ON d.run_id = l.run_id AND d.input_key = l.input_key;
+"""
+
+
+@dataclass
+class InputRecord:
+    """Everything one task learned about one input; a plain, picklable, JSON-able record.
+
+    It is also the resume marker's payload: a finished input's record is stored next to its
+    shards, so a re-run can skip the work and still write the same manifest rows.
+    """
+
+    input_key: str
+    source: str
+    location: str
+    language: str | None
+    config_hash: str
+    size: int | None = None
+    sha256: str | None = None
+    status: str = "done"
+    error: str | None = None
+    records_in: int = 0
+    docs_kept: int = 0
+    seconds: float = 0.0
+    drops: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)
+    shards: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def docs_dropped(self) -> int:
+        """Total dropped records of this input."""
+        return sum(int(d["count"]) for d in self.drops)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> InputRecord:
+        """Inverse of :meth:`to_dict`."""
+        return cls(**payload)
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+class Manifest:
+    """A handle on the manifest file; open it briefly with :meth:`connect` for each write."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    @classmethod
+    def for_output(cls, out_root: Path) -> Manifest:
+        """The manifest of an output root (``<out>/manifest.duckdb``)."""
+        return cls(Path(out_root) / MANIFEST_NAME)
+
+    @contextlib.contextmanager
+    def connect(self, read_only: bool = False, attempts: int = 50) -> Iterator[duckdb.DuckDBPyConnection]:
+        """Open the DuckDB file, retrying while another process holds its lock."""
+        if read_only and not self.path.exists():
+            raise FileNotFoundError(f"no manifest at {self.path}")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        last_error: Exception | None = None
+        for attempt in range(attempts):
+            try:
+                con = duckdb.connect(str(self.path), read_only=read_only)
+                break
+            except duckdb.IOException as exc:  # lock held by another process
+                last_error = exc
+                time.sleep(min(0.05 * (attempt + 1), 1.0))
+        else:
+            raise RuntimeError(f"manifest {self.path} stayed locked: {last_error}")
+        try:
+            if not read_only:
+                con.execute(SCHEMA_SQL)
+            yield con
+        finally:
+            con.close()
+
+    # -- writes (the flow process only) ---------------------------------------------------
+    def start_run(
+        self,
+        run_id: str,
+        flow: str,
+        source: str | None,
+        config_hash: str,
+        config: dict[str, Any],
+        code_version: str,
+        prefect_flow_run_id: str | None = None,
+    ) -> None:
+        """Record that a run started."""
+        with self.connect() as con:
+            con.execute(
+                "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, NULL, 'running', ?)",
+                [run_id, flow, source, config_hash, json.dumps(config, sort_keys=True, default=str),
+                 code_version, _now(), prefect_flow_run_id],
+            )
+
+    def finish_run(self, run_id: str, status: str) -> None:
+        """Record a run's end and final status (``completed``, ``failed``, ``partial``)."""
+        with self.connect() as con:
+            con.execute("UPDATE runs SET ended_at = ?, status = ? WHERE run_id = ?", [_now(), status, run_id])
+
+    def record_inputs(
+        self, run_id: str, records: Sequence[InputRecord], recipe: str, code_version: str
+    ) -> None:
+        """Write inputs, their drops, errors and shards in one transaction.
+
+        Shards are keyed by path: a re-run that rewrites a shard replaces its row, so the
+        table always describes the files on disk.
+        """
+        with self.connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            for rec in records:
+                self._write_input(con, run_id, rec, recipe, code_version)
+            con.execute("COMMIT")
+
+    @staticmethod
+    def _write_input(
+        con: duckdb.DuckDBPyConnection, run_id: str, rec: InputRecord, recipe: str, code_version: str
+    ) -> None:
+        con.execute("DELETE FROM drops WHERE run_id = ? AND input_key = ?", [run_id, rec.input_key])
+        con.execute("DELETE FROM errors WHERE run_id = ? AND input_key = ?", [run_id, rec.input_key])
+        con.execute(
+            "INSERT OR REPLACE INTO inputs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [run_id, rec.input_key, rec.source, rec.language, rec.location, rec.size, rec.sha256,
+             rec.status, rec.error, rec.records_in, rec.docs_kept, rec.docs_dropped, rec.seconds,
+             rec.config_hash],
+        )
+        if rec.drops:
+            con.executemany(
+                "INSERT INTO drops VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [[run_id, rec.input_key, rec.source, d.get("language") or rec.language, d["step"],
+                  d["reason"], int(d["count"])] for d in rec.drops],
+            )
+        if rec.errors:
+            con.executemany(
+                "INSERT INTO errors VALUES (?, ?, ?, ?, ?, ?)",
+                [[run_id, rec.input_key, e["step"], e["reason"], e["record"], e["detail"]] for e in rec.errors],
+            )
+        for shard in rec.shards:
+            con.execute(
+                "INSERT OR REPLACE INTO shards VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [shard["path"], shard["source"], shard.get("language"), list(shard.get("labels", [])),
+                 shard["docs"], shard["text_bytes"], shard["bytes"], shard.get("tokens"), shard["sha256"],
+                 rec.config_hash, recipe, code_version, run_id,
+                 list(shard.get("inputs", [rec.input_key])), _now()],
+            )
+
+    def record_shards(
+        self, run_id: str, shards: Sequence[dict[str, Any]], config_hash: str, recipe: str,
+        code_version: str, replace_prefix: str | None = None,
+    ) -> None:
+        """Write shard rows produced by a non-source stage (dedup, labels, tokenize).
+
+        ``replace_prefix`` removes older rows under a directory the stage rewrote, so the table
+        keeps matching the files on disk.
+        """
+        with self.connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            if replace_prefix is not None:
+                con.execute("DELETE FROM shards WHERE starts_with(path, ?)", [replace_prefix])
+            for shard in shards:
+                con.execute(
+                    "INSERT OR REPLACE INTO shards VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [shard["path"], shard["source"], shard.get("language"), list(shard.get("labels", [])),
+                     shard["docs"], shard["text_bytes"], shard["bytes"], shard.get("tokens"),
+                     shard["sha256"], config_hash, recipe, code_version, run_id,
+                     list(shard.get("inputs", [])), _now()],
+                )
+            con.execute("COMMIT")
+
+    def forget_shards(self, paths: Sequence[str]) -> None:
+        """Remove rows of shards that a stage deleted."""
+        if not paths:
+            return
+        with self.connect() as con:
+            con.executemany("DELETE FROM shards WHERE path = ?", [[p] for p in paths])
+
+    # -- reads ----------------------------------------------------------------------------
+    def query(self, sql: str, params: Sequence[Any] | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Run a read-only SQL query; return column names and rows."""
+        with self.connect(read_only=True) as con:
+            cursor = con.execute(sql, params or [])
+            columns = [d[0] for d in cursor.description] if cursor.description else []
+            return columns, cursor.fetchall()
+
+    def verify(self, out_root: Path) -> list[dict[str, str]]:
+        """Re-hash every shard; return one problem per missing or corrupt shard (empty = ok)."""
+        _, rows = self.query("SELECT path, sha256, bytes FROM shards ORDER BY path")
+        problems: list[dict[str, str]] = []
+        for rel_path, expected, size in rows:
+            shard = Path(out_root) / rel_path
+            if not shard.exists():
+                problems.append({"path": rel_path, "problem": "missing"})
+            elif shard.stat().st_size != size:
+                problems.append({"path": rel_path, "problem": f"size {shard.stat().st_size} != {size}"})
+            elif sha256_file(shard) != expected:
+                problems.append({"path": rel_path, "problem": "checksum mismatch"})
+        return problems

@@ -1,0 +1,23 @@
+"""Shared test fixtures: where the optional real-data samples are, and offline Prefect settings."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+REALDATA = Path(os.environ.get("KINDA_REALDATA", REPO_ROOT.parent / "shared" / "realdata"))
+
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT", "false")
+
+
+@pytest.fixture(scope="session")
+def realdata() -> Path:
+    """The ``../shared/realdata`` folder; tests using it skip cleanly where it is absent."""
+    if not REALDATA.is_dir():
+        pytest.skip(f"real-data samples not found at {REALDATA}")
+    return REALDATA
