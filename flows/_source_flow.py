@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import json
 import sys
 import time
 import uuid
@@ -37,6 +38,7 @@ from prefect.futures import PrefectFuture, as_completed
 
 from kinda.version import code_version
 from tasks import pipeline
+from tasks.atomic import write_json_atomic
 from tasks.config import PipelineConfig, parse_set_option
 from tasks.download import algorithm_for, is_url, load_checksums
 from tasks.manifest import InputRecord, Manifest
@@ -146,9 +148,45 @@ def _run_id() -> str:
         return str(uuid.uuid4())
 
 
+@dataclass
+class PhaseHooks:
+    """Source-specific work between the generic phases, run in the flow process.
+
+    ``after_stage(ctx, keys)``: before the run-wide exact dedup (e.g. rewrite dedup keys);
+    ``after_dedup(ctx, keys)``: between exact dedup and finalize (e.g. book near-dedup, which
+    adds to the run's drop list); ``after_finalize(ctx, records)``: adjust the finished records
+    (e.g. relabel drops). Hooks submit their own tasks; they must stay deterministic.
+    """
+
+    after_stage: Callable[[pipeline.RunContext, list[str]], None] | None = None
+    after_dedup: Callable[[pipeline.RunContext, list[str]], None] | None = None
+    after_finalize: Callable[[pipeline.RunContext, list[InputRecord]], list[InputRecord]] | None = None
+
+
+def write_input_lists(
+    directory: Path, prefix: str, suffix: str, items: Sequence[Any], per_list: int,
+    payload: Callable[[Sequence[Any]], dict[str, Any]],
+) -> list[str]:
+    """Group many small inputs into list files ``<prefix>-00000<suffix>``; return their paths.
+
+    One task per tiny file would cost more in Prefect overhead than in work, so sources made of
+    many small files (repos, books) batch them. A list file is rewritten only when its content
+    changes, so its mtime, and with it the input fingerprint, stays put and resume works.
+    """
+    paths: list[str] = []
+    for index, start in enumerate(range(0, len(items), max(1, per_list))):
+        target = directory / f"{prefix}-{index:05d}{suffix}"
+        content = payload(items[start: start + per_list])
+        text = json.dumps(content, sort_keys=True, indent=1, ensure_ascii=False)
+        if not target.exists() or target.read_text(encoding="utf-8") != text:
+            write_json_atomic(target, content)
+        paths.append(str(target))
+    return paths
+
+
 def run_source(
     flow_name: str, config: PipelineConfig, recipe: pipeline.SourceRecipe, locations: Sequence[str],
-    checksums: Sequence[str] = (),
+    checksums: Sequence[str] = (), hooks: PhaseHooks | None = None,
 ) -> SourceRunSummary:
     """Run one source over its inputs; call from inside a Prefect flow."""
     logger = get_run_logger()
@@ -161,7 +199,7 @@ def run_source(
     try:
         specs = resolve_inputs(config, locations, checksums)
         ctx = pipeline.RunContext(out, recipe.name, config.config_hash(), config.shards.limits(), recipe.name)
-        records = _process(recipe, specs, ctx, config, logger)
+        records = _process(recipe, specs, ctx, config, hooks or PhaseHooks(), logger)
         manifest.record_inputs(run_id, records, recipe=flow_name, code_version=code_version())
         status = "completed" if all(r.status == "done" for r in records) else "partial"
         summary = SourceRunSummary(run_id, out, records)
@@ -175,12 +213,12 @@ def run_source(
 
 def _process(
     recipe: pipeline.SourceRecipe, specs: list[pipeline.InputSpec], ctx: pipeline.RunContext,
-    config: PipelineConfig, logger: Any,
+    config: PipelineConfig, hooks: PhaseHooks, logger: Any,
 ) -> list[InputRecord]:
     keys = [s.key for s in specs]
     scope = pipeline.scope_hash(keys, ctx.config_hash)
     done = {s.key: pipeline.load_done(s, ctx, scope) for s in specs}
-    if all(done.values()):
+    if specs and all(done.values()):
         logger.info("all %d inputs already finished for this config; nothing to do", len(specs))
         return [done[k] for k in keys]  # type: ignore[misc]
     started = time.perf_counter()
@@ -190,17 +228,25 @@ def _process(
         for record in staged.values():
             if record.status == "failed":
                 logger.error("input failed: %s", record.error)
+        ok_keys = [k for k in keys if staged[k].status != "failed"]
+        if hooks.after_stage is not None:
+            hooks.after_stage(ctx, ok_keys)
         duplicates = dedup_task.submit(ctx, keys).result()
         logger.info("exact dedup across %d inputs: %d duplicates", len(keys), sum(duplicates.values()))
+        if hooks.after_dedup is not None:
+            hooks.after_dedup(ctx, ok_keys)
         finals = _gather(
             {finalize_task.submit(recipe, s, ctx, scope, staged[s.key]): s.key for s in specs}, progress
         )
     finally:
         progress.close()
-    if not config.keep_staging and all(r.status != "failed" for r in finals.values()):
+    records = [finals[k] for k in keys]
+    if hooks.after_finalize is not None:
+        records = hooks.after_finalize(ctx, records)
+    if not config.keep_staging and all(r.status != "failed" for r in records):
         pipeline.clean_staging(ctx, keys)
     logger.info("processed %d inputs in %.1fs", len(specs), time.perf_counter() - started)
-    return [finals[k] for k in keys]
+    return records
 
 
 def language_table(records: Sequence[InputRecord]) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import ClassVar
 
 from prefect import flow
 from pydantic import Field
@@ -23,6 +24,13 @@ DEFAULT_CONFIG = CONFIG_DIR / "wikipedia.yaml"
 
 class WikipediaConfig(PipelineConfig):
     """Settings of the Wikipedia recipe (defaults in ``configs/wikipedia.yaml``)."""
+
+    #: Which inputs a run reads is not part of the recipe: each input's output depends on the
+    #: recipe and on the run's dedup scope (tracked separately), so adding a dump keeps the
+    #: finished work of the others valid.
+    RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {
+        "dumps", "date", "languages", "checksums", "dump_url_template", "checksums_url_template"
+    }
 
     languages: list[str] = Field(default_factory=lambda: ["en"])
     dumps: list[str] = Field(default_factory=list)

@@ -337,8 +337,9 @@ class WikipediaReader:
     def __iter__(self) -> Iterator[Record]:
         cleaner: WikitextCleaner | None = None
         where = self.spec.location
+        stream = open_binary(self.spec.path)  # a file that cannot be opened fails the input
         try:
-            with open_binary(self.spec.path) as stream:
+            with stream:
                 for kind, chunk, line in iter_chunks(stream):
                     if kind == "siteinfo":
                         self.site = self._parse_site(chunk)

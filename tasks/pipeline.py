@@ -121,6 +121,8 @@ def _files_intact(out: Path, shard_dicts: Sequence[dict[str, Any]]) -> bool:
 
 def load_done(spec: InputSpec, ctx: RunContext, scope: str) -> InputRecord | None:
     """The finished record of an input, if its done marker is valid for this run."""
+    if not spec.path.exists():
+        return None
     expect = {**ctx.marker_key(), "scope": scope, "fingerprint": spec.fingerprint()}
     marker = _load_marker(state_path(ctx.out, ctx.source, spec.key, "done"), expect)
     if marker is None or not _files_intact(ctx.out, marker["record"]["shards"]):
@@ -156,12 +158,20 @@ class _HashWriter:
         self._cm.__exit__(None, None, None)
 
 
+def _default_dedup_key(doc: Document) -> bytes:
+    """SHA256 of the normalized text (a recipe may define its own ``dedup_key(doc)``)."""
+    return exact_hash(doc.text)
+
+
 def stage_input(recipe: SourceRecipe, spec: InputSpec, ctx: RunContext) -> InputRecord:
     """Phase 1 for one input: read, clean, filter, write staging shards and dedup keys.
 
     An unexpected error (unreadable file, a bug) does not propagate: the input is recorded as
     ``failed`` with the error naming the file, and the rest of the run goes on.
     """
+    if not spec.path.exists():
+        return InputRecord(input_key=spec.key, source=ctx.source, location=spec.location, language=None,
+                           config_hash=ctx.config_hash, status="failed", error=f"{spec.location}: not found")
     marker_path = state_path(ctx.out, ctx.source, spec.key, "stage")
     expect = {**ctx.marker_key(), "fingerprint": spec.fingerprint()}
     marker = _load_marker(marker_path, expect)
@@ -169,23 +179,28 @@ def stage_input(recipe: SourceRecipe, spec: InputSpec, ctx: RunContext) -> Input
         return InputRecord.from_dict(marker["record"])
 
     started = time.perf_counter()
-    language = recipe.input_language(spec)
+    try:
+        language = recipe.input_language(spec)
+    except Exception:  # the reader reports what is wrong with the file, per record
+        language = None
     record = InputRecord(
         input_key=spec.key, source=ctx.source, location=spec.location, language=language,
-        config_hash=ctx.config_hash, size=spec.path.stat().st_size,
+        config_hash=ctx.config_hash, size=spec.path.stat().st_size if spec.path.is_file() else None,
     )
     stage = staging_dir(ctx.out, ctx.source, spec.key)
     shutil.rmtree(stage, ignore_errors=True)
     stats = StepStats()
+    dedup_key = getattr(recipe, "dedup_key", None) or _default_dedup_key
     writer = ShardWriter(ctx.out, stage, "part", ctx.source, language, limits=ctx.limits)
     hashes = _HashWriter(stage / "hashes.parquet")
     try:
         kept = run_steps(recipe.read(spec), recipe.steps(), stats, f"{ctx.source}_reader", language)
         for ordinal, doc in enumerate(kept):
             writer.write(doc)
-            hashes.add(ordinal, exact_hash(doc.text))
+            hashes.add(ordinal, dedup_key(doc))
         staged = [s.to_dict() for s in writer.close()]
         hashes.close()
+        record.sha256 = sha256_file(spec.path) if spec.path.is_file() else None
     except Exception as exc:  # one input's failure must not end the run
         writer.abort()
         shutil.rmtree(stage, ignore_errors=True)
@@ -196,7 +211,6 @@ def stage_input(recipe: SourceRecipe, spec: InputSpec, ctx: RunContext) -> Input
         record.seconds = time.perf_counter() - started
         return record
 
-    record.sha256 = sha256_file(spec.path)
     record.records_in = stats.records_in
     record.docs_kept = stats.kept
     record.drops = [
@@ -298,11 +312,11 @@ def finalize_input(
     recipe: SourceRecipe, spec: InputSpec, ctx: RunContext, scope: str, staged: InputRecord
 ) -> InputRecord:
     """Phase 3 for one input: write its staged documents minus run-wide duplicates to ``docs/``."""
+    if staged.status == "failed":
+        return staged
     done = load_done(spec, ctx, scope)
     if done is not None:
         return done
-    if staged.status == "failed":
-        return staged
     _remove_previous_output(ctx, spec.key)
     duplicates = _duplicate_ordinals(ctx, spec.key)
     dup_counts: Counter[str] = Counter()

@@ -21,3 +21,12 @@ def realdata() -> Path:
     if not REALDATA.is_dir():
         pytest.skip(f"real-data samples not found at {REALDATA}")
     return REALDATA
+
+
+@pytest.fixture(scope="session")
+def prefect_api_url():
+    """One embedded Prefect API for every in-process flow test (starting one costs ~10 s)."""
+    from flows._runtime import prefect_api
+
+    with prefect_api() as url:
+        yield url
