@@ -1,0 +1,170 @@
+"""Books flow: Project Gutenberg texts -> stripped, exact- and near-deduplicated shards + manifest.
+
+    python -m flows.books --inputs 'gutenberg/**/*.txt' --out data/
+    python -m flows.books --inputs 'books3/*.txt' --set keep_without_header=true --out data/
+    python -m flows.books --inputs 'gutenberg/**/*.txt' --set near_dedup.mode=containment --out data/
+
+Phases: book lists (many small books per task) -> stage (read, strip, length floor) -> run-wide
+exact dedup -> MinHash signatures per input -> run-wide near-dedup (>= 90% overlap) -> finalize
+-> manifest. Near duplicates are dropped with reason ``near_duplicate``; the book each one
+matched is in the manifest's ``errors`` table and in ``attributes/books/near_duplicates.parquet``.
+
+Near-dedup runs between the run-wide exact dedup and finalize, through the generic runner's
+:class:`flows._source_flow.PhaseHooks`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel, ConfigDict, Field
+
+from dedupe import near_books
+from flows._runtime import make_task_runner
+from flows._source_flow import (
+    PhaseHooks,
+    SourceRunSummary,
+    add_common_arguments,
+    cli_main,
+    expand_locations,
+    load_config,
+    run_source,
+    write_input_lists,
+)
+from sources.gutenberg import BOOK_LIST_SUFFIX, BookSettings, GutenbergRecipe, book_list_payload
+from tasks import pipeline
+from tasks.config import CONFIG_DIR, PipelineConfig
+from tasks.manifest import InputRecord
+
+DEFAULT_CONFIG = CONFIG_DIR / "books.yaml"
+
+
+# -- books -----------------------------------------------------------------------------------
+class NearDedupConfig(BaseModel):
+    """Book-level near-dedup (see :mod:`dedupe.near_books`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+    mode: Literal["jaccard", "containment"] = "jaccard"
+    threshold: float = Field(0.9, gt=0, le=1)
+    candidate_threshold: float = Field(0.7, gt=0, le=1)
+    num_perm: int = Field(128, gt=0)
+    ngram: int = Field(5, gt=0)
+    seed: int = 1
+
+    def settings(self) -> near_books.NearDupSettings:
+        """As the pure module's settings."""
+        return near_books.NearDupSettings(self.mode, self.threshold, self.candidate_threshold, self.num_perm,
+                                          self.ngram, self.seed)
+
+
+class BooksConfig(PipelineConfig):
+    """Settings of the Books recipe (defaults in ``configs/books.yaml``)."""
+
+    #: Which files are read does not change how each is processed: not part of the config hash.
+    RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"inputs", "books_per_input"}
+
+    inputs: list[str] = Field(default_factory=list)
+    books_per_input: int = Field(100, gt=0, description="books per pipeline input (task); 1 = one per file")
+    keep_without_header: bool = False
+    min_chars: int = Field(1_000, ge=0)
+    max_book_bytes: int = Field(64 * 1024 * 1024, gt=0)
+    near_dedup: NearDedupConfig = Field(default_factory=NearDedupConfig)
+
+    def recipe(self) -> GutenbergRecipe:
+        """The source object the pipeline runs."""
+        return GutenbergRecipe(BookSettings(self.keep_without_header, self.max_book_bytes, self.min_chars))
+
+    def locations(self) -> list[str]:
+        """Book files, or book lists grouping ``books_per_input`` files each."""
+        if not self.inputs:
+            raise ValueError("no input: give --inputs (paths or globs of book files)")
+        files = expand_locations(self.inputs)
+        if self.books_per_input == 1:
+            return files
+        lists_dir = Path(self.out).resolve() / "_inputs" / "books"
+        return write_input_lists(lists_dir, "books", BOOK_LIST_SUFFIX, [Path(f) for f in files],
+                                 self.books_per_input, book_list_payload)
+
+
+@task(name="near-signatures", cache_policy=NO_CACHE, task_run_name="minhash {key}")
+def signature_task(out: Path, source: str, key: str, settings: near_books.NearDupSettings) -> int:
+    """MinHash every staged book of one input (see :func:`dedupe.near_books.write_signatures`)."""
+    return near_books.write_signatures(out, source, key, settings)
+
+
+@task(name="near-dedup", cache_policy=NO_CACHE)
+def near_dedup_task(out: Path, source: str, keys: list[str], settings: near_books.NearDupSettings) -> int:
+    """Match the run's books, write the match table, put the near duplicates on the drop list."""
+    matches = near_books.find_near_duplicates(near_books.load_signatures(out, source, keys), settings)
+    near_books.write_matches(out, source, matches)
+    near_books.add_to_duplicate_list(out, source, matches)
+    return len(matches)
+
+
+def near_dedup_hooks(settings: near_books.NearDupSettings) -> PhaseHooks:
+    """Hooks that add book-level near-dedup to the generic phases."""
+
+    def after_dedup(ctx: pipeline.RunContext, keys: list[str]) -> None:
+        futures = [signature_task.submit(ctx.out, ctx.source, key, settings) for key in keys]
+        books = sum(f.result() for f in futures)
+        found = near_dedup_task.submit(ctx.out, ctx.source, keys, settings).result()
+        get_run_logger().info("near dedup (%s >= %.2f) over %d books: %d near duplicates",
+                              settings.mode, settings.threshold, books, found)
+
+    def after_finalize(ctx: pipeline.RunContext, records: list[InputRecord]) -> list[InputRecord]:
+        grouped = near_books.matches_by_input(near_books.read_matches(ctx.out, ctx.source))
+        fixed = []
+        for record in records:
+            relabelled = near_books.relabel_near_duplicates(record, grouped.get(record.input_key, []))
+            if relabelled is not record:
+                near_books.rewrite_done_marker(ctx.out, ctx.source, relabelled)
+            fixed.append(relabelled)
+        rows = [{k: v for k, v in m.items() if k != "language"}
+                for m in near_books.iter_match_rows(near_books.read_matches(ctx.out, ctx.source))]
+        if rows:
+            create_table_artifact(rows[:1000], key="books-near-duplicates",
+                                  description="Books dropped as near duplicates, and the book each matched")
+        return fixed
+
+    return PhaseHooks(after_dedup=after_dedup, after_finalize=after_finalize)
+
+
+@flow(name="books", log_prints=True)
+def books_flow(config: BooksConfig) -> SourceRunSummary:
+    """Read, strip, deduplicate and near-deduplicate books (see the module docstring)."""
+    hooks = near_dedup_hooks(config.near_dedup.settings()) if config.near_dedup.enabled else PhaseHooks()
+    return run_source("books", config, config.recipe(), config.locations(), hooks=hooks)
+
+
+def run(config: BooksConfig) -> SourceRunSummary:
+    """Run the flow with the task runner the config names."""
+    return books_flow.with_options(task_runner=make_task_runner(config))(config)
+
+
+def parse_args(argv: list[str] | None = None) -> BooksConfig:
+    """Command line -> typed config."""
+    parser = argparse.ArgumentParser(prog="python -m flows.books", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--inputs", action="append", help="book file path or glob (repeatable; ** allowed)")
+    parser.add_argument("--books-per-input", type=int, help="books per task (default from config: 100)")
+    add_common_arguments(parser, DEFAULT_CONFIG)
+    args = parser.parse_args(argv)
+    extra = {"inputs": args.inputs, "books_per_input": args.books_per_input}
+    return load_config(BooksConfig, args, extra)  # type: ignore[return-value]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m flows.books``."""
+    config = parse_args(argv)
+    return cli_main(lambda: run(config))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

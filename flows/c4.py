@@ -1,0 +1,87 @@
+"""C4 flow: the released C4 files, or C4's rules applied to Common Crawl text.
+
+    python -m flows.c4 --inputs 'c4/en/c4-train.*.json.gz' --out data/          # released C4 (RedPajama)
+    python -m flows.c4 --from-commoncrawl 'segments/*.warc.wet.gz' --out data/   # C4 rebuilt from CC text
+
+The released files go through the generic source flow (read, exact dedup, finalize). Rebuilding
+from CC runs the grouped pipeline of :mod:`flows.commoncrawl` with C4's line/page rules before
+and three-sentence-span dedup as the group step (see :mod:`sources.c4`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from prefect import flow
+from pydantic import Field
+
+from flows._runtime import make_task_runner
+from flows._source_flow import SourceRunSummary, add_common_arguments, cli_main, load_config, run_source
+from flows.commoncrawl import WebConfig, add_web_arguments, run_grouped_source, web_extra
+from sources.c4 import C4FromCommonCrawlRecipe, C4Recipe
+from tasks.config import CONFIG_DIR
+from tasks.filters.c4_rules import BAD_WORDS_EN, C4Rules, SentenceSpanUnits
+
+DEFAULT_CONFIG = CONFIG_DIR / "c4.yaml"
+
+
+class C4Config(WebConfig):
+    """Settings of both C4 routes (defaults in ``configs/c4.yaml``)."""
+
+    from_commoncrawl: list[str] = Field(default_factory=list, description="WARC/WET inputs to rebuild C4 from")
+    min_words_per_line: int = 3
+    max_word_length: int = 1000
+    min_sentences: int = 5
+    span_sentences: int = Field(3, gt=0, description="sentences per dedup span")
+    bad_words: str | None = Field(str(BAD_WORDS_EN), description="bad-words list (one per line); null = off")
+
+    def rules(self) -> C4Rules:
+        return C4Rules(min_words_per_line=self.min_words_per_line, max_word_length=self.max_word_length,
+                       min_sentences=self.min_sentences)
+
+    def from_cc_recipe(self) -> C4FromCommonCrawlRecipe:
+        """C4's rules on CC text."""
+        return C4FromCommonCrawlRecipe(
+            rules=self.rules(), bad_words=self.bad_words, languages=tuple(self.languages),
+            lid_min_score=self.lid_min_score, lid_model=self.lid_model, prefilter=self.prefilter,
+            prefilter_min_score=self.prefilter_min_score, extract=self.extract.options(),
+            limits=self.extract.limits(), units=SentenceSpanUnits(self.span_sentences),
+        )
+
+
+@flow(name="c4", log_prints=True)
+def c4_flow(config: C4Config) -> SourceRunSummary:
+    """Released C4 (``inputs``) or C4 rebuilt from Common Crawl (``from_commoncrawl``)."""
+    if config.from_commoncrawl:
+        rebuilt = config.model_copy(update={"inputs": list(config.from_commoncrawl)})
+        return run_grouped_source("c4", rebuilt, config.from_cc_recipe())
+    if not config.inputs:
+        raise ValueError("no input: give --inputs (released C4 json.gz) or --from-commoncrawl (WARC/WET)")
+    return run_source("c4", config, C4Recipe(), config.inputs)
+
+
+def run(config: C4Config) -> SourceRunSummary:
+    """Run the flow with the task runner the config names."""
+    return c4_flow.with_options(task_runner=make_task_runner(config))(config)
+
+
+def parse_args(argv: list[str] | None = None) -> C4Config:
+    """Command line -> typed config."""
+    parser = argparse.ArgumentParser(prog="python -m flows.c4", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_web_arguments(parser)
+    parser.add_argument("--from-commoncrawl", action="append", help="WARC/WET path, glob, URL or crawl id")
+    add_common_arguments(parser, DEFAULT_CONFIG)
+    args = parser.parse_args(argv)
+    return load_config(C4Config, args, {**web_extra(args), "from_commoncrawl": args.from_commoncrawl})  # type: ignore[return-value]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m flows.c4``."""
+    config = parse_args(argv)
+    return cli_main(lambda: run(config))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

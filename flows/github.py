@@ -1,0 +1,139 @@
+"""GitHub flow: local clones or BigQuery-export rows -> cleaned, filtered, deduplicated code shards.
+
+    python -m flows.github --repos 'clones/*' --out data/                       # licence from LICENSE files
+    python -m flows.github --inputs 'bigquery-export/*.jsonl.gz' --out data/    # rows: content, path, repo_name, license
+    python -m flows.github --repos 'clones/*' --set dedup_key=raw --set header_mode=redpajama --out data/
+
+Clones are grouped ``repos_per_input`` to a task through repository lists written under
+``<out>/_inputs/github/``. Shards go to ``<out>/docs/github/<language>/`` (programming language).
+File-level exact dedup runs across the whole run: by default on the SHA256 of the normalized,
+cleaned text (the pipeline's key, which also catches copies that differ only in their copyright
+header or whitespace); ``dedup_key=raw`` hashes the raw file bytes before cleaning, as RedPajama.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from pydantic import Field
+
+from flows._runtime import make_task_runner
+from flows._source_flow import (
+    PhaseHooks,
+    SourceRunSummary,
+    add_common_arguments,
+    cli_main,
+    expand_locations,
+    load_config,
+    run_source,
+    write_input_lists,
+)
+from sources.github import (
+    REPO_LIST_SUFFIX,
+    GithubRecipe,
+    GithubSettings,
+    repo_list_payload,
+    rewrite_hashes_raw,
+)
+from tasks import pipeline
+from tasks.config import CONFIG_DIR, PipelineConfig
+from tasks.filters.code import CodeFilterSettings
+
+DEFAULT_CONFIG = CONFIG_DIR / "github.yaml"
+
+
+class GithubConfig(PipelineConfig):
+    """Settings of the GitHub recipe (defaults in ``configs/github.yaml``)."""
+
+    #: Which repositories are read does not change how each file is processed: not hashed.
+    RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"inputs", "repos", "repos_per_input"}
+
+    inputs: list[str] = Field(default_factory=list, description="BigQuery-export JSON lines (.jsonl.gz)")
+    repos: list[str] = Field(default_factory=list, description="local clone folders (globs)")
+    repos_per_input: int = Field(20, gt=0)
+    allowed_licenses: list[str] = Field(default_factory=lambda: ["mit", "bsd-2-clause", "bsd-3-clause", "apache-2.0"])
+    max_file_bytes: int = Field(1_000_000, gt=0)
+    header_mode: Literal["copyright", "redpajama", "off"] = "copyright"
+    max_line_length: int = Field(1000, gt=0)
+    max_avg_line_length: float = Field(100.0, gt=0)
+    min_alphanumeric_fraction: float = Field(0.25, ge=0, le=1)
+    min_alpha_per_token: float = Field(1.5, ge=0)
+    tokenizer: str = Field("regex", description="'regex' or a path to a tokenizer.json")
+    dedup_key: Literal["text", "raw"] = "text"
+
+    def recipe(self) -> GithubRecipe:
+        """The source object the pipeline runs."""
+        filters = CodeFilterSettings(
+            header_mode=self.header_mode, max_line_length=self.max_line_length,
+            max_avg_line_length=self.max_avg_line_length, min_alphanumeric_fraction=self.min_alphanumeric_fraction,
+            min_alpha_per_token=self.min_alpha_per_token, tokenizer=self.tokenizer,
+        )
+        return GithubRecipe(GithubSettings(frozenset(self.allowed_licenses), self.max_file_bytes, filters=filters))
+
+    def locations(self) -> list[str]:
+        """BigQuery exports as given, plus repository lists for the clones."""
+        if not self.inputs and not self.repos:
+            raise ValueError("no input: give --repos (clone folders) and/or --inputs (BigQuery exports)")
+        locations = expand_locations(self.inputs) if self.inputs else []
+        if self.repos:
+            roots = [Path(p) for p in expand_locations(self.repos) if Path(p).is_dir()]
+            lists_dir = Path(self.out).resolve() / "_inputs" / "github"
+            locations += write_input_lists(lists_dir, "repos", REPO_LIST_SUFFIX, roots, self.repos_per_input,
+                                           repo_list_payload)
+        return locations
+
+
+@task(name="raw-dedup-keys", cache_policy=NO_CACHE, task_run_name="raw keys {key}")
+def raw_keys_task(out: Path, source: str, key: str) -> int:
+    """Switch one staged input's dedup keys to raw-content SHA256 (see :func:`sources.github.rewrite_hashes_raw`)."""
+    return rewrite_hashes_raw(out, source, key)
+
+
+def raw_dedup_hooks() -> PhaseHooks:
+    """Hooks that make the run-wide exact dedup hash raw file content, as RedPajama did."""
+
+    def after_stage(ctx: pipeline.RunContext, keys: list[str]) -> None:
+        for future in [raw_keys_task.submit(ctx.out, ctx.source, key) for key in keys]:
+            future.result()
+
+    return PhaseHooks(after_stage=after_stage)
+
+
+@flow(name="github", log_prints=True)
+def github_flow(config: GithubConfig) -> SourceRunSummary:
+    """Read, clean, filter and deduplicate source code (see the module docstring)."""
+    hooks = raw_dedup_hooks() if config.dedup_key == "raw" else PhaseHooks()
+    return run_source("github", config, config.recipe(), config.locations(), hooks=hooks)
+
+
+def run(config: GithubConfig) -> SourceRunSummary:
+    """Run the flow with the task runner the config names."""
+    return github_flow.with_options(task_runner=make_task_runner(config))(config)
+
+
+def parse_args(argv: list[str] | None = None) -> GithubConfig:
+    """Command line -> typed config."""
+    parser = argparse.ArgumentParser(prog="python -m flows.github", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repos", action="append", help="clone folder path or glob (repeatable)")
+    parser.add_argument("--inputs", action="append", help="BigQuery export .jsonl.gz path or glob (repeatable)")
+    parser.add_argument("--tokenizer", help="'regex' or a tokenizer.json for the alpha-per-token filter")
+    add_common_arguments(parser, DEFAULT_CONFIG)
+    args = parser.parse_args(argv)
+    extra = {"repos": args.repos, "inputs": args.inputs, "tokenizer": args.tokenizer}
+    return load_config(GithubConfig, args, extra)  # type: ignore[return-value]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m flows.github``."""
+    config = parse_args(argv)
+    return cli_main(lambda: run(config))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""Train LLaMA's wiki-reference classifier: Wikipedia-cited pages (positives) vs random CC pages.
+
+    python -m flows.quality_classifier --positives refs.warc.gz --negatives cc.warc.gz --out models/wikiref.bin
+    python -m flows.quality_classifier --positives 'refs/*.jsonl.gz' --negatives 'cc/*.warc.wet.gz' --out m.bin
+
+Inputs are WARC (HTML, extracted with trafilatura), WET, or JSON lines (``{"text": ...}``, plain or
+gz). One ``read-pages`` task per input file; training and the held-out report run in one task.
+The report (precision/recall of the positive class) is printed, saved beside the model as
+``<model>.report.json`` and published as a Prefect table artifact. Then filter with
+``python -m flows.commoncrawl ... --wikiref-model models/wikiref.bin``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import sys
+from pathlib import Path
+
+from prefect import flow, task
+from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from pydantic import Field
+
+from flows._runtime import make_task_runner, prefect_api
+from flows._source_flow import add_common_arguments, expand_locations, load_config
+from sources.warc import WarcReader
+from tasks.atomic import write_json_atomic
+from tasks.config import PipelineConfig
+from tasks.document import Document
+from tasks.filters.ccnet import tidy_lines
+from tasks.filters.quality import ClassifierReport, train_wikiref_classifier
+
+
+class ClassifierConfig(PipelineConfig):
+    """Settings of the classifier training."""
+
+    positives: list[str] = Field(default_factory=list)
+    negatives: list[str] = Field(default_factory=list)
+    model: Path = Path("models/wikiref.bin")
+    holdout: float = Field(0.1, ge=0, lt=1)
+    max_pages_per_class: int | None = Field(None, gt=0, description="balance/limit each class (seeded sample)")
+    min_chars: int = 300
+    epoch: int = 5
+    lr: float = 0.1
+    word_ngrams: int = 1
+
+
+def read_texts(location: str, min_chars: int) -> list[str]:
+    """The page texts of one input file (WARC/WET or JSON lines); unreadable records are skipped."""
+    path = Path(location)
+    if ".warc" in path.name:
+        reader = WarcReader(path, location, "wikiref", path.name, prefilter=None)
+        texts = [tidy_lines(r.text) for r in reader if isinstance(r, Document)]
+    else:
+        opener = gzip.open if path.name.endswith(".gz") else open
+        texts = []
+        with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(row, dict) and isinstance(row.get("text"), str):
+                    texts.append(row["text"])
+    return [t for t in texts if len(t) >= min_chars]
+
+
+@task(name="read-pages", cache_policy=NO_CACHE, task_run_name="read {location}")
+def read_task(location: str, min_chars: int) -> list[str]:
+    """Texts of one input file."""
+    return read_texts(location, min_chars)
+
+
+@task(name="train-classifier", cache_policy=NO_CACHE)
+def train_task(positives: list[str], negatives: list[str], config: ClassifierConfig) -> ClassifierReport:
+    """Train and evaluate (see :func:`tasks.filters.quality.train_wikiref_classifier`)."""
+    rng = random.Random(config.seed)
+    if config.max_pages_per_class:
+        positives = rng.sample(positives, min(len(positives), config.max_pages_per_class))
+        negatives = rng.sample(negatives, min(len(negatives), config.max_pages_per_class))
+    return train_wikiref_classifier(positives, negatives, Path(config.model), holdout=config.holdout,
+                                    seed=config.seed, epoch=config.epoch, lr=config.lr, word_ngrams=config.word_ngrams)
+
+
+@flow(name="quality-classifier", log_prints=True)
+def classifier_flow(config: ClassifierConfig) -> ClassifierReport:
+    """Read both classes, train, report, save."""
+    futures = {
+        label: [read_task.submit(loc, config.min_chars) for loc in expand_locations(locations)]
+        for label, locations in (("pos", config.positives), ("neg", config.negatives))
+    }
+    texts = {label: [t for f in fs for t in f.result()] for label, fs in futures.items()}
+    report = train_task(texts["pos"], texts["neg"], config)
+    write_json_atomic(Path(str(config.model) + ".report.json"), report.as_dict())
+    create_table_artifact([report.as_dict()], key="wikiref-classifier", description="held-out report")
+    print(f"positives {len(texts['pos'])}, negatives {len(texts['neg'])}: {report.as_dict()}")
+    return report
+
+
+def parse_args(argv: list[str] | None = None) -> ClassifierConfig:
+    """Command line -> typed config."""
+    parser = argparse.ArgumentParser(prog="python -m flows.quality_classifier", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--positives", action="append", required=True, help="pages cited by Wikipedia (repeatable)")
+    parser.add_argument("--negatives", action="append", required=True, help="random CC pages (repeatable)")
+    parser.add_argument("--max-pages-per-class", type=int)
+    add_common_arguments(parser, None)  # type: ignore[arg-type]
+    args = parser.parse_args(argv)
+    extra = {"positives": args.positives, "negatives": args.negatives, "model": args.out,
+             "max_pages_per_class": args.max_pages_per_class}
+    args.out = None  # --out names the model file here, not an output root
+    return load_config(ClassifierConfig, args, extra)  # type: ignore[return-value]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m flows.quality_classifier``."""
+    config = parse_args(argv)
+    with prefect_api():
+        classifier_flow.with_options(task_runner=make_task_runner(config))(config)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

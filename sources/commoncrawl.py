@@ -1,0 +1,301 @@
+"""Common Crawl, cc_net style: WARC/WET -> text -> paragraph dedup per group -> LID -> quality.
+
+Paragraph dedup needs every input of a group before any document can be finished, so this
+source adds two phases in front of the foundation's stage -> exact dedup -> finalize
+(:mod:`tasks.pipeline`):
+
+A. :func:`extract_input` (per input): read WARC/WET records, extract text once, tidy lines; write
+   the documents to ``<out>/_staging/<source>.extract/<input>/part-*.parquet`` and one uint64
+   hash per normalized line to ``units.u64`` (:mod:`dedupe.lines`);
+B. :func:`dedup_group` (per group of ``group_files`` inputs, in input-key order): mark every line
+   seen earlier in the group, in bounded memory (``memory_mb``);
+C. the foundation's ``stage_input`` with this recipe: :meth:`GroupedDedupRecipe.read` reads phase
+   A's documents back, removes the marked lines, and the recipe's steps (min length, language ID,
+   wiki-reference classifier, perplexity buckets) run on what is left;
+then the usual run-wide exact dedup and finalize. :func:`merge_records` adds phase A's counts to
+phase C's record, so the manifest still accounts for every WARC record read
+(``records_in == kept + dropped``). Phase A's documents are the expensive part (trafilatura): a
+re-run, or a change of group or of a later threshold, never extracts twice.
+
+The same machinery runs C4's three-sentence-span dedup (:mod:`sources.c4`): only the units differ.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from dedupe.lines import DuplicateMasks, UnitFiles, UnitHashWriter, hash_units, keep_unmarked, mark_duplicates
+from sources.html_text import ExtractOptions
+from sources.warc import WarcLimits, WarcReader
+from tasks.atomic import sha256_file, write_json_atomic
+from tasks.document import Document, Drop
+from tasks.filters.ccnet import CCNET_MIN_CHARS, MinLength, TidyLines, normalize_for_dedup
+from tasks.filters.langid import LanguageID, LanguagePrefilter
+from tasks.filters.quality import KenLMScorer, PerplexityBuckets, WikiRefFilter
+from tasks.layout import staging_dir, state_path
+from tasks.manifest import InputRecord
+from tasks.pipeline import InputSpec, RunContext, _files_intact, _load_marker
+from tasks.shards import ShardWriter, read_documents
+from tasks.steps import Record, Step, StepStats, run_steps
+
+log = logging.getLogger(__name__)
+
+SOURCE = "commoncrawl"
+EXTRACT_SUFFIX = ".extract"
+
+
+class Units(Protocol):
+    """What a dedup unit is: how a text becomes hashed units, and how marked units leave it."""
+
+    name: str
+
+    def units(self, text: str) -> list[str]: ...
+
+    def apply(self, text: str, duplicate: np.ndarray) -> str: ...
+
+
+@dataclass(frozen=True)
+class LineUnits:
+    """cc_net's unit: a line, normalized by :func:`tasks.filters.ccnet.normalize_for_dedup`."""
+
+    name: str = "lines"
+
+    def units(self, text: str) -> list[str]:
+        return [normalize_for_dedup(line) for line in text.split("\n")]
+
+    def apply(self, text: str, duplicate: np.ndarray) -> str:
+        return "\n".join(keep_unmarked(text.split("\n"), duplicate))
+
+
+class GroupedDedupRecipe:
+    """Base of recipes run as extract -> group dedup -> stage (see the module docstring).
+
+    Subclasses provide :meth:`read_raw`, :meth:`pre_steps` (before dedup), :meth:`steps` (after),
+    and ``units``. ``out`` is set by the flow to the run's output root before phase C.
+    """
+
+    name: str = SOURCE
+    units: Units = LineUnits()
+    out: Path | None = None
+
+    def read_raw(self, spec: InputSpec) -> Iterator[Record]:
+        raise NotImplementedError
+
+    def pre_steps(self) -> Sequence[Step]:
+        return [TidyLines()]
+
+    def steps(self) -> Sequence[Step]:
+        raise NotImplementedError
+
+    def input_language(self, spec: InputSpec) -> str | None:
+        """Web inputs mix languages: each document gets its own from language ID."""
+        return None
+
+    def partition(self, doc: Document) -> str:
+        """One directory per detected language."""
+        return doc.language or "und"
+
+    def read(self, spec: InputSpec) -> Iterator[Record]:
+        """Phase C's reader: phase A's documents minus the units marked duplicate in their group."""
+        if self.out is None:
+            raise RuntimeError(f"{self.name}: recipe.out must be set before staging")
+        directory = extract_dir(self.out, self.name, spec.key)
+        masks = DuplicateMasks(UnitFiles(directory / "units"))
+        documents = (doc for part in sorted(directory.glob("part-*.parquet")) for doc in read_documents(part))
+        removed_key = f"{self.units.name}_removed"
+        for doc, duplicate in zip(documents, masks, strict=True):
+            text = self.units.apply(doc.text, duplicate).strip()
+            if not text:
+                yield Drop(f"duplicate_{self.units.name}", doc.id, language=doc.language)
+                continue
+            yield replace(doc, text=text, meta={**doc.meta, removed_key: int(duplicate.sum())})
+
+
+@dataclass
+class PerplexityModels:
+    """cc_net models per language (paths) and the (head_max, middle_max) cut-offs."""
+
+    lm: dict[str, str] = field(default_factory=dict)
+    sp: dict[str, str] = field(default_factory=dict)
+    cutoffs: dict[str, tuple[float, float]] = field(default_factory=dict)
+    keep: tuple[str, ...] = ("head", "middle")
+
+    def configured(self) -> bool:
+        """True when at least one language has a model pair and cut-offs."""
+        return any(lang in self.sp and lang in self.cutoffs for lang in self.lm)
+
+    def step(self) -> PerplexityBuckets:
+        scorers = {lang: KenLMScorer(self.lm[lang], self.sp[lang]) for lang in self.lm if lang in self.sp}
+        return PerplexityBuckets(scorers, self.cutoffs, self.keep)
+
+
+@dataclass
+class CommonCrawlRecipe(GroupedDedupRecipe):
+    """cc_net-style Common Crawl (RECIPES.md): min length 300, line dedup, lid.176 >= 0.5, quality."""
+
+    languages: tuple[str, ...] = ("en",)
+    lid_min_score: float = 0.5
+    lid_model: str | None = None
+    min_chars: int = CCNET_MIN_CHARS
+    prefilter: bool = True
+    prefilter_min_score: float = 0.9
+    extract: ExtractOptions = field(default_factory=ExtractOptions)
+    limits: WarcLimits = field(default_factory=WarcLimits)
+    wikiref_model: str | None = None
+    wikiref_threshold: float = 0.25
+    perplexity: PerplexityModels = field(default_factory=PerplexityModels)
+    name: str = SOURCE
+    units: Units = field(default_factory=LineUnits)
+    out: Path | None = None
+
+    def read_raw(self, spec: InputSpec) -> Iterator[Record]:
+        """WARC responses (HTML, extracted) or WET conversions (text) as Documents and Drops."""
+        prefilter = (
+            LanguagePrefilter(self.languages, self.prefilter_min_score, self.lid_model)
+            if self.prefilter and self.languages else None
+        )
+        return iter(WarcReader(spec.path, spec.location, self.name, spec.key, limits=self.limits,
+                               extract=self.extract, prefilter=prefilter))
+
+    def steps(self) -> list[Step]:
+        """After line dedup: length floor, language ID, then the optional quality steps."""
+        steps: list[Step] = [
+            MinLength(self.min_chars), LanguageID(self.languages, self.lid_min_score, self.lid_model),
+        ]
+        if self.wikiref_model:
+            steps.append(WikiRefFilter(self.wikiref_model, self.wikiref_threshold))
+        if self.perplexity.configured():
+            steps.append(self.perplexity.step())
+        return steps
+
+    def quality_status(self) -> dict[str, str]:
+        """Which optional quality steps run (for the run's summary)."""
+        return {
+            "wikiref_classifier": f"on (>= {self.wikiref_threshold})" if self.wikiref_model else "off: no model",
+            "perplexity_buckets": "on" if self.perplexity.configured() else "off: no KenLM/SentencePiece model",
+        }
+
+
+# -- phase A: extract -----------------------------------------------------------------------
+def extract_dir(out: Path, source: str, key: str) -> Path:
+    """Where phase A keeps one input's documents and unit hashes."""
+    return staging_dir(out, source + EXTRACT_SUFFIX, key)
+
+
+def _extract_marker(ctx: RunContext, key: str) -> Path:
+    return state_path(ctx.out, ctx.source + EXTRACT_SUFFIX, key, "extract")
+
+
+def _drop_rows(stats: StepStats) -> list[dict[str, Any]]:
+    return [
+        {"step": step, "reason": reason, "language": lang or None, "count": count}
+        for (step, reason, lang), count in sorted(stats.drops.items())
+    ]
+
+
+def extract_input(recipe: GroupedDedupRecipe, spec: InputSpec, ctx: RunContext) -> InputRecord:
+    """Phase A for one input (see the module docstring); resumable, never raises for bad input."""
+    marker_path = _extract_marker(ctx, spec.key)
+    expect = {**ctx.marker_key(), "fingerprint": spec.fingerprint(), "units": recipe.units.name}
+    marker = _load_marker(marker_path, expect)
+    directory = extract_dir(ctx.out, ctx.source, spec.key)
+    files = UnitFiles(directory / "units")
+    if marker is not None and _files_intact(ctx.out, marker["staged"]) and files.hashes.exists():
+        return InputRecord.from_dict(marker["record"])
+    started = time.perf_counter()
+    record = InputRecord(input_key=spec.key, source=ctx.source, location=spec.location, language=None,
+                         config_hash=ctx.config_hash, size=spec.path.stat().st_size)
+    shutil.rmtree(directory, ignore_errors=True)
+    stats = StepStats()
+    writer = ShardWriter(ctx.out, directory, "part", ctx.source, None, limits=ctx.limits)
+    hashes = UnitHashWriter(files)
+    try:
+        for doc in run_steps(recipe.read_raw(spec), recipe.pre_steps(), stats, f"{ctx.source}_reader"):
+            writer.write(doc)
+            hashes.add(hash_units(recipe.units.units(doc.text)))
+        staged = [s.to_dict() for s in writer.close()]
+        hashes.close()
+    except Exception as exc:  # one input's failure must not end the run
+        writer.abort()
+        hashes.abort()
+        shutil.rmtree(directory, ignore_errors=True)
+        log.exception("input %s failed", spec.location)
+        record.status, record.error = "failed", f"{spec.location}: {type(exc).__name__}: {exc}"
+        record.records_in, record.seconds = stats.records_in, time.perf_counter() - started
+        return record
+    record.sha256 = sha256_file(spec.path)
+    record.records_in, record.docs_kept = stats.records_in, stats.kept
+    record.drops, record.errors = _drop_rows(stats), stats.errors
+    record.status = "partial" if any(d["reason"] == "truncated_input" for d in record.drops) else "done"
+    record.seconds = time.perf_counter() - started
+    write_json_atomic(marker_path, {**expect, "record": record.to_dict(), "staged": staged})
+    return record
+
+
+# -- phase B: group dedup -------------------------------------------------------------------
+def make_groups(keys: Sequence[str], group_files: int) -> list[list[str]]:
+    """Inputs in key order, cut into groups of ``group_files`` (the unit of paragraph dedup)."""
+    ordered = sorted(keys)
+    size = max(1, group_files)
+    return [ordered[i : i + size] for i in range(0, len(ordered), size)]
+
+
+def _file_identity(path: Path) -> list[int]:
+    stat = path.stat()
+    return [stat.st_size, stat.st_mtime_ns]
+
+
+def dedup_group(ctx: RunContext, keys: Sequence[str], memory_bytes: int) -> dict[str, Any]:
+    """Phase B for one group: write every input's duplicate mask; resumable.
+
+    When the masks are (re)computed, the phase C markers of the group's inputs are removed, so
+    their documents are staged again with the new masks.
+    """
+    present = [k for k in keys if UnitFiles(extract_dir(ctx.out, ctx.source, k) / "units").hashes.exists()]
+    files = [UnitFiles(extract_dir(ctx.out, ctx.source, k) / "units") for k in present]
+    group_id = hashlib.sha256(json.dumps(sorted(keys)).encode()).hexdigest()[:16]
+    marker_path = state_path(ctx.out, ctx.source + EXTRACT_SUFFIX, f"group-{group_id}", "dedup")
+    expect = {**ctx.marker_key(), "keys": list(present),
+              "hash_files": [_file_identity(f.hashes) for f in files]}
+    marker = _load_marker(marker_path, expect)
+    if marker is not None and all(f.mask.exists() for f in files):
+        return marker["stats"]
+    found = mark_duplicates(files, memory_bytes)
+    for key in present:
+        state_path(ctx.out, ctx.source, key, "stage").unlink(missing_ok=True)
+    stats = {"inputs": len(present), "units": found.units, "duplicates": found.duplicates, "buckets": found.buckets}
+    write_json_atomic(marker_path, {**expect, "stats": stats})
+    return stats
+
+
+# -- records ----------------------------------------------------------------------------------
+def merge_records(extracted: InputRecord, staged: InputRecord) -> InputRecord:
+    """One record per input: phase A's reads and drops plus phase C's drops and kept count."""
+    merged = InputRecord.from_dict(staged.to_dict())
+    merged.records_in = extracted.records_in
+    merged.drops = extracted.drops + staged.drops
+    merged.errors = (extracted.errors + staged.errors)[:200]
+    merged.seconds = extracted.seconds + staged.seconds
+    merged.sha256 = extracted.sha256 or staged.sha256
+    if staged.status == "done" and extracted.status == "partial":
+        merged.status = "partial"
+    return merged
+
+
+def clean_extracted(ctx: RunContext, keys: Sequence[str]) -> None:
+    """Remove phase A and B files once a run finished (phase A is the costly part: keep on failure)."""
+    for key in keys:
+        shutil.rmtree(extract_dir(ctx.out, ctx.source, key), ignore_errors=True)
+        _extract_marker(ctx, key).unlink(missing_ok=True)
+    for marker in (ctx.out / "_state" / (ctx.source + EXTRACT_SUFFIX)).glob("group-*.dedup.json"):
+        marker.unlink(missing_ok=True)

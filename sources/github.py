@@ -1,0 +1,350 @@
+"""GitHub: source files from local clones or BigQuery-export rows, as Documents.
+
+Two input formats, told apart by file name:
+
+* ``*.jsonl.gz`` / ``*.jsonl`` / ``*.json.gz``: rows exported from BigQuery's ``github_repos``
+  tables, one JSON object per line with ``content``, ``path``, ``repo_name`` and ``license``
+  (plus, when exported, ``binary``, ``size`` and the blob ``id``). This is what RedPajama read.
+* ``*.repos.json``: a *repository list* written by ``flows.github --repos`` naming local clones
+  (and a digest of their file tree, so a changed clone is re-read on resume). Many small repos
+  share one input, so the pipeline runs one task per batch of repos rather than per repo.
+
+For every file the reader yields a Document or a Drop with a reason, in this order: licence of
+the repository not allowed (``license_<id>``, see :mod:`sources.licenses`), licence file or
+certificate (``skipped_license_file``, ``skipped_certificate``), extension not in the whitelist
+(``extension_not_allowed``), ``too_large``, ``binary`` (a NUL byte in the first 8,000 bytes,
+git's own test, or a BigQuery row flagged binary), ``not_utf8``. Symlinks are never followed.
+The cleaning and statistics filters live in :mod:`tasks.filters.code`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import hashlib
+import json
+import os
+import re
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sources.licenses import DEFAULT_ALLOWED, LICENSE_FILE, RepoLicense, detect_repo_license, row_license
+from tasks.atomic import atomic_path
+from tasks.document import Document, Drop, make_doc_id
+from tasks.filters.code import CodeFilterSettings, code_steps
+from tasks.layout import staging_dir
+from tasks.pipeline import HASH_SCHEMA, InputSpec
+from tasks.steps import Record, Step
+
+SOURCE = "github"
+REPO_LIST_SUFFIX = ".repos.json"
+REPO_LIST_FORMAT = "kinda-github-repos/1"
+
+#: RedPajama-v1's 64-entry whitelist (``github_run_filter.py``), mapped to a language name.
+#: Matching is by file-name suffix and case-sensitive, as RedPajama's ``str.endswith`` was
+#: (``.C``/``.H`` are C++; ``Dockerfile``/``Makefile`` are whole-name suffixes).
+EXTENSION_LANGUAGES: dict[str, str] = {
+    ".asm": "assembly", ".bat": "batchfile", ".cmd": "batchfile",
+    ".c": "c", ".h": "c", ".cs": "c#",
+    ".cpp": "c++", ".hpp": "c++", ".c++": "c++", ".h++": "c++", ".cc": "c++", ".hh": "c++", ".C": "c++",
+    ".H": "c++", ".cmake": "cmake", ".css": "css", ".dockerfile": "dockerfile",
+    ".f90": "fortran", ".f": "fortran-fixed", ".f03": "fortran", ".f08": "fortran", ".f77": "fortran-fixed",
+    ".f95": "fortran", ".for": "fortran-fixed", ".fpp": "fortran", ".go": "go", ".hs": "haskell",
+    ".html": "html", ".java": "java", ".js": "javascript", ".jl": "julia", ".lua": "lua",
+    ".md": "markdown", ".markdown": "markdown",
+    ".php": "php", ".php3": "php", ".php4": "php", ".php5": "php", ".phps": "php", ".phpt": "php",
+    ".pl": "perl", ".pm": "perl", ".pod": "perl", ".perl": "perl",
+    ".ps1": "powershell", ".psd1": "powershell", ".psm1": "powershell",
+    ".py": "python", ".rb": "ruby", ".rs": "rust", ".sql": "sql", ".scala": "scala",
+    ".sh": "shell", ".bash": "shell", ".command": "shell", ".zsh": "shell",
+    ".ts": "typescript", ".tsx": "typescript", ".tex": "tex", ".vb": "visual basic",
+    "Dockerfile": "dockerfile", "Makefile": "makefile",
+    ".xml": "xml", ".rst": "restructuredtext", ".m": "objective-c", ".smali": "smali",
+}
+_SUFFIXES: tuple[str, ...] = tuple(sorted(EXTENSION_LANGUAGES, key=len, reverse=True))
+
+#: Directories of version-control metadata: never part of the code.
+VCS_DIRS: frozenset[str] = frozenset({".git", ".hg", ".svn", ".bzr"})
+
+
+def language_for(path: str) -> str | None:
+    """The language of a whitelisted file path, or None when its extension is not allowed."""
+    name = path.rsplit("/", 1)[-1]
+    for suffix in _SUFFIXES:  # longest first: ``.phps`` before ``.php``... and ``.h++`` before ``.h``
+        if name.endswith(suffix):
+            return EXTENSION_LANGUAGES[suffix]
+    return None
+
+
+def skip_reason(path: str) -> str | None:
+    """Files the recipe skips by name: certificates and licence texts."""
+    name = path.rsplit("/", 1)[-1]
+    if name.endswith(".crt"):
+        return "skipped_certificate"
+    if LICENSE_FILE.match(name):
+        return "skipped_license_file"
+    return None
+
+
+def is_binary(data: bytes, sniff_bytes: int = 8000) -> bool:
+    """git's heuristic: a NUL byte in the first ``sniff_bytes`` bytes means binary."""
+    return b"\x00" in data[:sniff_bytes]
+
+
+def decode_source(data: bytes) -> str | None:
+    """UTF-8 text without a BOM, or None when the bytes are not UTF-8."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+
+
+def github_url(repo: str, path: str) -> str | None:
+    """A browsable URL when ``repo`` looks like ``owner/name``."""
+    return f"https://github.com/{repo}/blob/HEAD/{path}" if re.fullmatch(r"[\w.-]+/[\w.-]+", repo) else None
+
+
+@dataclass(frozen=True)
+class GithubSettings:
+    """What the reader keeps (see the module docstring); thresholds of the filters too."""
+
+    allowed_licenses: frozenset[str] = DEFAULT_ALLOWED
+    max_file_bytes: int = 1_000_000
+    binary_sniff_bytes: int = 8000
+    filters: CodeFilterSettings = field(default_factory=CodeFilterSettings)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One file of a repository, before the whitelist and content checks."""
+
+    repo: str
+    path: str
+    license: RepoLicense
+    data: bytes | None = None
+    fmt: str = "clone"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def file_record(item: SourceFile, settings: GithubSettings, where: str) -> Record:
+    """Turn one file into a Document or a Drop (the checks of the module docstring, in order)."""
+    label = f"{item.repo}/{item.path}"
+    language = language_for(item.path)
+    reason = item.license.drop_reason or skip_reason(item.path)
+    if reason is None and language is None:
+        reason = "extension_not_allowed"
+    if reason is not None:
+        return Drop(reason, label, language=language)
+    data = item.data or b""
+    if len(data) > settings.max_file_bytes:
+        return Drop("too_large", label, language=language)
+    if is_binary(data, settings.binary_sniff_bytes):
+        return Drop("binary", label, language=language)
+    text = decode_source(data)
+    if text is None:
+        return Drop("not_utf8", label, language=language)
+    meta: dict[str, Any] = {
+        "repo": item.repo, "path": item.path, "license": item.license.label, "language": language,
+        "bytes": len(data), "content_sha256": hashlib.sha256(data).hexdigest(), "format": item.fmt,
+        "url": github_url(item.repo, item.path), "input": where, **item.extra,
+    }
+    return Document(id=make_doc_id(SOURCE, label), text=text, source=SOURCE, meta=meta)
+
+
+# -- local clones ---------------------------------------------------------------------------
+def iter_repo_files(root: Path) -> Iterator[tuple[str, Path]]:
+    """(relative posix path, path) of every entry under ``root`` that is not a directory.
+
+    Sorted walk, so output order and doc order never depend on the file system; VCS metadata
+    directories are skipped, symlinked directories are listed (as entries) but not entered.
+    """
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        current = Path(dirpath)
+        links = sorted(d for d in dirnames if (current / d).is_symlink())
+        dirnames[:] = sorted(d for d in dirnames if d not in VCS_DIRS and d not in links)
+        for name in sorted([*filenames, *links]):
+            path = current / name
+            yield path.relative_to(root).as_posix(), path
+
+
+def repo_name(root: Path) -> str:
+    """``owner/name`` from the clone's ``origin`` remote when it is on GitHub, else the folder name."""
+    config = root / ".git" / "config"
+    try:
+        text = config.read_text(encoding="utf-8", errors="replace") if config.is_file() else ""
+    except OSError:
+        text = ""
+    match = re.search(r"github\.com[:/]([\w.-]+/[\w.-]+?)(?:\.git)?\s*$", text, re.MULTILINE)
+    return match.group(1) if match else root.name
+
+
+def tree_digest(root: Path) -> str:
+    """A digest of the file tree (paths, sizes, mtimes): changes when any file changes."""
+    digest = hashlib.sha256()
+    for rel, path in iter_repo_files(root):
+        try:
+            stat = path.lstat()
+        except OSError:
+            continue
+        digest.update(f"{rel}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def repo_entry(root: Path) -> dict[str, str]:
+    """What a repository list records about one clone."""
+    root = root.resolve()
+    return {"name": repo_name(root), "root": str(root), "tree": tree_digest(root)}
+
+
+def repo_list_payload(roots: Sequence[Path]) -> dict[str, Any]:
+    """The JSON content of a repository list for ``roots`` (deterministic)."""
+    return {"format": REPO_LIST_FORMAT, "repos": [repo_entry(root) for root in roots]}
+
+
+def read_clone(name: str, root: Path, settings: GithubSettings, where: str) -> Iterator[Record]:
+    """Every file of one local clone as a Document or Drop."""
+    if not root.is_dir():
+        yield Drop("missing_repo", f"{where}: {name}", f"repository folder not found: {root}")
+        return
+    license = detect_repo_license(root, settings.allowed_licenses)
+    for rel, path in iter_repo_files(root):
+        label = f"{name}/{rel}"
+        if path.is_symlink():
+            yield Drop("symlink", label, language=language_for(rel))
+            continue
+        item = SourceFile(repo=name, path=rel, license=license, extra={"license_files": list(license.files)})
+        if item.license.allowed and skip_reason(rel) is None and language_for(rel) is not None:
+            try:
+                if path.stat().st_size > settings.max_file_bytes:
+                    yield Drop("too_large", label, language=language_for(rel))
+                    continue
+                item = dataclasses.replace(item, data=path.read_bytes())
+            except OSError as exc:
+                yield Drop("unreadable", f"{where}: {label}", f"{type(exc).__name__}: {exc}", language_for(rel))
+                continue
+        yield file_record(item, settings, where)
+
+
+def read_repo_list(spec: InputSpec, settings: GithubSettings) -> Iterator[Record]:
+    """Every file of every clone named in a repository list."""
+    try:
+        payload = json.loads(spec.path.read_text(encoding="utf-8"))
+        repos = payload["repos"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        yield Drop("truncated_input", f"{spec.location}: repository list", f"{type(exc).__name__}: {exc}")
+        return
+    for repo in repos:
+        yield from read_clone(repo["name"], Path(repo["root"]), settings, spec.location)
+
+
+# -- BigQuery export rows -------------------------------------------------------------------
+_GZIP_ERRORS: tuple[type[BaseException], ...] = (EOFError, OSError, zlib.error)
+
+
+def _open_rows(path: Path) -> Any:
+    return gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")
+
+
+def read_bigquery_rows(spec: InputSpec, settings: GithubSettings) -> Iterator[Record]:
+    """Rows of a BigQuery export (JSON lines, gzipped or not) as Documents and Drops.
+
+    A file that is not gzip at all, or that ends early, yields one ``truncated_input`` drop
+    naming the file and the line where reading stopped; the rows before it are kept.
+    """
+    licenses: dict[str | None, RepoLicense] = {}
+    line_number = 0
+    try:
+        with _open_rows(spec.path) as stream:
+            for line_number, line in enumerate(stream, start=1):
+                if line.strip():
+                    yield _row_record(line, line_number, spec, settings, licenses)
+    except _GZIP_ERRORS as exc:
+        yield Drop("truncated_input", f"{spec.location}: after line {line_number}", f"{type(exc).__name__}: {exc}")
+
+
+def _row_record(
+    line: bytes, number: int, spec: InputSpec, settings: GithubSettings, licenses: dict[str | None, RepoLicense]
+) -> Record:
+    where = f"{spec.location}: line {number}"
+    try:
+        row = json.loads(line)
+        repo, path = str(row["repo_name"]), str(row["path"])
+    except (ValueError, KeyError, TypeError) as exc:
+        return Drop("malformed_row", where, f"{type(exc).__name__}: {exc}")
+    license_value = row.get("license")
+    if license_value not in licenses:
+        licenses[license_value] = row_license(license_value, settings.allowed_licenses)
+    content = row.get("content")
+    extra = {k: row[k] for k in ("id", "ref", "mode") if row.get(k) is not None}
+    if "id" in extra:
+        extra["blob_id"] = extra.pop("id")
+    item = SourceFile(repo=repo, path=path, license=licenses[license_value], fmt="bigquery", extra=extra)
+    if item.license.allowed and skip_reason(path) is None and language_for(path) is not None:
+        if row.get("binary") or content is None:
+            return Drop("binary", f"{repo}/{path}", language=language_for(path))
+        if not isinstance(content, str):
+            return Drop("malformed_row", where, f"content is {type(content).__name__}, not a string")
+        item = dataclasses.replace(item, data=content.encode("utf-8", errors="surrogatepass"))
+    return file_record(item, settings, spec.location)
+
+
+# -- the recipe -----------------------------------------------------------------------------
+def is_repo_list(path: Path) -> bool:
+    """True for the repository lists ``flows.github --repos`` writes."""
+    return path.name.endswith(REPO_LIST_SUFFIX)
+
+
+@dataclass
+class GithubRecipe:
+    """The GitHub source for :mod:`tasks.pipeline`."""
+
+    settings: GithubSettings = field(default_factory=GithubSettings)
+    name: str = SOURCE
+
+    def input_language(self, spec: InputSpec) -> str | None:
+        """Inputs mix languages: each document carries its own."""
+        return None
+
+    def read(self, spec: InputSpec) -> Iterator[Record]:
+        """A repository list or a BigQuery export, by file name."""
+        if is_repo_list(spec.path):
+            return read_repo_list(spec, self.settings)
+        return read_bigquery_rows(spec, self.settings)
+
+    def steps(self) -> list[Step]:
+        """Copyright-header removal, then the line-length, alphanumeric and alpha-per-token filters."""
+        return code_steps(self.settings.filters)
+
+    def partition(self, doc: Document) -> str:
+        """One directory per programming language."""
+        return doc.language or "other"
+
+
+# -- exact dedup on raw content ---------------------------------------------------------------
+def rewrite_hashes_raw(out: Path, source: str, key: str) -> int:
+    """Replace a staged input's dedup keys by the SHA256 of each file's *raw* content.
+
+    The pipeline's run-wide exact dedup hashes normalized cleaned text; RedPajama hashed raw
+    content before cleaning. Rewriting ``hashes.parquet`` between staging and the run-wide
+    dedup query switches to RedPajama's key without touching the shards. Returns the row count.
+    """
+    stage = staging_dir(out, source, key)
+    target = stage / "hashes.parquet"
+    if not target.exists():
+        return 0
+    ordinals: list[int] = []
+    digests: list[bytes] = []
+    for part in sorted(stage.glob("part-*.parquet")):
+        for meta in pq.read_table(part, columns=["meta"]).column("meta").to_pylist():
+            ordinals.append(len(ordinals))
+            digests.append(bytes.fromhex(json.loads(meta)["content_sha256"]))
+    with atomic_path(target) as tmp:
+        pq.write_table(pa.table({"ordinal": ordinals, "hash": digests}, schema=HASH_SCHEMA), tmp,
+                       compression="zstd")
+    return len(ordinals)

@@ -1,0 +1,304 @@
+"""Books: Project Gutenberg plain-text eBooks, without the PG header and licence footer.
+
+A PG file is: a header (``The Project Gutenberg EBook of …``, ``Title:``, ``Author:``,
+``Language:``, ``Character set encoding:``), a start marker line, the book, an end marker line,
+then the licence. The markers changed over 30 years:
+
+* ``*** START OF THIS PROJECT GUTENBERG EBOOK X ***`` (2000s), ``***START OF THE PROJECT
+  GUTENBERG EBOOK X***`` (no spaces), ``*** START OF THE PROJECT GUTENBERG EBOOK X ***`` (2020s);
+* the 1990s ``*END*THE SMALL PRINT! FOR PUBLIC DOMAIN ETEXTS*…*END*`` closing the licence
+  that came *first* in those files;
+* end: ``*** END OF THIS/THE PROJECT GUTENBERG EBOOK``, ``End of (the) Project Gutenberg('s)
+  EBook/Etext …`` (often a line before the ``***`` one; the earliest end marker wins).
+
+Encodings: UTF-8 (with or without BOM); otherwise the header's ``Character set encoding:``
+(ISO-8859-1, Windows-1252, …); otherwise Windows-1252, then Latin-1 (which never fails). Line
+ends are normalized to ``\\n``; the credit paragraph right after the start marker
+(``Produced by …``, ``E-text prepared by …``, ``Transcribed from …``) is removed as well.
+
+A file without a PG header is dropped as ``no_pg_header`` by default: in a PG mirror such files
+are indexes and readmes, not books. ``keep_without_header=True`` keeps them whole (use it to
+read a Books3-like folder of plain books).
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import json
+import re
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tasks.document import Document, Drop, make_doc_id
+from tasks.pipeline import InputSpec
+from tasks.steps import Filter, Record, Step
+
+SOURCE = "books"
+BOOK_LIST_SUFFIX = ".books.json"
+BOOK_LIST_FORMAT = "kinda-book-list/1"
+
+#: How far into a file the header (metadata and start marker) may reach.
+HEADER_SCAN_CHARS = 40_000
+
+_START = re.compile(
+    r"^[ \t]*\*{3}[ \t]*START OF (?:THIS|THE)[ \t]+PROJECT GUTENBERG[^\n]*$"
+    r"|^[ \t]*\*{3}[ \t]*START OF THE COPYRIGHTED PROJECT GUTENBERG[^\n]*$"
+    r"|^[ \t]*\*END\*[ \t]*THE SMALL PRINT[^\n]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_END = re.compile(
+    r"^[ \t]*\*{3}[ \t]*END OF (?:THIS|THE)[ \t]+PROJECT GUTENBERG[^\n]*$"
+    r"|^[ \t]*\*{3}[ \t]*END OF THE COPYRIGHTED PROJECT GUTENBERG[^\n]*$"
+    r"|^[ \t]*End of (?:the |this )?Project Gutenberg(?:'s)?[ \t]+(?:E-?Book|E-?text|Work|[^\n]*$)[^\n]*$"
+    r"|^[ \t]*End of Project Gutenberg's[^\n]*$"
+    r"|^[ \t]*Ende dieses Projekt(?:s)? Gutenberg[^\n]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_PG_MENTION = re.compile(r"project gutenberg", re.IGNORECASE)
+_FIELD = re.compile(r"^(Title|Author|Language|Character set encoding|Release Date|Posting Date|Translator|Editor)"
+                    r"[ \t]*:[ \t]*(.*)$", re.IGNORECASE | re.MULTILINE)
+_EBOOK_NUMBER = re.compile(r"\[E-?(?:Book|Text) #(\d+)\]", re.IGNORECASE)
+_CREDIT = re.compile(r"^(?:Produced by|E-?text prepared by|Transcribed (?:from|by)|This e-?(?:text|book) was "
+                     r"(?:prepared|produced) by)", re.IGNORECASE)
+_FILE_NUMBER = re.compile(r"^pg(\d+)|^(\d+)(?:-\d)?\.")
+
+#: Language names PG writes in headers -> ISO 639-1 codes (the common ones; others kept lower-case).
+LANGUAGE_CODES: dict[str, str] = {
+    "english": "en", "french": "fr", "german": "de", "dutch": "nl", "italian": "it", "spanish": "es",
+    "portuguese": "pt", "finnish": "fi", "swedish": "sv", "danish": "da", "norwegian": "no", "polish": "pl",
+    "russian": "ru", "hungarian": "hu", "czech": "cs", "latin": "la", "greek": "el", "chinese": "zh",
+    "japanese": "ja", "esperanto": "eo", "catalan": "ca", "tagalog": "tl", "welsh": "cy", "icelandic": "is",
+    "romanian": "ro", "bulgarian": "bg", "croatian": "hr", "serbian": "sr", "slovenian": "sl", "ukrainian": "uk",
+    "hebrew": "he", "arabic": "ar", "irish": "ga", "galician": "gl", "afrikaans": "af", "estonian": "et",
+}
+
+
+@dataclass(frozen=True)
+class BookHeader:
+    """What a PG header says about the book."""
+
+    title: str | None = None
+    author: str | None = None
+    language: str | None = None
+    language_name: str | None = None
+    encoding: str | None = None
+    release: str | None = None
+    ebook_number: str | None = None
+
+
+@dataclass(frozen=True)
+class StrippedBook:
+    """A book's text without the PG boilerplate, and how the boilerplate was found."""
+
+    text: str
+    header: BookHeader
+    has_header: bool
+    start_found: bool
+    end_found: bool
+
+
+def _field_value(text: str, start: int) -> str:
+    """A header field's value with its indented continuation lines (multi-line titles)."""
+    lines = text[start:].split("\n")
+    value = [lines[0].strip()]
+    for line in lines[1:4]:
+        if line.startswith((" ", "\t")) and line.strip():
+            value.append(line.strip())
+        else:
+            break
+    return " ".join(v for v in value if v)
+
+
+def parse_header(head: str) -> BookHeader:
+    """Read title, author, language, encoding, release and eBook number from a header."""
+    fields: dict[str, str] = {}
+    for match in _FIELD.finditer(head):
+        key = match.group(1).lower()
+        if key not in fields:
+            fields[key] = _field_value(head, match.start(2))
+    language_name = fields.get("language")
+    first_language = re.split(r"\s*(?:,|;|\band\b)\s*", language_name or "")[0].strip().lower()
+    number = _EBOOK_NUMBER.search(head)
+    return BookHeader(
+        title=fields.get("title") or None,
+        author=fields.get("author") or None,
+        language=LANGUAGE_CODES.get(first_language, first_language or None) if first_language else None,
+        language_name=language_name or None,
+        encoding=fields.get("character set encoding") or None,
+        release=_EBOOK_NUMBER.sub("", fields.get("release date") or fields.get("posting date") or "").strip() or None,
+        ebook_number=number.group(1) if number else None,
+    )
+
+
+def decode_book(data: bytes) -> tuple[str, str]:
+    """Decode a book's bytes; return (text, codec used). See the module docstring for the order."""
+    try:
+        return data.decode("utf-8-sig"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    head = data[:HEADER_SCAN_CHARS].decode("latin-1")
+    declared = re.search(r"Character set encoding:[ \t]*([\w.:-]+)", head, re.IGNORECASE)
+    candidates = [declared.group(1)] if declared else []
+    for name in [*candidates, "cp1252", "latin-1"]:
+        try:
+            codec = codecs.lookup(name.replace("ISO-646-US", "ascii")).name
+            return data.decode(codec), codec
+        except (LookupError, UnicodeDecodeError):
+            continue
+    return data.decode("latin-1"), "latin-1"  # unreachable: latin-1 decodes every byte
+
+
+def _drop_credit_paragraph(body: str) -> str:
+    """Remove a leading 'Produced by …' paragraph (a transcription credit, not the book)."""
+    stripped = body.lstrip("\n")
+    if not _CREDIT.match(stripped.lstrip()):
+        return body
+    end = stripped.find("\n\n")
+    return stripped[end:] if end != -1 else ""
+
+
+def strip_gutenberg(text: str) -> StrippedBook:
+    """Split PG boilerplate from the book; ``text`` must already have ``\\n`` line ends."""
+    head = text[:HEADER_SCAN_CHARS]
+    start = _START.search(head)
+    has_header = start is not None or bool(_PG_MENTION.search(head[:3_000]))
+    header = parse_header(head[: start.start()] if start else head[:3_000])
+    body_start = text.find("\n", start.end()) + 1 if start else 0
+    if start and body_start == 0:
+        body_start = len(text)
+    end = _END.search(text, body_start)
+    body = text[body_start: end.start() if end else len(text)]
+    if start:
+        body = _drop_credit_paragraph(body)
+    return StrippedBook(
+        text=body.strip("\n").rstrip() + "\n" if body.strip() else "",
+        header=header,
+        has_header=has_header,
+        start_found=start is not None,
+        end_found=end is not None,
+    )
+
+
+def normalize_newlines(text: str) -> str:
+    """CRLF and lone CR -> LF."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def ebook_number(path: Path, header: BookHeader) -> str | None:
+    """The PG eBook number: from the header, else the file name (``pg972.txt``, ``972-0.txt``)."""
+    if header.ebook_number:
+        return header.ebook_number
+    match = _FILE_NUMBER.match(path.name)
+    return (match.group(1) or match.group(2)) if match else None
+
+
+@dataclass(frozen=True)
+class BookSettings:
+    """How books are read (see the module docstring)."""
+
+    keep_without_header: bool = False
+    max_book_bytes: int = 64 * 1024 * 1024
+    min_chars: int = 1_000
+
+
+def _read_bytes(path: Path, limit: int) -> bytes:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as handle:  # type: ignore[operator]
+        return handle.read(limit + 1)
+
+
+def read_book(path: Path, settings: BookSettings, where: str) -> Record:
+    """One book file as a Document, or a Drop saying why not."""
+    label = f"{where}: {path.name}" if where != str(path) else str(path)
+    try:
+        data = _read_bytes(path, settings.max_book_bytes)
+    except (OSError, EOFError, zlib.error) as exc:
+        return Drop("truncated_input", label, f"{type(exc).__name__}: {exc}")
+    if len(data) > settings.max_book_bytes:
+        return Drop("too_large", label)
+    if b"\x00" in data[:8000]:
+        return Drop("binary", label)
+    text, codec = decode_book(data)
+    book = strip_gutenberg(normalize_newlines(text))
+    header = book.header
+    if not book.start_found and not settings.keep_without_header:
+        reason = "pg_start_marker_missing" if book.has_header else "no_pg_header"
+        return Drop(reason, label, language=header.language)
+    body = book.text if book.start_found else normalize_newlines(text).strip() + "\n"
+    number = ebook_number(path, header)
+    local_id = f"gutenberg/{number}" if number and book.has_header else f"file/{path.name}"
+    meta: dict[str, Any] = {
+        "title": header.title, "author": header.author, "language": header.language,
+        "language_name": header.language_name, "release": header.release, "ebook_number": number,
+        "encoding": codec, "declared_encoding": header.encoding, "file": path.name,
+        "pg_header": book.start_found, "pg_footer": book.end_found,
+        "url": f"https://www.gutenberg.org/ebooks/{number}" if number and book.has_header else None,
+    }
+    return Document(id=make_doc_id(SOURCE, local_id), text=body, source=SOURCE, meta=meta)
+
+
+def book_list_payload(paths: Sequence[Path]) -> dict[str, Any]:
+    """The JSON content of a book list: many small book files as one pipeline input.
+
+    Sizes and mtimes are recorded so the list (and therefore the input's fingerprint) changes
+    when any book file changes.
+    """
+    books = []
+    for path in paths:
+        stat = path.stat()
+        books.append({"path": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns})
+    return {"format": BOOK_LIST_FORMAT, "books": books}
+
+
+def read_book_list(spec: InputSpec, settings: BookSettings) -> Iterator[Record]:
+    """Every book named in a book list."""
+    try:
+        books = json.loads(spec.path.read_text(encoding="utf-8"))["books"]
+        paths = [Path(entry["path"]) for entry in books]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        yield Drop("truncated_input", f"{spec.location}: book list", f"{type(exc).__name__}: {exc}")
+        return
+    for path in paths:
+        yield read_book(path, settings, spec.location)
+
+
+class MinChars(Filter):
+    """Drops what is too short to be a book once the boilerplate is gone."""
+
+    name = "min_chars"
+
+    def __init__(self, min_chars: int) -> None:
+        self.min_chars = min_chars
+
+    def decide(self, doc: Document) -> str | None:
+        return "too_short" if len(doc.text) < self.min_chars else None
+
+
+@dataclass
+class GutenbergRecipe:
+    """The Books source for :mod:`tasks.pipeline` (one book file, or a book list, per input)."""
+
+    settings: BookSettings = BookSettings()
+    name: str = SOURCE
+
+    def input_language(self, spec: InputSpec) -> str | None:
+        """Books carry their own language (from the header)."""
+        return None
+
+    def read(self, spec: InputSpec) -> Iterator[Record]:
+        """A book list (``*.books.json``) or a single book file."""
+        if spec.path.name.endswith(BOOK_LIST_SUFFIX):
+            return read_book_list(spec, self.settings)
+        return iter([read_book(spec.path, self.settings, spec.location)])
+
+    def steps(self) -> list[Step]:
+        """A length floor; near-duplicate removal runs across the whole run, after staging."""
+        return [MinChars(self.settings.min_chars)]
+
+    def partition(self, doc: Document) -> str:
+        """One directory per language."""
+        return doc.language or "und"

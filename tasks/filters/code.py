@@ -1,0 +1,368 @@
+"""Source-code cleaning and filters (the LLaMA / RedPajama GitHub recipe).
+
+Two kinds of steps:
+
+* :class:`CopyrightHeaderRemover` strips the licence/copyright comment at the top of a file. The
+  default mode (``"copyright"``) removes only a *leading* comment block (after an optional
+  shebang, ``<?php`` or ``<?xml`` line) that mentions copyright, a licence or an SPDX id, using
+  the comment syntax of the file's language. RedPajama's exact behaviour stays available as
+  ``mode="redpajama"``: it greedily deletes every leading line starting with ``//``, ``#`` or
+  ``--`` (so it also deletes ``#include`` lines of C files, shebangs and Markdown headings) and
+  then the first ``/* */`` block of the top 100 lines if it contains "copyright".
+* Filters that drop a file on simple statistics: maximum and average line length, fraction of
+  alphanumeric characters, alphabetic characters per token. The tokenizer is a setting: a
+  GPT-2-style regex pre-tokenizer by default (no model file needed), or any HF ``tokenizer.json``
+  (RedPajama counted with the GPT-NeoX-20B tokenizer of Pythia).
+
+Nothing here imports Prefect; every step is picklable (a tokenizer is loaded lazily per worker).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol
+
+from tasks.document import Document, Drop
+from tasks.steps import Filter, Record, Step
+
+HeaderMode = Literal["copyright", "redpajama", "off"]
+
+
+# -- comment syntax ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CommentSyntax:
+    """How a language writes comments: line prefixes and (open, close) block delimiters."""
+
+    line: tuple[str, ...] = ()
+    block: tuple[tuple[str, str], ...] = ()
+
+
+_C_LIKE = CommentSyntax(line=("//",), block=(("/*", "*/"),))
+_HASH = CommentSyntax(line=("#",))
+_MARKUP = CommentSyntax(block=(("<!--", "-->"),))
+
+#: Comment syntax per language name (the names :mod:`sources.github` assigns from extensions).
+COMMENT_SYNTAX: dict[str, CommentSyntax] = {
+    "c": _C_LIKE, "c++": _C_LIKE, "c#": _C_LIKE, "java": _C_LIKE, "javascript": _C_LIKE,
+    "typescript": _C_LIKE, "go": _C_LIKE, "rust": _C_LIKE, "scala": _C_LIKE, "objective-c": _C_LIKE,
+    "smali": CommentSyntax(line=("#",)),
+    "php": CommentSyntax(line=("//", "#"), block=(("/*", "*/"),)),
+    "css": CommentSyntax(block=(("/*", "*/"),)),
+    "python": _HASH, "ruby": CommentSyntax(line=("#",), block=(("=begin", "=end"),)),
+    "perl": _HASH, "shell": _HASH, "cmake": _HASH, "makefile": _HASH, "dockerfile": _HASH,
+    "powershell": CommentSyntax(line=("#",), block=(("<#", "#>"),)),
+    "julia": CommentSyntax(line=("#",), block=(("#=", "=#"),)),
+    "sql": CommentSyntax(line=("--",), block=(("/*", "*/"),)),
+    "lua": CommentSyntax(line=("--",), block=(("--[[", "]]"),)),
+    "haskell": CommentSyntax(line=("--",), block=(("{-", "-}"),)),
+    "tex": CommentSyntax(line=("%",)),
+    "matlab": CommentSyntax(line=("%",), block=(("%{", "%}"),)),
+    "assembly": CommentSyntax(line=(";", "#", "//"), block=(("/*", "*/"),)),
+    "batchfile": CommentSyntax(line=("REM ", "rem ", "::", "@REM ", "@rem ")),
+    "visual basic": CommentSyntax(line=("'", "REM ")),
+    "fortran": CommentSyntax(line=("!",)),
+    "fortran-fixed": CommentSyntax(line=("!", "C ", "c ", "* ")),
+    "html": _MARKUP, "xml": _MARKUP, "markdown": _MARKUP, "restructuredtext": CommentSyntax(line=(".. ",)),
+}
+_DEFAULT_SYNTAX = _C_LIKE
+
+#: Words that make a leading comment a licence/copyright header.
+_HEADER_WORDS = re.compile(r"copyright|\(c\)\s*\d{4}|©|licen[cs]e|spdx-license-identifier|all rights reserved",
+                           re.IGNORECASE)
+#: Lines kept above a header: they are code, not boilerplate.
+_PREAMBLE = re.compile(r"^(#!|<\?php|<\?xml)")
+_MAX_HEADER_BLOCKS = 3
+
+
+def _line_end(text: str, pos: int) -> int:
+    """Index just past the newline of the line at ``pos`` (or the end of text)."""
+    end = text.find("\n", pos)
+    return len(text) if end == -1 else end + 1
+
+
+def _skip_blank_lines(text: str, pos: int) -> int:
+    while pos < len(text):
+        end = _line_end(text, pos)
+        if text[pos:end].strip():
+            return pos
+        pos = end
+    return pos
+
+
+def _block_comment_end(text: str, pos: int, syntax: CommentSyntax) -> int | None:
+    """End (past the closing line) of a block comment starting at ``pos``, if one does."""
+    stripped_from = len(text[pos:]) - len(text[pos:].lstrip(" \t"))
+    start = pos + stripped_from
+    for opener, closer in syntax.block:
+        if text.startswith(opener, start):
+            close = text.find(closer, start + len(opener))
+            if close == -1:
+                return None  # an unclosed comment is not a header we can cut safely
+            end = close + len(closer)
+            rest_end = _line_end(text, end)
+            return rest_end if not text[end:rest_end].strip() else end
+    return None
+
+
+def _line_comment_end(text: str, pos: int, syntax: CommentSyntax) -> int | None:
+    """End of a run of line comments starting at ``pos`` (blank lines inside the run allowed)."""
+    end: int | None = None
+    cursor = pos
+    while cursor < len(text):
+        line_end = _line_end(text, cursor)
+        line = text[cursor:line_end].lstrip(" \t")
+        if line.startswith(syntax.line) and syntax.line:
+            end = line_end
+        elif line.strip():
+            break
+        cursor = line_end
+    return end
+
+
+def remove_copyright_header(text: str, language: str | None = None) -> str:
+    """Remove leading comment blocks that mention copyright or a licence (default mode).
+
+    Only comments at the very top are candidates (after blank lines and an optional shebang,
+    ``<?php`` or ``<?xml`` line, which are kept); up to three stacked header blocks go, and the
+    first block that does not look like a header stops the search, so a module docstring-like
+    comment explaining the code stays.
+    """
+    syntax = COMMENT_SYNTAX.get(language or "", _DEFAULT_SYNTAX)
+    pos = _skip_blank_lines(text, 0)
+    preamble_end = _line_end(text, pos) if _PREAMBLE.match(text[pos:pos + 8]) else 0
+    preamble = text[:preamble_end]
+    body = text[preamble_end:]
+    removed = False
+    for _ in range(_MAX_HEADER_BLOCKS):
+        start = _skip_blank_lines(body, 0)
+        end = _block_comment_end(body, start, syntax)
+        if end is None:
+            end = _line_comment_end(body, start, syntax)
+        if end is None or not _HEADER_WORDS.search(body[start:end]):
+            break
+        body, removed = body[end:], True
+    if not removed:
+        return text
+    return preamble + body[_skip_blank_lines(body, 0):]
+
+
+_RP_BLOCK = re.compile(r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
+_RP_COPYRIGHT = re.compile("copyright", re.IGNORECASE)
+
+
+def remove_copyright_header_redpajama(text: str) -> str:
+    """RedPajama-v1's ``clean_copyright_comments``, reproduced for comparison runs.
+
+    Kept faithful on purpose, including what we consider bugs: any leading line starting with
+    ``#`` (``#include``, ``#!``, a Markdown heading) or ``--`` is deleted whatever the language.
+    """
+    lines = text.split("\n")
+    skip = 0
+    for line in lines:
+        stripped = line.lstrip()
+        if stripped.startswith(("//", "#", "--")) or not line:
+            skip += 1
+        else:
+            break
+    lines = lines[skip:]
+    head, tail = "\n".join(lines[:100]), lines[100:]
+    match = _RP_BLOCK.search(head)
+    if match and _RP_COPYRIGHT.search(match.group(0)):
+        head = head[: match.start()] + head[match.end():]
+    return head + "\n" + "\n".join(tail) if tail else head
+
+
+class CopyrightHeaderRemover(Step):
+    """Rewrites each document without its copyright header; drops files left empty."""
+
+    name = "copyright_header"
+
+    def __init__(self, mode: HeaderMode = "copyright") -> None:
+        self.mode = mode
+
+    def clean(self, doc: Document) -> str:
+        """The text of ``doc`` without its header, according to :attr:`mode`."""
+        if self.mode == "redpajama":
+            return remove_copyright_header_redpajama(doc.text)
+        if self.mode == "copyright":
+            return remove_copyright_header(doc.text, doc.meta.get("language"))
+        return doc.text
+
+    def run(self, docs: Iterable[Document]) -> Iterator[Record]:
+        for doc in docs:
+            text = self.clean(doc)
+            if not text.strip():
+                yield _drop(doc, "empty_after_header_removal")
+            elif text == doc.text:
+                yield doc
+            else:
+                yield dataclasses.replace(doc, text=text, meta={**doc.meta, "header_removed": True})
+
+
+def _drop(doc: Document, reason: str) -> Record:
+    return Drop(reason=reason, record=_label(doc), language=doc.language)
+
+
+def _label(doc: Document) -> str:
+    repo, path = doc.meta.get("repo"), doc.meta.get("path")
+    return f"{repo}/{path}" if repo and path else doc.id
+
+
+# -- statistics -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LineStats:
+    """Line statistics as RedPajama computed them (average counts newline characters too)."""
+
+    lines: int
+    max_line_length: int
+    avg_line_length: float
+
+    @classmethod
+    def of(cls, text: str) -> LineStats:
+        """Stats of ``text``; an empty text has zero lines."""
+        lengths = [len(line) for line in text.splitlines()]
+        if not lengths:
+            return cls(0, 0, 0.0)
+        return cls(len(lengths), max(lengths), len(text) / len(lengths))
+
+
+def alphanumeric_fraction(text: str) -> float:
+    """Share of characters that are letters or digits (any script)."""
+    return sum(ch.isalnum() for ch in text) / len(text) if text else 0.0
+
+
+def alpha_count(text: str) -> int:
+    """Number of alphabetic characters (any script)."""
+    return sum(ch.isalpha() for ch in text)
+
+
+# -- tokenizers -------------------------------------------------------------------------------
+class TokenCounter(Protocol):
+    """Counts tokens of a text."""
+
+    def count(self, text: str) -> int:
+        """Number of tokens in ``text``."""
+
+
+#: GPT-2-style pre-tokenization: contractions, letter runs, digit runs, punctuation runs, each
+#: with one optional leading space; whitespace runs. BPE splits some of these further, so this
+#: count is a lower bound of a BPE count and ``alpha_per_token`` comes out a little higher.
+_PRETOKEN = re.compile(r"""'(?:[sdmt]|ll|ve|re)| ?[^\W\d_]+| ?\d+| ?[^\s\w]+|_+|\s+(?!\S)|\s+""")
+
+
+class RegexTokenizer:
+    """Counts GPT-2-style pre-tokens; needs no model file."""
+
+    def count(self, text: str) -> int:
+        return sum(1 for _ in _PRETOKEN.finditer(text))
+
+
+@functools.lru_cache(maxsize=4)
+def _load_hf_tokenizer(path: str):  # type: ignore[no-untyped-def]
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(path)
+
+
+class HFTokenizer:
+    """Counts tokens with a Hugging Face ``tokenizer.json`` (loaded once per process)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        if not Path(self.path).is_file():
+            raise FileNotFoundError(f"tokenizer file not found: {self.path}")
+
+    def count(self, text: str) -> int:
+        return len(_load_hf_tokenizer(self.path).encode(text, add_special_tokens=False).ids)
+
+
+def make_token_counter(spec: str) -> TokenCounter:
+    """``"regex"`` for the built-in counter, else a path to a ``tokenizer.json``."""
+    return RegexTokenizer() if spec == "regex" else HFTokenizer(spec)
+
+
+# -- filters ----------------------------------------------------------------------------------
+class LineLengthFilter(Filter):
+    """Drops generated or minified files: a line over ``max_line_length`` or a long average."""
+
+    name = "line_length"
+
+    def __init__(self, max_line_length: int = 1000, max_avg_line_length: float = 100.0) -> None:
+        self.max_line_length = max_line_length
+        self.max_avg_line_length = max_avg_line_length
+
+    def decide(self, doc: Document) -> str | None:
+        stats = LineStats.of(doc.text)
+        if stats.lines == 0:
+            return "empty"
+        if stats.max_line_length > self.max_line_length:
+            return "max_line_length"
+        if stats.avg_line_length > self.max_avg_line_length:
+            return "avg_line_length"
+        return None
+
+
+class AlphanumericFractionFilter(Filter):
+    """Drops files that are mostly symbols or whitespace (data tables, ASCII art, encoded blobs)."""
+
+    name = "alphanumeric_fraction"
+
+    def __init__(self, min_fraction: float = 0.25) -> None:
+        self.min_fraction = min_fraction
+
+    def decide(self, doc: Document) -> str | None:
+        return "alphanumeric_fraction" if alphanumeric_fraction(doc.text) < self.min_fraction else None
+
+
+class AlphaPerTokenFilter(Filter):
+    """Drops files with few letters per token (hex dumps, number arrays): letters/tokens < min."""
+
+    name = "alpha_per_token"
+
+    def __init__(self, min_ratio: float = 1.5, tokenizer: str = "regex") -> None:
+        self.min_ratio = min_ratio
+        self.tokenizer = tokenizer
+        self._counter: TokenCounter | None = None
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"min_ratio": self.min_ratio, "tokenizer": self.tokenizer, "_counter": None}
+
+    def ratio(self, text: str) -> float | None:
+        """Alphabetic characters per token, or None for a text with no tokens."""
+        if self._counter is None:
+            self._counter = make_token_counter(self.tokenizer)
+        tokens = self._counter.count(text)
+        return alpha_count(text) / tokens if tokens else None
+
+    def decide(self, doc: Document) -> str | None:
+        ratio = self.ratio(doc.text)
+        if ratio is None:
+            return "empty"
+        return "alpha_per_token" if ratio < self.min_ratio else None
+
+
+@dataclass(frozen=True)
+class CodeFilterSettings:
+    """Thresholds of the code filters (RedPajama's values by default)."""
+
+    header_mode: HeaderMode = "copyright"
+    max_line_length: int = 1000
+    max_avg_line_length: float = 100.0
+    min_alphanumeric_fraction: float = 0.25
+    min_alpha_per_token: float = 1.5
+    tokenizer: str = "regex"
+
+
+def code_steps(settings: CodeFilterSettings) -> list[Step]:
+    """The GitHub recipe's steps, in order: header removal, then the cheap filters first."""
+    return [
+        CopyrightHeaderRemover(settings.header_mode),
+        LineLengthFilter(settings.max_line_length, settings.max_avg_line_length),
+        AlphanumericFractionFilter(settings.min_alphanumeric_fraction),
+        AlphaPerTokenFilter(settings.min_alpha_per_token, settings.tokenizer),
+    ]

