@@ -30,6 +30,7 @@ class ShardConfig(BaseModel):
     max_docs: int = Field(100_000, gt=0)
     max_bytes: int = Field(256 * 1024 * 1024, gt=0, description="uncompressed text bytes")
     row_group_docs: int = Field(2_000, gt=0)
+    row_group_bytes: int = Field(16 * 1024 * 1024, gt=0, description="buffered text per row group")
     compression_level: int = Field(3, ge=1, le=22)
 
     def limits(self) -> ShardLimits:

@@ -37,11 +37,16 @@ META_PREFIX = "kinda."
 
 @dataclass(frozen=True)
 class ShardLimits:
-    """When to start a new shard: whichever of the two bounds is hit first."""
+    """When to start a new shard (whichever bound is hit first), and row group bounds.
+
+    Row groups are bounded in bytes as well as documents so that the writer's memory does not
+    depend on how long documents are (a row group is buffered in memory before it is written).
+    """
 
     max_docs: int = 100_000
     max_bytes: int = 256 * 1024 * 1024
     row_group_docs: int = 2_000
+    row_group_bytes: int = 16 * 1024 * 1024
     compression_level: int = 3
 
 
@@ -105,6 +110,7 @@ class ShardWriter:
         self.file_metadata = dict(file_metadata or {})
         self.finished: list[ShardInfo] = []
         self._buffer: list[Document] = []
+        self._buffer_bytes = 0
         self._writer: pq.ParquetWriter | None = None
         self._tmp_cm: Any = None
         self._path: Path | None = None
@@ -140,9 +146,11 @@ class ShardWriter:
         if self._writer is None:
             self._open()
         self._buffer.append(doc)
+        size = len(doc.text.encode("utf-8"))
         self._docs += 1
-        self._text_bytes += len(doc.text.encode("utf-8"))
-        if len(self._buffer) >= self.limits.row_group_docs:
+        self._text_bytes += size
+        self._buffer_bytes += size
+        if len(self._buffer) >= self.limits.row_group_docs or self._buffer_bytes >= self.limits.row_group_bytes:
             self._flush()
         if self._docs >= self.limits.max_docs or self._text_bytes >= self.limits.max_bytes:
             self._close_shard()
@@ -156,6 +164,7 @@ class ShardWriter:
         if self._buffer and self._writer is not None:
             self._writer.write_table(documents_to_table(self._buffer))
             self._buffer = []
+            self._buffer_bytes = 0
 
     def _close_shard(self) -> None:
         if self._writer is None or self._path is None:

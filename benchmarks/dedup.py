@@ -1,0 +1,305 @@
+"""MinHash dedup benchmark: signatures per second vs peers, and end-to-end scaling against a reference.
+
+    python benchmarks/dedup.py signatures --docs 2000 --peer-python /tmp/dedup-peers/bin/python
+    python benchmarks/dedup.py end-to-end --sizes 250000,1000000 --doc-words 200
+
+``signatures``: one core, shingling included, same generated corpus for everyone; ours (batch of
+1,024 documents), ``datasketch.MinHash.update_batch`` per document (SHA1, Python shingles), and,
+when ``--peer-python`` names a venv with them (``benchmarks/requirements-dedup.txt``), datatrove's
+``MinhashDedupSignature`` and rensa's ``RMinHash``. Median of ``--repeat`` runs.
+
+``end-to-end``: for each size N, a reference of N documents and N query documents (20% planted
+near-duplicates of reference documents, 5% planted within the query set), each size in a fresh
+process: index build, query signatures, band joins, verification, clustering. Prints wall time,
+peak RSS, and precision/recall at 0.8 against exact shingle Jaccard of the planted pairs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import random
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# Run as a script, this folder is sys.path[0]; a sibling module named like a standard one
+# (benchmarks/tokenize.py) would shadow it when numpy/pyarrow load, so import from the repository root.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+REALDATA_BOOKS = Path(__file__).resolve().parent.parent.parent / "shared" / "realdata" / "books"
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+@functools.cache
+def vocabulary(seed: int = 0) -> list[str]:
+    """Words drawn from real books when the samples exist (real word-length and frequency mix)."""
+    words: list[str] = []
+    if REALDATA_BOOKS.is_dir():
+        for book in sorted(REALDATA_BOOKS.iterdir()):
+            words += _WORD.findall(book.read_text(encoding="utf-8", errors="replace"))
+    if len(words) < 10_000:
+        rnd = random.Random(seed)
+        words = ["".join(rnd.choice("etaoinshrdlucmfwyp") for _ in range(rnd.randint(1, 9))) for _ in range(50_000)]
+    return words
+
+
+def make_docs(count: int, words_per_doc: int, seed: int) -> list[str]:
+    """``count`` documents of ``words_per_doc`` words sampled from the vocabulary."""
+    rnd = random.Random(seed)
+    vocab = vocabulary()
+    return [" ".join(rnd.choices(vocab, k=words_per_doc)) for _ in range(count)]
+
+
+def perturb(text: str, jaccard: float, rnd: random.Random) -> str:
+    """A near-duplicate: replace spread-out words so about ``1 - jaccard`` of the shingles change."""
+    words = text.split()
+    shingles = max(len(words) - 4, 1)
+    changes = round(shingles * (1 - jaccard) / (5 * (1 + jaccard)))
+    for position in rnd.sample(range(0, len(words), 6), min(changes, len(words) // 6)):
+        words[position] = f"zz{rnd.randrange(10**9)}"
+    return " ".join(words)
+
+
+def shingles(text: str, n: int = 5) -> list[str]:
+    words = text.split()
+    return [" ".join(words[i : i + n]) for i in range(max(len(words) - n + 1, 1))]
+
+
+# -- signatures: each engine in its own function, timed on the same corpus --------------------
+def bench_ours(texts: list[str]) -> float:
+    from dedupe.minhash import MinHasher
+
+    hasher = MinHasher()
+    start = time.perf_counter()
+    for i in range(0, len(texts), 1024):
+        hasher.signatures(texts[i : i + 1024])
+    return time.perf_counter() - start
+
+
+def bench_datasketch(texts: list[str]) -> float:
+    from datasketch import MinHash
+
+    start = time.perf_counter()
+    for text in texts:
+        sketch = MinHash(num_perm=128)
+        sketch.update_batch([s.encode() for s in shingles(text)])
+    return time.perf_counter() - start
+
+
+def bench_rensa(texts: list[str]) -> float:
+    from rensa import RMinHash
+
+    start = time.perf_counter()
+    for text in texts:
+        sketch = RMinHash(num_perm=128, seed=42)
+        sketch.update(shingles(text))
+        sketch.digest()
+    return time.perf_counter() - start
+
+
+def bench_datatrove(texts: list[str]) -> float:
+    from datatrove.data import Document
+    from datatrove.pipeline.dedup.minhash import MinhashConfig, MinhashDedupSignature
+
+    with tempfile.TemporaryDirectory() as folder:
+        step = MinhashDedupSignature(output_folder=folder, config=MinhashConfig(n_grams=5, num_buckets=9,
+                                                                                hashes_per_bucket=13))
+        docs = [Document(text=t, id=str(i)) for i, t in enumerate(texts)]
+        start = time.perf_counter()
+        step.run(iter(docs), rank=0, world_size=1)
+        return time.perf_counter() - start
+
+
+ENGINES = {"ours": bench_ours, "datasketch": bench_datasketch, "rensa": bench_rensa, "datatrove": bench_datatrove}
+
+
+def run_engine(name: str, docs: int, words: int, repeat: int) -> dict:
+    texts = make_docs(docs, words, seed=1)
+    times = [ENGINES[name](texts) for _ in range(repeat)]
+    megabytes = sum(len(t.encode()) for t in texts) / 1e6
+    median = statistics.median(times)
+    return {"engine": name, "docs_per_s": docs / median, "mb_per_s": megabytes / median, "seconds": median}
+
+
+def cmd_signatures(args: argparse.Namespace) -> None:
+    rows = []
+    for name in ("ours", "datasketch"):
+        rows.append(run_engine(name, args.docs, args.doc_words, args.repeat))
+    if args.peer_python:
+        for name in ("rensa", "datatrove"):
+            docs = args.docs if name != "datatrove" else max(args.docs // 10, 50)
+            done = subprocess.run([args.peer_python, __file__, "_engine", name, str(docs), str(args.doc_words),
+                                   str(args.repeat)], capture_output=True, text=True)
+            if done.returncode != 0:
+                print(f"{name}: failed: {done.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+                continue
+            rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    ours = rows[0]["docs_per_s"]
+    avg_kb = len(" ".join(make_docs(20, args.doc_words, 1))) / 20 / 1000
+    print(f"\nMinHash signatures, 128 permutations, word 5-grams, shingling included, 1 process; "
+          f"{args.docs} docs of ~{avg_kb:.1f} KB, median of {args.repeat}")
+    print(f"{'engine':<12}{'docs/s':>10}{'MB/s':>8}{'ours is':>10}")
+    for row in rows:
+        print(f"{row['engine']:<12}{row['docs_per_s']:>10.0f}{row['mb_per_s']:>8.2f}{ours / row['docs_per_s']:>9.1f}x")
+
+
+# -- end to end -------------------------------------------------------------------------------
+def true_jaccard(a: str, b: str) -> float:
+    from dedupe.shingles import shingle_items
+
+    left, right = set(shingle_items(a)), set(shingle_items(b))
+    return len(left & right) / max(len(left | right), 1)
+
+
+def end_to_end(size: int, words: int, layout_name: str, threshold: float | None, workdir: Path) -> dict:
+    """One size, in this process: returns timings, RSS and precision/recall."""
+    import pyarrow.parquet as pq
+
+    from dedupe.explain import cluster_documents
+    from dedupe.lsh import BandLayout, JoinSettings, near_duplicate_pairs
+    from dedupe.minhash import MinHashConfig, MinHasher
+    from dedupe.reference import (
+        DOCUMENT_SCHEMA,
+        REFERENCE_SCHEMA,
+        PartBuilder,
+        ReferenceIndex,
+        best_reference_matches,
+        reference_band_pairs,
+        signature_parts,
+    )
+
+    layout = BandLayout.named(layout_name, threshold)
+    rnd = random.Random(7)
+    hasher = MinHasher(MinHashConfig())
+    settings = JoinSettings(memory_limit="1GB", threads=1, temp_directory=workdir / "tmp")
+    levels = (0.85, 0.9, 0.95, 1.0, 0.5, 0.65)
+    timings: dict[str, float] = {}
+    planted: list[tuple[int, int, str, str, str]] = []  # (query doc, target, kind, query text, target text)
+
+    start = time.perf_counter()
+    index = ReferenceIndex.open_or_create(workdir / "index", MinHashConfig(), [layout])
+    kept_reference: dict[int, str] = {}
+    builder = PartBuilder(index.root, "00000-gen", 0, hasher, [layout], REFERENCE_SCHEMA)
+    for lo in range(0, size, 4096):
+        batch = make_docs(min(4096, size - lo), words, seed=1000 + lo)
+        for i in range(0, len(batch), 37):  # keep some (many distinct) for planting
+            kept_reference[lo + i] = batch[i]
+        builder.add(batch, {"line": list(range(lo + 1, lo + len(batch) + 1)), "shard": ["gen"] * len(batch),
+                            "pile_set_name": ["gen"] * len(batch)})
+    part = builder.close()
+    index.commit([{**part, "part_no": 0, "shard": "gen", "size": 0}])
+    timings["index"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    query = workdir / "query"
+    qbuilder = PartBuilder(query, "000000", 0, hasher, [layout], DOCUMENT_SCHEMA)
+    ref_keys = sorted(kept_reference)
+    doc = 0
+    recent: list[tuple[int, str]] = []
+    for lo in range(0, size, 4096):
+        batch = make_docs(min(4096, size - lo), words, seed=10**7 + lo)
+        for i in range(len(batch)):
+            roll = rnd.random()
+            level = levels[rnd.randrange(len(levels))]
+            if roll < 0.2:
+                target = ref_keys[rnd.randrange(len(ref_keys))]
+                batch[i] = perturb(kept_reference[target], level, rnd)
+                planted.append((lo + i, target, "reference", batch[i], kept_reference[target]))
+            elif roll < 0.25 and recent:
+                target, text = recent[rnd.randrange(len(recent))]
+                batch[i] = perturb(text, level, rnd)
+                planted.append((lo + i, target, "within", batch[i], text))
+            elif rnd.random() < 0.01:
+                recent = [*recent[-200:], (lo + i, batch[i])]
+        qbuilder.add(batch, {"id": [f"q{lo + i}" for i in range(len(batch))], "source": ["gen"] * len(batch),
+                             "shard": ["gen"] * len(batch), "row": list(range(lo, lo + len(batch)))})
+        doc += len(batch)
+    qpart = {**qbuilder.close(), "source": "gen"}
+    timings["query_signatures"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    store = signature_parts(query, [qpart])
+    verified = near_duplicate_pairs(query / "bands", query / "work", store, layout, settings)
+    counts = cluster_documents([qpart], store, [verified], query / "roots.parquet", across_sources=True)
+    timings["within_dedup"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    pairs = [reference_band_pairs(query, index, layout, b, query / "work", settings) for b in range(layout.bands)]
+    matches = pq.read_table(best_reference_matches(query, [qpart], index, layout, pairs, query / "work", settings))
+    timings["reference_match"] = time.perf_counter() - start
+
+    found_ref = dict(zip(matches.column("doc").to_pylist(), matches.column("ref").to_pylist(), strict=True))
+    verified_pairs = pq.read_table(verified)
+    found_within = set(zip(verified_pairs.column("a").to_pylist(), verified_pairs.column("b").to_pylist(), strict=True))
+    tp = fn = fp = 0
+    sample = planted[:: max(len(planted) // 3000, 1)]  # exact Jaccard in Python is slow: a fixed sample
+    for query_doc, target, kind, query_text, target_text in sample:
+        positive = true_jaccard(query_text, target_text) >= 0.8
+        hit = found_ref.get(query_doc) == target if kind == "reference" else (target, query_doc) in found_within
+        tp += hit and positive
+        fn += positive and not hit
+        fp += hit and not positive
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"size": size, **{k: round(v, 1) for k, v in timings.items()}, "total_s": round(sum(timings.values()), 1),
+            "peak_rss_mb": round(rss), "precision": round(tp / max(tp + fp, 1), 4),
+            "recall": round(tp / max(tp + fn, 1), 4), "duplicates": counts["duplicates"],
+            "reference_matches": len(found_ref), "layout": layout.name, "planted_sampled": len(sample)}
+
+
+def cmd_end_to_end(args: argparse.Namespace) -> None:
+    rows = []
+    for size in [int(s) for s in args.sizes.split(",")]:
+        with tempfile.TemporaryDirectory(dir=args.tmp) as folder:
+            done = subprocess.run([sys.executable, __file__, "_e2e", str(size), str(args.doc_words), args.layout,
+                                   str(args.threshold or ""), folder], capture_output=True, text=True)
+        if done.returncode != 0:
+            print(done.stderr[-3000:], file=sys.stderr)
+            continue
+        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        print(json.dumps(rows[-1]), flush=True)
+    print(f"\nend to end, N query docs against an N-doc reference, {args.doc_words} words/doc, layout {args.layout}")
+    cols = ["size", "index", "query_signatures", "within_dedup", "reference_match", "total_s", "peak_rss_mb",
+            "precision", "recall"]
+    print("".join(f"{c:>17}" for c in cols))
+    for row in rows:
+        print("".join(f"{row[c]!s:>17}" for c in cols))
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "_engine":
+        print(json.dumps(run_engine(argv[1], int(argv[2]), int(argv[3]), int(argv[4]))))
+        return
+    if argv and argv[0] == "_e2e":
+        threshold = float(argv[4]) if argv[4] else None
+        print(json.dumps(end_to_end(int(argv[1]), int(argv[2]), argv[3], threshold, Path(argv[5]))))
+        return
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sig = sub.add_parser("signatures", help="signatures per second vs datasketch, rensa, datatrove")
+    sig.add_argument("--docs", type=int, default=1000)
+    sig.add_argument("--doc-words", type=int, default=900, help="about 5 KB of text at 900 words")
+    sig.add_argument("--repeat", type=int, default=3)
+    sig.add_argument("--peer-python", help="python of a venv with rensa and datatrove (requirements-dedup.txt)")
+    sig.set_defaults(func=cmd_signatures)
+    e2e = sub.add_parser("end-to-end", help="index + dedup at growing sizes: wall time, peak RSS, precision/recall")
+    e2e.add_argument("--sizes", default="20000,50000")
+    e2e.add_argument("--doc-words", type=int, default=200)
+    e2e.add_argument("--layout", default="0.8")
+    e2e.add_argument("--threshold", type=float)
+    e2e.add_argument("--tmp", default=None, help="where the work files go (default: system temp)")
+    e2e.set_defaults(func=cmd_end_to_end)
+    args = parser.parse_args(argv)
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,238 @@
+"""Dedup decisions and their explanations: clusters, attributes beside the shards, the ``matches`` table.
+
+Documents are never edited. A dedup run ends with, for every document shard
+``docs/<source>/<part>/<name>.parquet``, an attribute shard
+``attributes/dedup/<source>/<part>/<name>.parquet`` with one row per document, in the same order:
+
+=================== ===========================================================================
+``id``              the document id
+``cluster``         id of the cluster's representative (the document kept; itself if unique)
+``duplicate_of``    the representative, when this document is an exact/near duplicate of it
+``duplicate_kind``  ``exact`` (same normalized text) or ``near`` (MinHash LSH, verified)
+``duplicate_jaccard`` estimated Jaccard to the representative
+``reference_kind``  ``exact`` or ``near`` when the document matches the reference (the Pile)
+``reference_shard`` / ``reference_line`` / ``reference_set``: where the matching Pile document is
+``reference_jaccard`` estimated Jaccard of that match (1.0 for exact)
+=================== ===========================================================================
+
+and one ``matches`` row in the manifest per duplicate and per reference match, so
+``kinda dedup explain <doc-id>`` (and any SQL) can answer "why was this dropped / left out of G.3".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dedupe.lsh import JoinSettings, SignatureStore
+from dedupe.unionfind import UnionFind
+from tasks.atomic import atomic_path
+
+MATCHES_SQL = """
+CREATE TABLE IF NOT EXISTS matches (
+    run_id VARCHAR NOT NULL,
+    doc_id VARCHAR NOT NULL,
+    source VARCHAR NOT NULL,
+    shard VARCHAR NOT NULL,
+    kind VARCHAR NOT NULL,
+    matched_doc_id VARCHAR,
+    reference_index VARCHAR,
+    reference_shard VARCHAR,
+    reference_line BIGINT,
+    reference_set VARCHAR,
+    jaccard DOUBLE,
+    threshold DOUBLE,
+    layout VARCHAR
+);
+"""
+ROOTS_SCHEMA = pa.schema([pa.field("doc", pa.int64()), pa.field("root", pa.int64()), pa.field("jaccard", pa.float32())])
+ATTRIBUTE_COLUMNS = (
+    "id", "cluster", "duplicate_of", "duplicate_kind", "duplicate_jaccard", "reference_kind",
+    "reference_shard", "reference_line", "reference_set", "reference_jaccard",
+)
+
+
+def attributes_path(out: Path, shard: str) -> Path:
+    """Attribute shard beside a document shard (``docs/a/b.parquet`` -> ``attributes/dedup/a/b.parquet``)."""
+    relative = Path(shard)
+    if relative.parts and relative.parts[0] == "docs":
+        relative = Path(*relative.parts[1:])
+    return out / "attributes" / "dedup" / relative
+
+
+def _files(root: Path, parts: Sequence[dict[str, Any]]) -> str:
+    return json.dumps([(root / "docs" / f"{p['part']}.parquet").as_posix() for p in parts])
+
+
+def exact_edges(root: Path, parts: Sequence[dict[str, Any]], target: Path, settings: JoinSettings,
+                across_sources: bool) -> int:
+    """Edges (first, other) between documents with the same normalized-text hash, written to ``target``."""
+    group = "hash" if across_sources else "source, hash"
+    con = settings.connect()
+    try:
+        with atomic_path(target) as tmp:
+            con.execute(f"""
+                COPY (SELECT min(doc) OVER (PARTITION BY {group}) AS a, doc AS b
+                      FROM read_parquet({_files(root, parts)})
+                      QUALIFY a < b ORDER BY a, b) TO '{tmp.as_posix()}' (FORMAT parquet)""")
+        return int(con.execute(f"SELECT count(*) FROM '{target.as_posix()}'").fetchone()[0])
+    finally:
+        con.close()
+
+
+def _source_of(parts: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    firsts = np.array([int(p["first"]) for p in parts], dtype=np.int64)
+    names = sorted({p["source"] for p in parts})
+    ids = np.array([names.index(p["source"]) for p in parts], dtype=np.int64)
+    return firsts, ids
+
+
+def cluster_documents(parts: Sequence[dict[str, Any]], store: SignatureStore, edge_files: Sequence[Path],
+                      target: Path, across_sources: bool, batch: int = 262_144) -> dict[str, int]:
+    """Union-find over exact and verified near edges; write (doc, root, jaccard to root) rows.
+
+    Without ``across_sources`` an edge between two sources is ignored, so each source is
+    deduplicated on its own. Returns counts: documents, clusters, duplicates.
+    """
+    total = sum(int(p["count"]) for p in parts)
+    forest = UnionFind(total)
+    firsts, source_ids = _source_of(parts)
+    for path in edge_files:
+        if not path.exists():
+            continue
+        for record_batch in pq.ParquetFile(path).iter_batches(batch_size=batch, columns=["a", "b"]):
+            a = record_batch.column("a").to_numpy()
+            b = record_batch.column("b").to_numpy()
+            if not across_sources:
+                same = (source_ids[np.searchsorted(firsts, a, side="right") - 1]
+                        == source_ids[np.searchsorted(firsts, b, side="right") - 1])
+                a, b = a[same], b[same]
+            forest.union_pairs(a, b)
+    roots = forest.roots()
+    duplicates = np.flatnonzero(roots != np.arange(total))
+    with atomic_path(target) as tmp:
+        writer = pq.ParquetWriter(tmp, ROOTS_SCHEMA, compression="zstd")
+        try:
+            for lo in range(0, len(duplicates), batch):
+                docs = duplicates[lo : lo + batch]
+                agree = np.count_nonzero(store.gather(docs) == store.gather(roots[docs]), axis=1)
+                jaccard = (agree / store.num_perm).astype(np.float32)
+                writer.write_table(pa.table({"doc": docs, "root": roots[docs], "jaccard": jaccard}, schema=ROOTS_SCHEMA))
+        finally:
+            writer.close()
+    return {"documents": total, "clusters": int(total - len(duplicates)), "duplicates": len(duplicates)}
+
+
+def write_decisions(root: Path, parts: Sequence[dict[str, Any]], roots: Path, reference_matches: Path | None,
+                    reference_docs: Sequence[str], target: Path, settings: JoinSettings) -> None:
+    """One row per document: its cluster, duplicate status and reference match, as a Parquet table."""
+    docs = _files(root, parts)
+    if reference_matches is not None and reference_docs:
+        ref_sql = (f"LEFT JOIN read_parquet('{reference_matches.as_posix()}') m ON m.doc = d.doc "
+                   f"LEFT JOIN read_parquet({json.dumps(list(reference_docs))}) r ON r.doc = m.ref")
+        ref_cols = ("m.kind AS reference_kind, r.shard AS reference_shard, r.line AS reference_line, "
+                    "r.pile_set_name AS reference_set, m.jaccard::DOUBLE AS reference_jaccard")
+    else:
+        ref_sql = ""
+        ref_cols = ("NULL::VARCHAR AS reference_kind, NULL::VARCHAR AS reference_shard, NULL::BIGINT AS reference_line, "
+                    "NULL::VARCHAR AS reference_set, NULL::DOUBLE AS reference_jaccard")
+    con = settings.connect()
+    try:
+        with atomic_path(target) as tmp:
+            con.execute(f"""
+                COPY (
+                  SELECT d.doc, d.shard, d.row, d.source, d.id, coalesce(rd.id, d.id) AS cluster,
+                    rd.id AS duplicate_of,
+                    CASE WHEN rd.id IS NULL THEN NULL WHEN rd.hash = d.hash THEN 'exact' ELSE 'near' END
+                      AS duplicate_kind,
+                    x.jaccard::DOUBLE AS duplicate_jaccard, {ref_cols}
+                  FROM read_parquet({docs}) d
+                  LEFT JOIN read_parquet('{roots.as_posix()}') x ON x.doc = d.doc
+                  LEFT JOIN read_parquet({docs}) rd ON rd.doc = x.root
+                  {ref_sql}
+                  ORDER BY d.doc
+                ) TO '{tmp.as_posix()}' (FORMAT parquet, COMPRESSION zstd)""")
+    finally:
+        con.close()
+
+
+def write_attributes(decisions: Path, out: Path, shard: str) -> dict[str, Any]:
+    """The attribute shard of one document shard, rows in the shard's order."""
+    target = attributes_path(out, shard)
+    con = duckdb.connect()
+    try:
+        cols = ", ".join(ATTRIBUTE_COLUMNS)
+        with atomic_path(target) as tmp:
+            con.execute(
+                f"COPY (SELECT {cols} FROM read_parquet('{decisions.as_posix()}') WHERE shard = ? ORDER BY row) "
+                f"TO '{tmp.as_posix()}' (FORMAT parquet, COMPRESSION zstd)", [shard])
+        duplicates, reference = con.execute(
+            f"SELECT count(duplicate_of), count(reference_kind) FROM '{target.as_posix()}'").fetchone()
+    finally:
+        con.close()
+    return {"shard": shard, "attributes": target.relative_to(out).as_posix(),
+            "duplicates": int(duplicates), "reference_matches": int(reference)}
+
+
+def record_matches(con: duckdb.DuckDBPyConnection, run_id: str, decisions: Path, reference_index: str | None,
+                   threshold: float, layout: str) -> int:
+    """Replace the ``matches`` rows of the decided shards by this run's (the flow process calls this)."""
+    con.execute(MATCHES_SQL)
+    path = decisions.as_posix()
+    con.execute("BEGIN TRANSACTION")
+    con.execute(f"DELETE FROM matches WHERE shard IN (SELECT DISTINCT shard FROM read_parquet('{path}'))")
+    con.execute(f"""
+        INSERT INTO matches
+        SELECT ?, id, source, shard, 'duplicate_' || duplicate_kind, duplicate_of, NULL, NULL, NULL, NULL,
+               duplicate_jaccard, ?, ? FROM read_parquet('{path}') WHERE duplicate_of IS NOT NULL
+        UNION ALL
+        SELECT ?, id, source, shard, 'reference_' || reference_kind, NULL, ?, reference_shard, reference_line,
+               reference_set, reference_jaccard, ?, ? FROM read_parquet('{path}') WHERE reference_kind IS NOT NULL
+        """, [run_id, threshold, layout, run_id, reference_index, threshold, layout])
+    con.execute("COMMIT")
+    return int(con.execute("SELECT count(*) FROM matches WHERE run_id = ?", [run_id]).fetchone()[0])
+
+
+def explain(manifest_path: Path, doc_id: str) -> dict[str, Any]:
+    """Everything the manifest knows about one document's dedup fate (read-only)."""
+    con = duckdb.connect(str(manifest_path), read_only=True)
+    try:
+        tables = {row[0] for row in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        if "matches" not in tables:
+            return {"doc_id": doc_id, "matches": [], "note": "no dedup run recorded in this manifest"}
+        cursor = con.execute("SELECT * FROM matches WHERE doc_id = ? ORDER BY kind", [doc_id])
+        columns = [d[0] for d in cursor.description]
+        matches = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+        members = con.execute("SELECT count(*) FROM matches WHERE matched_doc_id = ?", [doc_id]).fetchone()[0]
+    finally:
+        con.close()
+    return {"doc_id": doc_id, "matches": matches, "duplicates_pointing_here": int(members)}
+
+
+def format_explanation(result: dict[str, Any]) -> str:
+    """A few human lines for :func:`explain`'s result."""
+    lines = [f"document {result['doc_id']}"]
+    if result.get("note"):
+        return "\n".join([*lines, f"  {result['note']}"])
+    if not result["matches"]:
+        lines.append("  no duplicate and no reference match: kept, and in G.3 if its source is a LLaMA source")
+    for match in result["matches"]:
+        jaccard = f"{match['jaccard']:.3f}" if match["jaccard"] is not None else "?"
+        if match["kind"].startswith("duplicate_"):
+            lines.append(f"  dropped as {match['kind'].removeprefix('duplicate_')} duplicate of "
+                         f"{match['matched_doc_id']} (estimated Jaccard {jaccard}, threshold {match['threshold']}, "
+                         f"layout {match['layout']}); shard {match['shard']}")
+        else:
+            lines.append(f"  left out of G.3: {match['kind'].removeprefix('reference_')} match in the reference "
+                         f"{match['reference_index']} at {match['reference_shard']} line {match['reference_line']} "
+                         f"({match['reference_set']}), estimated Jaccard {jaccard}")
+    if result.get("duplicates_pointing_here"):
+        lines.append(f"  kept as the representative of {result['duplicates_pointing_here']} duplicate(s)")
+    return "\n".join(lines)

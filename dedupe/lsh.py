@@ -1,0 +1,428 @@
+"""Locality-sensitive hashing over MinHash signatures, in memory or out of core.
+
+A signature of ``num_perm`` values is cut into ``bands`` bands of ``rows`` values; two documents
+become *candidates* when any band is equal, which happens with probability
+``1 - (1 - J**rows)**bands`` for Jaccard similarity ``J``. Candidates are then *verified*: their
+estimated Jaccard (the fraction of equal signature values) must reach the threshold, which
+removes most of the false candidates that the band S-curve lets through.
+
+Two ways to find candidates, same results:
+
+* **In memory** (:class:`InMemoryLSH`), datasketch's ``MinHashLSH``: fine for small runs and
+  tests, and the way to a shared Redis-backed index (:mod:`dedupe.redis_index`).
+* **Out of core**: each shard's band keys go to Parquet files partitioned by band
+  (``band=07/<shard>.parquet``: key, doc); one DuckDB self-join (or join against a reference
+  index) per band finds equal keys, spilling to disk under a memory limit. Signatures stay in
+  ``.npy`` files read through memory maps (:class:`SignatureStore`), so neither the index nor
+  the signatures live in Python objects; memory is bounded by DuckDB's ``memory_limit`` plus one
+  verification batch.
+
+Band layouts (RECIPES.md, RedPajama-v2): Jaccard 0.7 -> 14 x 9, 0.8 -> 9 x 13, 0.9 -> 5 x 25.
+They balance false positives against false negatives, so the S-curve midpoint sits a little
+above the nominal threshold (``(1/bands)**(1/rows)``: 0.75, 0.84, 0.94); a recall-first layout
+such as 16 x 8 finds nearly every pair at 0.8 at the cost of more candidates to verify.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dedupe.minhash import is_empty
+from dedupe.shingles import fmix64
+from tasks.atomic import atomic_path
+
+#: RedPajama-v2 layouts for 128 permutations: threshold -> (bands, rows).
+BAND_LAYOUTS: dict[str, tuple[int, int]] = {"0.7": (14, 9), "0.8": (9, 13), "0.9": (5, 25)}
+BAND_SCHEMA = pa.schema([pa.field("key", pa.uint64()), pa.field("doc", pa.int64())])
+PAIR_SCHEMA = pa.schema([pa.field("a", pa.int64()), pa.field("b", pa.int64()), pa.field("jaccard", pa.float32())])
+_BAND_SALT = 0x9E3779B97F4A7C15
+
+
+@dataclass(frozen=True)
+class BandLayout:
+    """How a signature is cut into bands, and the estimated Jaccard a candidate must reach."""
+
+    bands: int
+    rows: int
+    threshold: float
+
+    @classmethod
+    def named(cls, name: str, threshold: float | None = None) -> BandLayout:
+        """A layout from :data:`BAND_LAYOUTS` (``"0.8"``) or written ``"16x8"``, verified at ``threshold``."""
+        if name in BAND_LAYOUTS:
+            bands, rows = BAND_LAYOUTS[name]
+            return cls(bands, rows, float(name) if threshold is None else threshold)
+        try:
+            bands_text, rows_text = name.lower().split("x")
+            bands, rows = int(bands_text), int(rows_text)
+        except ValueError as exc:
+            raise ValueError(f"unknown band layout {name!r}: use one of {sorted(BAND_LAYOUTS)} or BxR") from exc
+        if threshold is None:
+            raise ValueError(f"layout {name!r} needs an explicit threshold")
+        return cls(bands, rows, threshold)
+
+    @property
+    def name(self) -> str:
+        """``"9x13"``: names band-key directories, so layouts never mix."""
+        return f"{self.bands}x{self.rows}"
+
+    def check(self, num_perm: int) -> None:
+        """Refuse a layout that needs more permutations than the signatures have."""
+        if self.bands * self.rows > num_perm:
+            raise ValueError(f"layout {self.name} needs {self.bands * self.rows} permutations, have {num_perm}")
+
+    def candidate_probability(self, jaccard: float) -> float:
+        """Probability that a pair with this Jaccard shares at least one band."""
+        return 1.0 - (1.0 - jaccard**self.rows) ** self.bands
+
+
+def band_keys(signatures: np.ndarray, layout: BandLayout) -> np.ndarray:
+    """A ``(docs, bands)`` uint64 array: one 64-bit key per band, chained through fmix64.
+
+    A 64-bit key instead of the band's raw bytes keeps band tables small and joins fast;
+    a key collision only adds a candidate, which verification then rejects.
+    """
+    layout.check(signatures.shape[1])
+    keys = np.empty((signatures.shape[0], layout.bands), dtype=np.uint64)
+    for band in range(layout.bands):
+        acc = np.full(signatures.shape[0], ((band + 1) * _BAND_SALT) & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
+        for col in range(band * layout.rows, (band + 1) * layout.rows):
+            acc = fmix64(acc ^ signatures[:, col].astype(np.uint64))
+        keys[:, band] = acc
+    return keys
+
+
+# -- signatures on disk -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class SignaturePart:
+    """A raw little-endian uint32 file of ``count`` signatures, global numbers ``first ..``.
+
+    Raw files (not ``.npy``) can be written streaming, before the count is known, which a
+    7-million-document Pile shard needs; the count lives in the part's metadata instead.
+    """
+
+    path: Path
+    first: int
+    count: int
+    num_perm: int = 128
+
+    def open(self) -> np.ndarray:
+        """A read-only memory map of the part, shape ``(count, num_perm)``."""
+        if self.count == 0:
+            return np.empty((0, self.num_perm), dtype="<u4")
+        return np.memmap(self.path, dtype="<u4", mode="r", shape=(self.count, self.num_perm))
+
+
+class SignatureStore:
+    """Random access to signatures spread over part files, through short-lived memory maps.
+
+    Global document numbers may be sparse (the reference index numbers part ``p`` from
+    ``p << 32``), so parts are found by binary search over their first numbers.
+    """
+
+    def __init__(self, parts: Sequence[SignaturePart]) -> None:
+        self.parts = sorted(parts, key=lambda p: p.first)
+        self._firsts = np.array([p.first for p in self.parts], dtype=np.int64)
+        self.num_perm = self.parts[0].num_perm if self.parts else 128
+
+    def gather(self, docs: np.ndarray) -> np.ndarray:
+        """Signatures of the given global document numbers, in that order."""
+        docs = np.asarray(docs, dtype=np.int64)
+        out = np.empty((len(docs), self.num_perm), dtype=np.uint32)
+        which = np.searchsorted(self._firsts, docs, side="right") - 1
+        for part_index in np.unique(which):
+            part = self.parts[int(part_index)]
+            rows = np.flatnonzero(which == part_index)
+            local = docs[rows] - part.first
+            if part_index < 0 or local.min() < 0 or local.max() >= part.count:
+                raise IndexError(f"document numbers out of range for {part.path}")
+            mapped = part.open()
+            order = np.argsort(local, kind="stable")  # sorted reads stay sequential on disk
+            out[rows[order]] = mapped[local[order]]
+            del mapped
+        return out
+
+
+class SignatureWriter:
+    """Append signature blocks to a raw part file, atomically renamed on :meth:`close`."""
+
+    def __init__(self, path: Path) -> None:
+        self._cm = atomic_path(path)
+        self._handle = open(self._cm.__enter__(), "wb")  # noqa: SIM115 - closed in close/abort
+        self.count = 0
+
+    def write(self, signatures: np.ndarray) -> None:
+        self._handle.write(np.ascontiguousarray(signatures, dtype="<u4").tobytes())
+        self.count += len(signatures)
+
+    def close(self) -> int:
+        self._handle.close()
+        self._cm.__exit__(None, None, None)
+        return self.count
+
+    def abort(self) -> None:
+        self._handle.close()
+        with contextlib.suppress(RuntimeError):
+            self._cm.__exit__(RuntimeError, RuntimeError("aborted"), None)
+
+
+def save_signatures(path: Path, signatures: np.ndarray) -> SignaturePart:
+    """Write one block of signatures as a part starting at global number 0 (tests, small runs)."""
+    writer = SignatureWriter(path)
+    writer.write(signatures)
+    return SignaturePart(path, 0, writer.close(), signatures.shape[1])
+
+
+class BandKeyWriter:
+    """Stream one part's band keys to ``root/<layout>/band=NN/<part>.parquet`` (one file per band)."""
+
+    def __init__(self, root: Path, layout: BandLayout, part: str) -> None:
+        self.layout = layout
+        self._cms = [atomic_path(band_dir(root, layout, band) / f"{part}.parquet") for band in range(layout.bands)]
+        self._writers = [pq.ParquetWriter(cm.__enter__(), BAND_SCHEMA, compression="zstd") for cm in self._cms]
+        self.rows = 0
+
+    def write(self, signatures: np.ndarray, docs: np.ndarray) -> None:
+        """Add a block; documents without shingles are left out (their all-max signatures all collide)."""
+        keep = ~is_empty(signatures)
+        if not keep.any():
+            return
+        keys = band_keys(signatures[keep], self.layout)
+        kept_docs = np.asarray(docs, dtype=np.int64)[keep]
+        for band, writer in enumerate(self._writers):
+            writer.write_table(pa.table({"key": keys[:, band], "doc": kept_docs}, schema=BAND_SCHEMA))
+        self.rows += int(keep.sum())
+
+    def close(self) -> int:
+        for writer, cm in zip(self._writers, self._cms, strict=True):
+            writer.close()
+            cm.__exit__(None, None, None)
+        return self.rows
+
+    def abort(self) -> None:
+        for writer, cm in zip(self._writers, self._cms, strict=True):
+            writer.close()
+            with contextlib.suppress(RuntimeError):
+                cm.__exit__(RuntimeError, RuntimeError("aborted"), None)
+
+
+def write_band_keys(signatures: np.ndarray, first_doc: int, layout: BandLayout, root: Path, part: str) -> int:
+    """Write one block of signatures' band keys as a whole part; return the rows per band."""
+    writer = BandKeyWriter(root, layout, part)
+    writer.write(signatures, np.arange(first_doc, first_doc + len(signatures), dtype=np.int64))
+    return writer.close()
+
+
+def band_dir(root: Path, layout: BandLayout, band: int) -> Path:
+    """Directory of one band's key files."""
+    return root / layout.name / f"band={band:02d}"
+
+
+# -- candidate pairs by DuckDB joins ---------------------------------------------------------
+@dataclass(frozen=True)
+class JoinSettings:
+    """DuckDB limits for one join task; ``memory_limit`` is the stated memory bound per task."""
+
+    memory_limit: str = "1GB"
+    threads: int = 1
+    temp_directory: Path | None = None
+    max_bucket: int = 64
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        con = duckdb.connect()
+        con.execute(f"SET memory_limit='{self.memory_limit}'")
+        con.execute(f"SET threads={int(self.threads)}")
+        con.execute("SET preserve_insertion_order=false")
+        if self.temp_directory is not None:
+            self.temp_directory.mkdir(parents=True, exist_ok=True)
+            con.execute(f"SET temp_directory='{self.temp_directory.as_posix()}'")
+        return con
+
+
+def _glob(directory: Path) -> str:
+    return (directory / "*.parquet").as_posix()
+
+
+def band_pairs_within(directory: Path, target: Path, settings: JoinSettings) -> int:
+    """Candidate pairs ``a < b`` sharing a key in one band; write them to ``target``; return how many.
+
+    A bucket bigger than ``max_bucket`` (boilerplate shared by thousands of documents) would
+    give a quadratic number of pairs; it contributes star edges to its smallest member
+    instead, which keeps the cluster connected at linear cost.
+    """
+    if not any(directory.glob("*.parquet")):
+        return _write_empty_pairs(target)
+    con = settings.connect()
+    try:
+        cap = int(settings.max_bucket)
+        with atomic_path(target) as tmp:
+            con.execute(
+                f"""
+                COPY (
+                  WITH t AS (SELECT key, doc FROM read_parquet('{_glob(directory)}')),
+                  g AS (SELECT key, count(*) AS n, min(doc) AS m FROM t GROUP BY key HAVING count(*) > 1)
+                  SELECT DISTINCT x.doc AS a, y.doc AS b FROM t x JOIN g USING (key)
+                    JOIN t y ON x.key = y.key AND x.doc < y.doc WHERE g.n <= {cap}
+                  UNION
+                  SELECT g.m AS a, t.doc AS b FROM t JOIN g USING (key) WHERE g.n > {cap} AND t.doc > g.m
+                ) TO '{tmp.as_posix()}' (FORMAT parquet, COMPRESSION zstd)
+                """
+            )
+        return int(con.execute(f"SELECT count(*) FROM read_parquet('{target.as_posix()}')").fetchone()[0])
+    finally:
+        con.close()
+
+
+def band_pairs_against(query_dir: Path, reference_dir: Path, target: Path, settings: JoinSettings) -> int:
+    """Candidate pairs (query doc ``a``, reference doc ``b``) sharing a key in one band."""
+    if not any(query_dir.glob("*.parquet")) or not any(reference_dir.glob("*.parquet")):
+        return _write_empty_pairs(target)
+    con = settings.connect()
+    try:
+        with atomic_path(target) as tmp:
+            con.execute(
+                f"""
+                COPY (
+                  SELECT DISTINCT q.doc AS a, r.doc AS b
+                  FROM read_parquet('{_glob(query_dir)}') q JOIN read_parquet('{_glob(reference_dir)}') r
+                  USING (key)
+                ) TO '{tmp.as_posix()}' (FORMAT parquet, COMPRESSION zstd)
+                """
+            )
+        return int(con.execute(f"SELECT count(*) FROM read_parquet('{target.as_posix()}')").fetchone()[0])
+    finally:
+        con.close()
+
+
+def _write_empty_pairs(target: Path) -> int:
+    with atomic_path(target) as tmp:
+        pq.write_table(pa.table({"a": pa.array([], pa.int64()), "b": pa.array([], pa.int64())}), tmp)
+    return 0
+
+
+def merge_pairs(pair_files: Sequence[Path], target: Path, settings: JoinSettings) -> int:
+    """Union of the per-band candidate pairs, each pair once, sorted (deterministic order)."""
+    files = [p.as_posix() for p in sorted(pair_files)]
+    con = settings.connect()
+    try:
+        with atomic_path(target) as tmp:
+            con.execute(
+                f"COPY (SELECT DISTINCT a, b FROM read_parquet({json.dumps(files)}) ORDER BY a, b) "
+                f"TO '{tmp.as_posix()}' (FORMAT parquet, COMPRESSION zstd)"
+            )
+        return int(con.execute(f"SELECT count(*) FROM read_parquet('{target.as_posix()}')").fetchone()[0])
+    finally:
+        con.close()
+
+
+def verify_pairs(
+    pairs: Path,
+    left: SignatureStore,
+    right: SignatureStore,
+    threshold: float,
+    batch: int = 65_536,
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Yield ``(a, b, jaccard)`` batches of candidate pairs whose estimated Jaccard reaches ``threshold``."""
+    num_perm = left.num_perm
+    for record_batch in pq.ParquetFile(pairs).iter_batches(batch_size=batch, columns=["a", "b"]):
+        a = record_batch.column("a").to_numpy()
+        b = record_batch.column("b").to_numpy()
+        if len(a) == 0:
+            continue
+        agree = np.count_nonzero(left.gather(a) == right.gather(b), axis=1)
+        jaccard = (agree / num_perm).astype(np.float32)
+        keep = jaccard >= np.float32(threshold)
+        yield a[keep], b[keep], jaccard[keep]
+
+
+def write_verified(batches: Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]], target: Path) -> int:
+    """Write verified pairs to Parquet; return how many."""
+    total = 0
+    with atomic_path(target) as tmp:
+        writer = pq.ParquetWriter(tmp, PAIR_SCHEMA, compression="zstd")
+        try:
+            for a, b, jaccard in batches:
+                writer.write_table(pa.table({"a": a, "b": b, "jaccard": jaccard}, schema=PAIR_SCHEMA))
+                total += len(a)
+        finally:
+            writer.close()
+    return total
+
+
+# -- the in-memory path: datasketch ----------------------------------------------------------
+class InMemoryLSH:
+    """datasketch's ``MinHashLSH`` over our signatures (for small runs, tests, and Redis storage)."""
+
+    def __init__(self, layout: BandLayout, num_perm: int = 128, seed: int = 1,
+                 storage_config: dict | None = None, prepickle: bool | None = None) -> None:
+        from datasketch import MinHashLSH
+
+        layout.check(num_perm)
+        self.layout = layout
+        self.num_perm = num_perm
+        self.seed = seed
+        self.index = MinHashLSH(num_perm=num_perm, params=(layout.bands, layout.rows),
+                                storage_config=storage_config, prepickle=prepickle)
+
+    def _minhash(self, signature: np.ndarray):
+        from datasketch import LeanMinHash
+
+        return LeanMinHash(seed=self.seed, hashvalues=signature, scheme="affine32")
+
+    def insert(self, key: str | int, signature: np.ndarray) -> None:
+        """Add one document (documents without shingles are not indexed)."""
+        if not is_empty(signature[None, :])[0]:
+            self.index.insert(key, self._minhash(signature), check_duplication=False)
+
+    def query(self, signature: np.ndarray) -> list:
+        """Keys of indexed documents sharing at least one band with ``signature``."""
+        if is_empty(signature[None, :])[0]:
+            return []
+        return list(self.index.query(self._minhash(signature)))
+
+
+def in_memory_pairs(signatures: np.ndarray, layout: BandLayout, seed: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All verified pairs ``a < b`` of a small set of signatures, via datasketch (the in-memory path)."""
+    lsh = InMemoryLSH(layout, num_perm=signatures.shape[1], seed=seed)
+    left: list[int] = []
+    right: list[int] = []
+    for doc, signature in enumerate(signatures):
+        for other in lsh.query(signature):
+            left.append(int(other))
+            right.append(doc)
+        lsh.insert(doc, signature)
+    a = np.array(left, dtype=np.int64)
+    b = np.array(right, dtype=np.int64)
+    jaccard = np.mean(signatures[a] == signatures[b], axis=1).astype(np.float32) if len(a) else np.empty(0, np.float32)
+    keep = jaccard >= np.float32(layout.threshold)
+    order = np.lexsort((b[keep], a[keep]))
+    return a[keep][order], b[keep][order], jaccard[keep][order]
+
+
+def near_duplicate_pairs(
+    band_root: Path, work: Path, store: SignatureStore, layout: BandLayout, settings: JoinSettings
+) -> Path:
+    """Sequential driver of the out-of-core path: per-band joins, merge, verify; returns verified pairs.
+
+    The dedup flow runs the same three steps as Prefect tasks (one per band, then one merge and
+    one verification); this function is what small runs and tests call.
+    """
+    pair_files = []
+    for band in range(layout.bands):
+        target = work / layout.name / f"pairs-band{band:02d}.parquet"
+        band_pairs_within(band_dir(band_root, layout, band), target, settings)
+        pair_files.append(target)
+    merged = work / layout.name / "candidates.parquet"
+    merge_pairs(pair_files, merged, settings)
+    verified = work / layout.name / "verified.parquet"
+    write_verified(verify_pairs(merged, store, store, layout.threshold), verified)
+    return verified

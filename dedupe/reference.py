@@ -1,0 +1,359 @@
+"""An incremental, traceable reference index (the Pile v1) and matching documents against it.
+
+Layout of an index directory (every file written atomically; nothing in Python objects)::
+
+    index.json                              parameters (MinHash, layouts) and the parts added so far
+    parts/<part>.json                       one finished part (resume marker): shard, sha256, counts
+    docs/<part>.parquet                     ref, line, shard, pile_set_name, hash (SHA256 of normalized text)
+    signatures/<part>.u32                   raw uint32 signatures, row i = ref (part_no << 32) + i
+    bands/<BxR>/band=NN/<part>.parquet      band keys (key, doc) for every configured layout
+
+*Incremental*: adding Pile shards later creates new parts (numbered after the existing ones);
+nothing already indexed is rewritten, and a shard already in the index (same name, size and
+SHA256) is skipped. *Traceable*: a reference number ``ref`` decodes to its part, and the part's
+docs table gives the Pile shard file name and 1-based line, so every match can be checked by hand.
+Documents are numbered sparsely (``part_no << 32``) so parts can be built in parallel before
+anyone knows how many documents the others hold.
+
+The same part format (:class:`PartBuilder`) holds the documents being deduplicated, numbered
+densely from 0 so the union-find arrays stay small.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dedupe.exact import exact_hash
+from dedupe.lsh import (
+    BandKeyWriter,
+    BandLayout,
+    JoinSettings,
+    SignaturePart,
+    SignatureStore,
+    SignatureWriter,
+    band_dir,
+    band_pairs_against,
+    merge_pairs,
+    verify_pairs,
+    write_verified,
+)
+from dedupe.minhash import MinHashConfig, MinHasher, is_empty
+from sources.pile import PileLine, iter_pile
+from tasks.atomic import atomic_path, sha256_file, write_json_atomic
+from tasks.document import Drop
+from tasks.layout import slug
+
+INDEX_META = "index.json"
+INDEX_FORMAT = 1
+PART_SHIFT = 32
+REFERENCE_SCHEMA = pa.schema([
+    pa.field("doc", pa.int64()), pa.field("line", pa.int64()), pa.field("shard", pa.string()),
+    pa.field("pile_set_name", pa.string()), pa.field("hash", pa.binary(32)), pa.field("empty", pa.bool_()),
+])
+BATCH_DOCS = 1024
+
+
+# -- one part: documents, signatures and band keys, streamed ----------------------------------
+class PartBuilder:
+    """Stream documents of one part: signatures, exact hashes, band keys and a docs table.
+
+    ``columns`` are extra per-document fields (line, shard, id, ...) stored in the docs table
+    beside ``doc`` (the global number), ``hash`` and ``empty`` (no shingle: kept out of LSH).
+    """
+
+    def __init__(self, root: Path, part: str, first: int, hasher: MinHasher,
+                 layouts: Sequence[BandLayout], schema: pa.Schema) -> None:
+        self.root, self.part, self.first, self.hasher, self.schema = root, part, first, hasher, schema
+        self.count = 0
+        self.empty = 0
+        self._sigs = SignatureWriter(root / "signatures" / f"{part}.u32")
+        self._bands = [BandKeyWriter(root / "bands", layout, part) for layout in layouts]
+        self._docs_cm = atomic_path(root / "docs" / f"{part}.parquet")
+        self._docs = pq.ParquetWriter(self._docs_cm.__enter__(), schema, compression="zstd")
+
+    def add(self, texts: Sequence[str], columns: dict[str, list[Any]]) -> None:
+        """Add a batch of documents (texts plus their extra columns)."""
+        if not texts:
+            return
+        signatures = self.hasher.signatures(texts)
+        docs = np.arange(self.first + self.count, self.first + self.count + len(texts), dtype=np.int64)
+        empty = is_empty(signatures)
+        self._sigs.write(signatures)
+        for bands in self._bands:
+            bands.write(signatures, docs)
+        table = {"doc": docs, "hash": [exact_hash(t) for t in texts], "empty": empty, **columns}
+        self._docs.write_table(pa.table({name: table[name] for name in self.schema.names}, schema=self.schema))
+        self.count += len(texts)
+        self.empty += int(empty.sum())
+
+    def close(self) -> dict[str, Any]:
+        """Finish every file; return the part's description."""
+        self._sigs.close()
+        for bands in self._bands:
+            bands.close()
+        self._docs.close()
+        self._docs_cm.__exit__(None, None, None)
+        return {"part": self.part, "first": self.first, "count": self.count, "empty": self.empty,
+                "num_perm": self.hasher.config.num_perm}
+
+    def abort(self) -> None:
+        """Remove the temporary files after an error."""
+        self._sigs.abort()
+        for bands in self._bands:
+            bands.abort()
+        self._docs.close()
+        with contextlib.suppress(RuntimeError):
+            self._docs_cm.__exit__(RuntimeError, RuntimeError("aborted"), None)
+
+
+def signature_parts(root: Path, parts: Iterable[dict[str, Any]]) -> SignatureStore:
+    """The signatures of a set of parts under ``root``."""
+    return SignatureStore([
+        SignaturePart(root / "signatures" / f"{p['part']}.u32", int(p["first"]), int(p["count"]), int(p["num_perm"]))
+        for p in parts
+    ])
+
+
+# -- the reference index ---------------------------------------------------------------------
+@dataclass
+class ReferenceIndex:
+    """Handle on an index directory; :meth:`open` or :meth:`create` it, the flow alone commits parts."""
+
+    root: Path
+    minhash: MinHashConfig
+    layouts: list[BandLayout]
+    parts: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def open(cls, root: Path) -> ReferenceIndex:
+        """Open an existing index (raises FileNotFoundError when there is none)."""
+        meta = json.loads((Path(root) / INDEX_META).read_text(encoding="utf-8"))
+        if meta.get("format") != INDEX_FORMAT:
+            raise ValueError(f"{root}: unsupported index format {meta.get('format')}")
+        layouts = [BandLayout(int(b), int(r), float(t)) for b, r, t in meta["layouts"]]
+        return cls(Path(root), MinHashConfig.from_dict(meta["minhash"]), layouts, meta["parts"])
+
+    @classmethod
+    def open_or_create(cls, root: Path, minhash: MinHashConfig, layouts: Sequence[BandLayout]) -> ReferenceIndex:
+        """Open the index at ``root``, checking it was built with the same parameters, or start one."""
+        if (Path(root) / INDEX_META).exists():
+            index = cls.open(root)
+            if index.minhash != minhash:
+                raise ValueError(f"{root} was built with {index.minhash.to_dict()}, not {minhash.to_dict()}")
+            missing = {lay.name for lay in layouts} - {lay.name for lay in index.layouts}
+            if missing:
+                raise ValueError(f"{root} has no band keys for layouts {sorted(missing)}; build a new index")
+            return index
+        index = cls(Path(root), minhash, list(layouts))
+        index.commit([])
+        return index
+
+    def commit(self, new_parts: Sequence[dict[str, Any]]) -> None:
+        """Add finished parts and rewrite ``index.json`` atomically (the single writer does this)."""
+        known = {p["part"] for p in self.parts}
+        self.parts = sorted([*self.parts, *(p for p in new_parts if p["part"] not in known)],
+                            key=lambda p: p["part_no"])
+        write_json_atomic(self.root / INDEX_META, {
+            "format": INDEX_FORMAT, "minhash": self.minhash.to_dict(),
+            "layouts": [[lay.bands, lay.rows, lay.threshold] for lay in self.layouts],
+            "parts": self.parts, "documents": sum(p["count"] for p in self.parts),
+        })
+
+    def plan(self, shards: Sequence[Path]) -> list[tuple[Path, int, str]]:
+        """``(shard, part_no, part name)`` for each shard not in the index yet, in a stable order."""
+        seen = {(p["shard"], p["size"]) for p in self.parts}
+        next_no = max((p["part_no"] for p in self.parts), default=-1) + 1
+        planned = []
+        for shard in sorted(shards, key=lambda s: (s.name, str(s))):
+            if (shard.name, shard.stat().st_size) in seen:
+                continue
+            planned.append((shard, next_no, f"{next_no:05d}-{slug(shard.name)}"))
+            seen.add((shard.name, shard.stat().st_size))
+            next_no += 1
+        return planned
+
+    @property
+    def documents(self) -> int:
+        """Number of indexed reference documents."""
+        return sum(int(p["count"]) for p in self.parts)
+
+    def store(self) -> SignatureStore:
+        """All reference signatures."""
+        return signature_parts(self.root, self.parts)
+
+    def layout(self, name: str) -> BandLayout:
+        """One of the index's layouts by name (``"9x13"``) or threshold (``"0.8"``)."""
+        for layout in self.layouts:
+            if name in (layout.name, str(layout.threshold)):
+                return layout
+        raise KeyError(f"index {self.root} has no layout {name!r}: {[lay.name for lay in self.layouts]}")
+
+    def docs_files(self) -> list[str]:
+        """The docs tables of every committed part."""
+        return [(self.root / "docs" / f"{p['part']}.parquet").as_posix() for p in self.parts]
+
+
+def index_pile_shard(shard: Path, root: Path, part_no: int, part: str, minhash: MinHashConfig,
+                     layouts: Sequence[BandLayout]) -> dict[str, Any]:
+    """Index one Pile shard as one part; resumable (a finished part with the same input is reused).
+
+    Bad lines are counted by reason in the part's record, never raised.
+    """
+    marker = root / "parts" / f"{part}.json"
+    size = shard.stat().st_size
+    if marker.exists():
+        done = json.loads(marker.read_text(encoding="utf-8"))
+        if done.get("size") == size and done.get("shard") == shard.name:
+            return done
+    started = time.perf_counter()
+    builder = PartBuilder(root, part, part_no << PART_SHIFT, MinHasher(minhash), layouts, REFERENCE_SCHEMA)
+    drops: Counter[str] = Counter()
+    errors: list[dict[str, str]] = []
+    lines = 0
+    texts: list[str] = []
+    columns: dict[str, list[Any]] = {"line": [], "shard": [], "pile_set_name": []}
+    try:
+        for item in iter_pile(shard):
+            lines += 1
+            if isinstance(item, Drop):
+                drops[item.reason] += 1
+                if item.is_error and len(errors) < 100:
+                    errors.append({"reason": item.reason, "record": item.record, "detail": item.detail})
+                continue
+            _append(texts, columns, item)
+            if len(texts) >= BATCH_DOCS:
+                builder.add(texts, columns)
+                texts, columns = [], {"line": [], "shard": [], "pile_set_name": []}
+        builder.add(texts, columns)
+        record = builder.close()
+    except Exception:
+        builder.abort()
+        raise
+    record.update({"part_no": part_no, "shard": shard.name, "location": str(shard), "size": size,
+                   "sha256": sha256_file(shard), "lines": lines, "drops": dict(sorted(drops.items())),
+                   "errors": errors, "seconds": round(time.perf_counter() - started, 3)})
+    write_json_atomic(marker, record)
+    return record
+
+
+def _append(texts: list[str], columns: dict[str, list[Any]], item: PileLine) -> None:
+    texts.append(item.text)
+    columns["line"].append(item.line)
+    columns["shard"].append(item.shard)
+    columns["pile_set_name"].append(item.pile_set_name)
+
+
+# -- matching against the index ---------------------------------------------------------------
+REFERENCE_MATCH_SCHEMA = pa.schema([
+    pa.field("doc", pa.int64()), pa.field("ref", pa.int64()), pa.field("kind", pa.string()),
+    pa.field("jaccard", pa.float32()),
+])
+
+
+def reference_band_pairs(query_root: Path, index: ReferenceIndex, layout: BandLayout, band: int,
+                         work: Path, settings: JoinSettings) -> Path:
+    """Candidate (query doc, reference doc) pairs of one band (one task per band in the flow)."""
+    target = work / "reference" / layout.name / f"pairs-band{band:02d}.parquet"
+    band_pairs_against(band_dir(query_root / "bands", layout, band), band_dir(index.root / "bands", layout, band),
+                       target, settings)
+    return target
+
+
+def best_reference_matches(query_root: Path, query_parts: Sequence[dict[str, Any]], index: ReferenceIndex,
+                           layout: BandLayout, pair_files: Sequence[Path], work: Path,
+                           settings: JoinSettings) -> Path:
+    """Exact and verified near matches, one per query document (exact first, then highest Jaccard, then lowest ref)."""
+    out = work / "reference"
+    merged = out / layout.name / "candidates.parquet"
+    merge_pairs(pair_files, merged, settings)
+    verified = out / layout.name / "verified.parquet"
+    write_verified(verify_pairs(merged, signature_parts(query_root, query_parts), index.store(),
+                                layout.threshold), verified)
+    target = out / "matches.parquet"
+    query_docs = json.dumps([(query_root / "docs" / f"{p['part']}.parquet").as_posix() for p in query_parts])
+    con = settings.connect()
+    try:
+        ref_docs = json.dumps(index.docs_files())
+        with atomic_path(target) as tmp:
+            con.execute(f"""
+                COPY (
+                  WITH exact AS (
+                    SELECT q.doc, min(r.doc) AS ref FROM read_parquet({query_docs}) q
+                    JOIN read_parquet({ref_docs}) r ON q.hash = r.hash GROUP BY q.doc),
+                  near AS (SELECT a AS doc, b AS ref, jaccard FROM read_parquet('{verified.as_posix()}')),
+                  candidates AS (
+                    SELECT doc, ref, 'exact' AS kind, 1.0::FLOAT AS jaccard, 0 AS rank FROM exact
+                    UNION ALL SELECT doc, ref, 'near', jaccard, 1 FROM near)
+                  SELECT doc, ref, kind, jaccard FROM candidates
+                  QUALIFY row_number() OVER (PARTITION BY doc ORDER BY rank, jaccard DESC, ref) = 1
+                  ORDER BY doc
+                ) TO '{tmp.as_posix()}' (FORMAT parquet, COMPRESSION zstd)""")
+    finally:
+        con.close()
+    return target
+
+
+def reference_addresses(index: ReferenceIndex, refs: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """Shard, line and Pile subset of some reference documents (for explanations)."""
+    if not refs or not index.parts:
+        return {}
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        rows = con.execute(
+            f"SELECT doc, shard, line, pile_set_name FROM read_parquet({json.dumps(index.docs_files())}) "
+            "WHERE doc IN (SELECT unnest(?))", [list(map(int, refs))]
+        ).fetchall()
+    finally:
+        con.close()
+    return {int(d): {"shard": s, "line": int(line), "pile_set_name": p} for d, s, line, p in rows}
+
+
+# -- the documents being deduplicated ---------------------------------------------------------
+DOCUMENT_SCHEMA = pa.schema([
+    pa.field("doc", pa.int64()), pa.field("id", pa.string()), pa.field("source", pa.string()),
+    pa.field("shard", pa.string()), pa.field("row", pa.int64()), pa.field("hash", pa.binary(32)),
+    pa.field("empty", pa.bool_()),
+])
+
+
+def sign_document_shard(out: Path, shard: str, root: Path, part: str, first: int, minhash: MinHashConfig,
+                        layouts: Sequence[BandLayout]) -> dict[str, Any]:
+    """Signatures, exact hashes and band keys of one final document shard (``shard`` relative to ``out``).
+
+    Documents are numbered densely from ``first`` in shard row order; resumable like the index parts.
+    """
+    path = out / shard
+    marker = root / "parts" / f"{part}.json"
+    size = path.stat().st_size
+    if marker.exists():
+        done = json.loads(marker.read_text(encoding="utf-8"))
+        if done.get("size") == size and done.get("first") == first and done.get("shard") == shard:
+            return done
+    builder = PartBuilder(root, part, first, MinHasher(minhash), layouts, DOCUMENT_SCHEMA)
+    row = 0
+    try:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_DOCS, columns=["id", "text", "source"]):
+            texts = batch.column("text").to_pylist()
+            builder.add(texts, {"id": batch.column("id").to_pylist(), "source": batch.column("source").to_pylist(),
+                                "shard": [shard] * len(texts), "row": list(range(row, row + len(texts)))})
+            row += len(texts)
+        record = builder.close()
+    except Exception:
+        builder.abort()
+        raise
+    record.update({"shard": shard, "size": size})
+    write_json_atomic(marker, record)
+    return record

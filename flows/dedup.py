@@ -1,0 +1,280 @@
+"""Dedup flow: near + exact duplicates within (or across) sources, and matches against a reference index.
+
+    python -m flows.dedup --data data/ --within-sources --against indexes/pile-v1
+    python -m flows.dedup --data data/ --set layout=16x8 --set threshold=0.8     # recall-first layout
+
+Reads the final shards recorded in the manifest (``docs/<source>/<part>/*.parquet``), never edits
+them, and writes ``attributes/dedup/...`` beside them plus ``matches`` rows in the manifest.
+Tasks: one per shard (signatures, exact hashes, band keys), one per band (DuckDB joins), one
+merge + verification, one clustering (deterministic union-find), one per shard (attributes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel, ConfigDict, Field
+
+from dedupe import explain as decisions
+from dedupe.lsh import (
+    BandLayout,
+    JoinSettings,
+    band_dir,
+    band_pairs_within,
+    merge_pairs,
+    verify_pairs,
+    write_verified,
+)
+from dedupe.minhash import MinHashConfig
+from dedupe.reference import (
+    ReferenceIndex,
+    best_reference_matches,
+    reference_band_pairs,
+    sign_document_shard,
+    signature_parts,
+)
+from dedupe.shingles import ShingleConfig
+from flows._runtime import make_task_runner, prefect_api
+from flows._source_flow import _run_id, add_common_arguments, load_config
+from kinda.version import code_version
+from tasks.config import CONFIG_DIR, PipelineConfig
+from tasks.manifest import Manifest
+
+DEFAULT_CONFIG = CONFIG_DIR / "dedup.yaml"
+
+
+class MinHashSettings(BaseModel):
+    """Signature parameters (an index and the documents matched against it must agree)."""
+
+    model_config = ConfigDict(extra="forbid")
+    num_perm: int = Field(128, gt=0)
+    seed: int = 1
+    ngram: int = Field(5, ge=1, le=64)
+
+    def config(self) -> MinHashConfig:
+        return MinHashConfig(self.num_perm, self.seed, ShingleConfig(self.ngram))
+
+
+class DedupConfig(PipelineConfig):
+    """Settings of the dedup flow (defaults in ``configs/dedup.yaml``)."""
+
+    minhash: MinHashSettings = Field(default_factory=MinHashSettings)
+    layout: str = "0.8"
+    threshold: float | None = Field(None, gt=0, le=1)
+    within_sources: bool = True
+    across_sources: bool = False
+    against: Path | None = None
+    index_layouts: list[str] = Field(default_factory=lambda: ["0.7", "0.8", "0.9"])
+    sources: list[str] = Field(default_factory=list)
+    memory_limit: str = "1GB"
+    max_bucket: int = Field(64, ge=2)
+
+    def band_layout(self) -> BandLayout:
+        return BandLayout.named(self.layout, self.threshold)
+
+    def join_settings(self, out: Path) -> JoinSettings:
+        return JoinSettings(self.memory_limit, 1, out / "_dedup" / "duckdb_tmp", self.max_bucket)
+
+
+@dataclass
+class DedupSummary:
+    """What the flow returns: counts and where things went."""
+
+    run_id: str
+    out: Path
+    shards: int = 0
+    documents: int = 0
+    duplicates: int = 0
+    reference_matches: int = 0
+    attributes: list[dict[str, Any]] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+
+# -- tasks ------------------------------------------------------------------------------------
+@task(name="dedup-sign", cache_policy=NO_CACHE, task_run_name="sign {shard}")
+def sign_task(out: Path, shard: str, work: Path, part: str, first: int, minhash: MinHashConfig,
+              layout: BandLayout) -> dict[str, Any]:
+    """Signatures, exact hashes and band keys of one document shard."""
+    return sign_document_shard(out, shard, work, part, first, minhash, [layout])
+
+
+@task(name="dedup-band-join", cache_policy=NO_CACHE, task_run_name="within band {band}")
+def within_band_task(work: Path, layout: BandLayout, band: int, settings: JoinSettings) -> Path:
+    """Candidate pairs of one band partition (DuckDB self-join)."""
+    target = work / "within" / layout.name / f"pairs-band{band:02d}.parquet"
+    band_pairs_within(band_dir(work / "bands", layout, band), target, settings)
+    return target
+
+
+@task(name="dedup-verify", cache_policy=NO_CACHE)
+def verify_task(work: Path, parts: list[dict[str, Any]], layout: BandLayout, pair_files: list[Path],
+                settings: JoinSettings) -> Path:
+    """Merge the bands' candidates and keep those whose estimated Jaccard reaches the threshold."""
+    merged = work / "within" / layout.name / "candidates.parquet"
+    merge_pairs(pair_files, merged, settings)
+    verified = work / "within" / layout.name / "verified.parquet"
+    store = signature_parts(work, parts)
+    write_verified(verify_pairs(merged, store, store, layout.threshold), verified)
+    return verified
+
+
+@task(name="dedup-cluster", cache_policy=NO_CACHE)
+def cluster_task(work: Path, parts: list[dict[str, Any]], edge_files: list[Path], across: bool,
+                 settings: JoinSettings, exact: bool) -> dict[str, int]:
+    """Exact edges plus verified near edges -> deterministic clusters (roots.parquet)."""
+    files = list(edge_files)
+    if exact:
+        exact_path = work / "within" / "exact.parquet"
+        decisions.exact_edges(work, parts, exact_path, settings, across)
+        files.append(exact_path)
+    return decisions.cluster_documents(parts, signature_parts(work, parts), files, work / "roots.parquet", across)
+
+
+@task(name="dedup-reference-band", cache_policy=NO_CACHE, task_run_name="reference band {band}")
+def reference_band_task(work: Path, index: ReferenceIndex, layout: BandLayout, band: int,
+                        settings: JoinSettings) -> Path:
+    """Candidate (document, reference) pairs of one band partition."""
+    return reference_band_pairs(work, index, layout, band, work, settings)
+
+
+@task(name="dedup-reference-match", cache_policy=NO_CACHE)
+def reference_match_task(work: Path, parts: list[dict[str, Any]], index: ReferenceIndex, layout: BandLayout,
+                         pair_files: list[Path], settings: JoinSettings) -> Path:
+    """Exact and verified near matches, the best one per document."""
+    return best_reference_matches(work, parts, index, layout, pair_files, work, settings)
+
+
+@task(name="dedup-decide", cache_policy=NO_CACHE)
+def decide_task(work: Path, parts: list[dict[str, Any]], reference: Path | None, reference_docs: list[str],
+                settings: JoinSettings) -> Path:
+    """One decision row per document."""
+    target = work / "decisions.parquet"
+    decisions.write_decisions(work, parts, work / "roots.parquet", reference, reference_docs, target, settings)
+    return target
+
+
+@task(name="dedup-attributes", cache_policy=NO_CACHE, task_run_name="attributes {shard}")
+def attributes_task(decided: Path, out: Path, shard: str) -> dict[str, Any]:
+    """The attribute shard beside one document shard."""
+    return decisions.write_attributes(decided, out, shard)
+
+
+# -- the flow ---------------------------------------------------------------------------------
+def document_shards(manifest: Manifest, sources: list[str]) -> list[tuple[str, str, str]]:
+    """``(path, source, sha256)`` of the final document shards, in a fixed order (source, path)."""
+    _, rows = manifest.query("SELECT path, source, sha256 FROM shards WHERE starts_with(path, 'docs/') "
+                             "ORDER BY source, path")
+    return [row for row in rows if not sources or row[1] in sources]
+
+
+def _work_dir(out: Path, config: DedupConfig, shards: list[tuple[str, str, str]]) -> Path:
+    """Work files of this exact input set and config: a changed shard gives a fresh directory."""
+    payload = json.dumps({"config": config.config_hash(), "shards": shards}, sort_keys=True)
+    return out / "_dedup" / hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+@flow(name="dedup", log_prints=True)
+def dedup_flow(config: DedupConfig) -> DedupSummary:
+    """Deduplicate the output root's document shards (see the module docstring)."""
+    logger = get_run_logger()
+    out = Path(config.out).resolve()
+    manifest = Manifest.for_output(out)
+    run_id = _run_id()
+    manifest.start_run(run_id, "dedup", None, config.config_hash(), config.output_fields(), code_version(), run_id)
+    summary = DedupSummary(run_id, out)
+    status = "failed"
+    try:
+        shards = document_shards(manifest, config.sources)
+        layout, settings, minhash = config.band_layout(), config.join_settings(out), config.minhash.config()
+        layout.check(minhash.num_perm)
+        work = _work_dir(out, config, shards)
+        firsts, total = [], 0
+        for path, _, _ in shards:
+            firsts.append(total)
+            total += pq.ParquetFile(out / path).metadata.num_rows
+        futures = [sign_task.submit(out, path, work, f"{i:06d}", firsts[i], minhash, layout)
+                   for i, (path, _, _) in enumerate(shards)]
+        parts = [{**f.result(), "source": source} for f, (_, source, _) in zip(futures, shards, strict=True)]
+        within = config.within_sources or config.across_sources
+        edge_files: list[Path] = []
+        if within:
+            pair_files = [f.result() for f in [within_band_task.submit(work, layout, b, settings)
+                                               for b in range(layout.bands)]]
+            edge_files.append(verify_task.submit(work, parts, layout, pair_files, settings).result())
+        counts = cluster_task.submit(work, parts, edge_files, config.across_sources, settings, within).result()
+        reference, reference_docs, index_name = None, [], None
+        if config.against is not None:
+            index = ReferenceIndex.open(Path(config.against))
+            if index.minhash != minhash:
+                raise ValueError(f"index {config.against} uses {index.minhash.to_dict()}, this run {minhash.to_dict()}")
+            ref_layout = index.layout(layout.name)
+            ref_layout = BandLayout(ref_layout.bands, ref_layout.rows, layout.threshold)
+            pair_files = [f.result() for f in [reference_band_task.submit(work, index, ref_layout, b, settings)
+                                               for b in range(ref_layout.bands)]]
+            reference = reference_match_task.submit(work, parts, index, ref_layout, pair_files, settings).result()
+            reference_docs, index_name = index.docs_files(), str(Path(config.against))
+        decided = decide_task.submit(work, parts, reference, reference_docs, settings).result()
+        attribute_futures = [attributes_task.submit(decided, out, path) for path, _, _ in shards]
+        summary.attributes = [f.result() for f in attribute_futures]
+        with manifest.connect() as con:
+            decisions.record_matches(con, run_id, decided, index_name, layout.threshold, layout.name)
+        summary.shards, summary.documents, summary.duplicates = len(shards), counts["documents"], counts["duplicates"]
+        summary.reference_matches = sum(a["reference_matches"] for a in summary.attributes)
+        if not config.keep_staging:  # a failed run keeps its work files, so a re-run resumes from them
+            shutil.rmtree(work, ignore_errors=True)
+        create_table_artifact(summary.attributes, key="dedup-shards", description="Duplicates and reference matches per shard")
+        logger.info("dedup: %d documents in %d shards, %d duplicates, %d reference matches",
+                    summary.documents, summary.shards, summary.duplicates, summary.reference_matches)
+        status = "completed"
+        return summary
+    finally:
+        manifest.finish_run(run_id, status)
+
+
+def run(config: DedupConfig) -> DedupSummary:
+    """Run the flow with the task runner the config names."""
+    return dedup_flow.with_options(task_runner=make_task_runner(config))(config)
+
+
+def parse_args(argv: list[str] | None = None) -> DedupConfig:
+    """Command line -> typed config."""
+    parser = argparse.ArgumentParser(prog="python -m flows.dedup", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, help="output root holding docs/ and the manifest (same as --out)")
+    parser.add_argument("--within-sources", action="store_true", default=None, help="dedup inside each source")
+    parser.add_argument("--across-sources", action="store_true", default=None, help="dedup across all sources")
+    parser.add_argument("--against", type=Path, help="reference index built by flows.pile_index")
+    parser.add_argument("--layout", help="band layout: 0.7, 0.8, 0.9 or BxR")
+    add_common_arguments(parser, DEFAULT_CONFIG)
+    args = parser.parse_args(argv)
+    if args.data is not None and args.out is None:
+        args.out = args.data
+    extra = {"within_sources": args.within_sources, "across_sources": args.across_sources,
+             "against": args.against, "layout": args.layout}
+    return load_config(DedupConfig, args, extra)  # type: ignore[return-value]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m flows.dedup``."""
+    config = parse_args(argv)
+    with prefect_api():
+        summary = run(config)
+    print(f"\n{summary.documents} documents in {summary.shards} shards: {summary.duplicates} duplicates, "
+          f"{summary.reference_matches} reference matches")
+    print(f"attributes: {summary.out / 'attributes' / 'dedup'}\nexplain:    kinda --out {summary.out} dedup explain <doc-id>")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""Pile index flow: build a reference index from Pile ``*.jsonl.zst`` shards, or add shards to one.
+
+    python -m flows.pile_index --inputs 'pile/train/*.jsonl.zst' --index indexes/pile-v1
+    python -m flows.pile_index --inputs 'pile/train/2[0-9].jsonl.zst' --index indexes/pile-v1   # add later
+
+One task per Pile shard (signatures, exact hashes, band keys for every layout in
+``index_layouts``); shards already in the index are skipped, finished parts of an interrupted
+run are reused; the flow process alone rewrites ``index.json``. Parameters come from
+``configs/dedup.yaml`` (``minhash``, ``index_layouts``) so the dedup flow matches them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from pydantic import Field
+
+from dedupe.lsh import BandLayout
+from dedupe.minhash import MinHashConfig
+from dedupe.reference import ReferenceIndex, index_pile_shard
+from flows._runtime import make_task_runner, prefect_api
+from flows._source_flow import add_common_arguments, expand_locations, load_config
+from flows.dedup import DEFAULT_CONFIG, DedupConfig
+
+
+class PileIndexConfig(DedupConfig):
+    """Settings of the index flow: the dedup settings plus inputs and the index directory."""
+
+    inputs: list[str] = Field(default_factory=list)
+    index: Path = Path("indexes/pile-v1")
+
+
+@task(name="pile-index-shard", cache_policy=NO_CACHE, task_run_name="index {part}")
+def index_task(shard: Path, root: Path, part_no: int, part: str, minhash: MinHashConfig,
+               layouts: list[BandLayout]) -> dict[str, Any]:
+    """Index one Pile shard as one part."""
+    return index_pile_shard(shard, root, part_no, part, minhash, layouts)
+
+
+@flow(name="pile-index", log_prints=True)
+def pile_index_flow(config: PileIndexConfig) -> ReferenceIndex:
+    """Add the configured Pile shards to the index (see the module docstring)."""
+    logger = get_run_logger()
+    if not config.inputs:
+        raise ValueError("no input: give --inputs (path or glob of *.jsonl.zst)")
+    layouts = [BandLayout.named(name) for name in config.index_layouts]
+    index = ReferenceIndex.open_or_create(Path(config.index), config.minhash.config(), layouts)
+    shards = [Path(p) for p in expand_locations(config.inputs)]
+    planned = index.plan(shards)
+    logger.info("%d of %d shards are new to %s", len(planned), len(shards), config.index)
+    futures = [index_task.submit(shard, index.root, no, name, index.minhash, index.layouts)
+               for shard, no, name in planned]
+    parts = []
+    for future in futures:
+        try:
+            parts.append(future.result())
+        except Exception as exc:  # one unreadable shard must not lose the others
+            logger.error("shard failed: %s", exc)
+    index.commit(parts)
+    drops: Counter[str] = Counter()
+    for part in parts:
+        drops.update(part["drops"])
+    rows = [{"shard": p["shard"], "part": p["part"], "lines": p["lines"], "documents": p["count"],
+             "no_shingles": p["empty"], "dropped": sum(p["drops"].values()),
+             "drop_reasons": ", ".join(f"{k}={v}" for k, v in sorted(p["drops"].items()))} for p in parts]
+    if rows:
+        create_table_artifact(rows, key="pile-index-parts", description="Pile shards added to the index")
+    logger.info("index %s: %d parts, %d documents (added %d parts; drops %s)", config.index, len(index.parts),
+                index.documents, len(parts), dict(drops))
+    if len(parts) < len(planned):
+        raise RuntimeError(f"{len(planned) - len(parts)} shard(s) failed; re-run to retry them")
+    return index
+
+
+def run(config: PileIndexConfig) -> ReferenceIndex:
+    """Run the flow with the task runner the config names."""
+    return pile_index_flow.with_options(task_runner=make_task_runner(config))(config)
+
+
+def parse_args(argv: list[str] | None = None) -> PileIndexConfig:
+    """Command line -> typed config."""
+    parser = argparse.ArgumentParser(prog="python -m flows.pile_index", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--inputs", action="append", help="Pile shard path or glob (repeatable)")
+    parser.add_argument("--index", type=Path, help="index directory (created if absent)")
+    add_common_arguments(parser, DEFAULT_CONFIG)
+    args = parser.parse_args(argv)
+    return load_config(PileIndexConfig, args, {"inputs": args.inputs, "index": args.index})  # type: ignore[return-value]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m flows.pile_index``."""
+    config = parse_args(argv)
+    with prefect_api():
+        index = run(config)
+    print(f"index {index.root}: {len(index.parts)} parts, {index.documents} documents")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

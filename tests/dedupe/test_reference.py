@@ -1,0 +1,130 @@
+"""The Pile reference index: incremental, resumable, traceable to shard and line."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+
+from dedupe.lsh import BandLayout, JoinSettings, SignaturePart, SignatureStore, save_signatures
+from dedupe.minhash import MinHashConfig
+from dedupe.reference import (
+    ReferenceIndex,
+    best_reference_matches,
+    index_pile_shard,
+    reference_addresses,
+    reference_band_pairs,
+    sign_document_shard,
+)
+from tasks.document import Document
+from tasks.shards import ShardWriter
+
+LAYOUTS = [BandLayout.named("0.8"), BandLayout.named("0.9")]
+
+
+def words(rnd: random.Random, n: int = 200) -> list[str]:
+    return [f"{rnd.choice('bdfgklmnprst')}{rnd.choice('aeiou')}{rnd.randrange(4000)}" for _ in range(n)]
+
+
+def write_pile(path: Path, texts: list[str], sets: list[str] | None = None, extra: list[bytes] = ()) -> Path:
+    sets = sets or ["Pile-CC"] * len(texts)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"text": t, "meta": {"pile_set_name": s}}).encode() for t, s in zip(texts, sets, strict=True)]
+    path.write_bytes(zstandard.ZstdCompressor().compress(b"".join(line + b"\n" for line in [*lines, *extra])))
+    return path
+
+
+def build(index: ReferenceIndex, shards: list[Path]) -> list[dict]:
+    parts = [index_pile_shard(s, index.root, no, name, index.minhash, index.layouts) for s, no, name in index.plan(shards)]
+    index.commit(parts)
+    return parts
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path):
+    rnd = random.Random(3)
+    pile_texts = [" ".join(words(rnd)) for _ in range(60)]
+    shard_a = write_pile(tmp_path / "pile" / "00.jsonl.zst", pile_texts[:30], extra=[b"{broken", b'{"text": "\xff"}'])
+    shard_b = write_pile(tmp_path / "pile" / "01.jsonl.zst", pile_texts[30:], ["ArXiv"] * 30)
+    return tmp_path, pile_texts, shard_a, shard_b
+
+
+def test_index_is_incremental_and_skips_known_shards(corpus) -> None:
+    tmp_path, _, shard_a, shard_b = corpus
+    index = ReferenceIndex.open_or_create(tmp_path / "index", MinHashConfig(), LAYOUTS)
+    first = build(index, [shard_a])
+    assert first[0]["count"] == 30 and first[0]["drops"] == {"bad_json": 1, "invalid_utf8": 1}
+    assert first[0]["lines"] == 32
+    reopened = ReferenceIndex.open_or_create(tmp_path / "index", MinHashConfig(), LAYOUTS)
+    assert reopened.plan([shard_a]) == []  # already indexed
+    build(reopened, [shard_a, shard_b])
+    final = ReferenceIndex.open(tmp_path / "index")
+    assert final.documents == 60 and [p["part_no"] for p in final.parts] == [0, 1]
+    second = final.parts[1]
+    ref = (1 << 32) + 4
+    assert reference_addresses(final, [ref]) == {ref: {"shard": "01.jsonl.zst", "line": 5, "pile_set_name": "ArXiv"}}
+    assert second["first"] == 1 << 32
+
+
+def test_index_refuses_other_parameters(corpus) -> None:
+    tmp_path, *_ = corpus
+    ReferenceIndex.open_or_create(tmp_path / "index", MinHashConfig(), LAYOUTS)
+    with pytest.raises(ValueError, match="built with"):
+        ReferenceIndex.open_or_create(tmp_path / "index", MinHashConfig(seed=9), LAYOUTS)
+    with pytest.raises(ValueError, match="layouts"):
+        ReferenceIndex.open_or_create(tmp_path / "index", MinHashConfig(), [BandLayout.named("0.7")])
+
+
+def test_resume_reuses_a_finished_part(corpus) -> None:
+    tmp_path, _, shard_a, _ = corpus
+    index = ReferenceIndex.open_or_create(tmp_path / "index", MinHashConfig(), LAYOUTS)
+    (shard, no, name), = index.plan([shard_a])
+    first = index_pile_shard(shard, index.root, no, name, index.minhash, index.layouts)
+    signatures = index.root / "signatures" / f"{name}.u32"
+    before = signatures.stat().st_mtime_ns
+    again = index_pile_shard(shard, index.root, no, name, index.minhash, index.layouts)
+    assert again == first and signatures.stat().st_mtime_ns == before
+
+
+def test_sparse_store_gathers_across_parts(tmp_path: Path) -> None:
+    blocks = [np.arange(i * 40, i * 40 + 40, dtype=np.uint32).reshape(5, 8) for i in range(2)]
+    parts = []
+    for i, block in enumerate(blocks):
+        part = save_signatures(tmp_path / f"{i}.u32", block)
+        parts.append(SignaturePart(part.path, i << 32, 5, 8))
+    store = SignatureStore(parts)
+    got = store.gather(np.array([(1 << 32) + 2, 0, 4, (1 << 32)]))
+    np.testing.assert_array_equal(got, np.vstack([blocks[1][2], blocks[0][0], blocks[0][4], blocks[1][0]]))
+    with pytest.raises(IndexError):
+        store.gather(np.array([7]))
+
+
+def test_documents_are_matched_to_their_pile_line(corpus) -> None:
+    tmp_path, pile_texts, shard_a, shard_b = corpus
+    index = ReferenceIndex.open_or_create(tmp_path / "index", MinHashConfig(), LAYOUTS)
+    build(index, [shard_a, shard_b])
+    rnd = random.Random(11)
+    near = pile_texts[40].split()
+    for i in (100,):  # one edit: 5 of 196 shingles differ, Jaccard ~0.95
+        near[i] = "edited"
+    docs = [pile_texts[3], " ".join(near), " ".join(words(rnd)), "tiny"]
+    out = tmp_path / "data"
+    with ShardWriter(out, out / "docs" / "web" / "en", "x", "web") as writer:
+        for i, text in enumerate(docs):
+            writer.write(Document(f"web-{i}", text, "web"))
+    shard = writer.finished[0].path
+    query = tmp_path / "work"
+    layout = index.layout("0.8")
+    part = sign_document_shard(out, shard, query, "00000", 0, index.minhash, [layout])
+    part["source"] = "web"
+    pairs = [reference_band_pairs(query, index, layout, band, query, JoinSettings()) for band in range(layout.bands)]
+    matches = pq.read_table(best_reference_matches(query, [part], index, layout, pairs, query, JoinSettings())).to_pylist()
+    addresses = reference_addresses(index, [m["ref"] for m in matches])
+    found = {m["doc"]: (m["kind"], addresses[m["ref"]]["shard"], addresses[m["ref"]]["line"]) for m in matches}
+    assert found == {0: ("exact", "00.jsonl.zst", 4), 1: ("near", "01.jsonl.zst", 11)}
+    assert 0.8 <= next(m["jaccard"] for m in matches if m["doc"] == 1) < 1.0

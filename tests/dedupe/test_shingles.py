@@ -1,0 +1,53 @@
+"""Vectorized shingle hashes equal the slow per-shingle reference, for any text."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dedupe import shingles as sh
+from dedupe.shingles import ShingleConfig, reference_shingle_hash, shingle_hashes, shingle_items
+
+
+def _reference(texts: list[str], ngram: int) -> list[list[int]]:
+    config = ShingleConfig(ngram)
+    return [[reference_shingle_hash(item, ngram) for item in shingle_items(t, config)] for t in texts]
+
+
+def _vectorized(texts: list[str], ngram: int) -> list[list[int]]:
+    hashes, offsets = shingle_hashes(texts, ShingleConfig(ngram))
+    return [hashes[offsets[i] : offsets[i + 1]].tolist() for i in range(len(texts))]
+
+
+def test_words_split_on_ascii_punctuation_and_case() -> None:
+    assert shingle_items("Hello, WORLD! one-two", ShingleConfig(2)) == [b"hello world", b"world one", b"one two"]
+    assert _vectorized(["Hello, world"], 2) == _vectorized(["hello   world!!"], 2)
+
+
+def test_short_and_empty_documents() -> None:
+    texts = ["", "   ...  ", "just three words", "five words are exactly enough"]
+    _hashes, offsets = shingle_hashes(texts)
+    assert np.diff(offsets).tolist() == [0, 0, 1, 1]  # no words -> no shingle; short -> one
+    assert _vectorized(texts, 5) == _reference(texts, 5)
+
+
+def test_non_ascii_text_and_documents_do_not_leak_into_each_other() -> None:
+    texts = ["Привет мир это тест шинглов", "日本語 の テキスト", "a b", "c d e f g h"]
+    assert _vectorized(texts, 3) == _reference(texts, 3)
+    # the last words of one document never form a shingle with the first of the next
+    alone = _vectorized(["c d e f g h"], 3)[0]
+    assert _vectorized(texts, 3)[3] == alone
+
+
+def test_big_document_is_split_at_separators_with_the_same_hashes(monkeypatch) -> None:
+    text = " ".join(f"w{i % 97}x{i}" for i in range(3000))
+    expected = _vectorized([text], 5)
+    monkeypatch.setattr(sh, "CHUNK_BYTES", 1000)
+    assert _vectorized([text, "tail words here"], 5)[0] == expected[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(codec="utf-8"), max_size=80), max_size=6), st.integers(1, 6))
+def test_vectorized_equals_reference_for_any_text(texts: list[str], ngram: int) -> None:
+    assert _vectorized(texts, ngram) == _reference(texts, ngram)
