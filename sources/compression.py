@@ -18,8 +18,8 @@ from typing import BinaryIO
 import zstandard
 
 
-class TruncatedInputError(Exception):
-    """The compressed stream ended early or is corrupt."""
+class TruncatedInputError(EOFError):
+    """The compressed stream ended early or is corrupt (an EOFError, like bz2's and gzip's)."""
 
 
 #: Exceptions the decompressors raise on truncated or corrupt data.
@@ -42,7 +42,55 @@ def open_binary(path: Path) -> BinaryIO:
     if name.endswith(".xz"):
         return lzma.open(path, "rb")
     if name.endswith(".zst"):
-        raw = open(path, "rb")  # noqa: SIM115 - owned by the returned reader
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
-        return io.BufferedReader(reader, buffer_size=1 << 20)  # type: ignore[arg-type]
+        return io.BufferedReader(_ZstdFrames(path), buffer_size=1 << 20)
     return open(path, "rb")
+
+
+class _ZstdFrames(io.RawIOBase):
+    """Multi-frame zstd decompression that notices a cut-off last frame.
+
+    ``zstandard``'s ``stream_reader`` ends silently inside an incomplete frame, which would
+    hide a truncated download; decompressing frame by frame tells "ended between frames"
+    (complete) from "ended inside one" (truncated) and raises :class:`TruncatedInputError`.
+    """
+
+    def __init__(self, path: Path, read_size: int = 1 << 20) -> None:
+        super().__init__()
+        self._file = open(path, "rb")  # noqa: SIM115 - closed in close()
+        self._name = path.name
+        self._context = zstandard.ZstdDecompressor()
+        self._frame = self._context.decompressobj()
+        self._fed = False
+        self._pending = memoryview(b"")
+        self._read_size = read_size
+
+    def readable(self) -> bool:
+        return True
+
+    def _decompress(self, block: bytes) -> bytes:
+        out = []
+        while block:
+            out.append(self._frame.decompress(block))
+            self._fed = True
+            if not self._frame.eof:
+                break
+            block = self._frame.unused_data
+            self._frame, self._fed = self._context.decompressobj(), False
+        return b"".join(out)
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+        while not self._pending:
+            block = self._file.read(self._read_size)
+            if not block:
+                if self._fed and not self._frame.eof:
+                    raise TruncatedInputError(f"{self._name}: the last zstd frame is incomplete")
+                return 0
+            self._pending = memoryview(self._decompress(block))
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]  # a view: no copy of the rest
+        return size
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
