@@ -110,7 +110,7 @@ def resolve_inputs(
     return specs
 
 
-class _Progress:
+class Progress:
     """A progress artifact in Prefect and, on a terminal, a tqdm bar."""
 
     def __init__(self, total: int, label: str, enabled: bool) -> None:
@@ -133,7 +133,7 @@ class _Progress:
             self.bar.close()
 
 
-def _gather(futures: dict[PrefectFuture, str], progress: _Progress) -> dict[str, Any]:
+def gather(futures: dict[PrefectFuture, str], progress: Progress) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for future in as_completed(list(futures)):
         results[futures[future]] = future.result()
@@ -141,7 +141,7 @@ def _gather(futures: dict[PrefectFuture, str], progress: _Progress) -> dict[str,
     return results
 
 
-def _run_id() -> str:
+def current_run_id() -> str:
     try:
         return str(get_run_context().flow_run.id)
     except Exception:
@@ -191,7 +191,7 @@ def run_source(
     """Run one source over its inputs; call from inside a Prefect flow."""
     logger = get_run_logger()
     out = Path(config.out).resolve()
-    run_id = _run_id()
+    run_id = current_run_id()
     manifest = Manifest.for_output(out)
     manifest.start_run(run_id, flow_name, recipe.name, config.config_hash(), config.output_fields(),
                        code_version(), prefect_flow_run_id=run_id)
@@ -203,7 +203,7 @@ def run_source(
         manifest.record_inputs(run_id, records, recipe=flow_name, code_version=code_version())
         status = "completed" if all(r.status == "done" for r in records) else "partial"
         summary = SourceRunSummary(run_id, out, records)
-        _publish(summary, manifest)
+        publish_summary(summary, manifest)
         logger.info("%s: %d inputs, %d documents kept -> %s", flow_name, len(records), summary.kept,
                     out / "docs" / recipe.name)
         return summary
@@ -222,9 +222,9 @@ def _process(
         logger.info("all %d inputs already finished for this config; nothing to do", len(specs))
         return [done[k] for k in keys]  # type: ignore[misc]
     started = time.perf_counter()
-    progress = _Progress(2 * len(specs), f"{recipe.name}: stage + finalize", config.progress)
+    progress = Progress(2 * len(specs), f"{recipe.name}: stage + finalize", config.progress)
     try:
-        staged = _gather({stage_task.submit(recipe, s, ctx): s.key for s in specs}, progress)
+        staged = gather({stage_task.submit(recipe, s, ctx): s.key for s in specs}, progress)
         for record in staged.values():
             if record.status == "failed":
                 logger.error("input failed: %s", record.error)
@@ -235,7 +235,7 @@ def _process(
         logger.info("exact dedup across %d inputs: %d duplicates", len(keys), sum(duplicates.values()))
         if hooks.after_dedup is not None:
             hooks.after_dedup(ctx, ok_keys)
-        finals = _gather(
+        finals = gather(
             {finalize_task.submit(recipe, s, ctx, scope, staged[s.key]): s.key for s in specs}, progress
         )
     finally:
@@ -273,7 +273,7 @@ def language_table(records: Sequence[InputRecord]) -> list[dict[str, Any]]:
     return table
 
 
-def _publish(summary: SourceRunSummary, manifest: Manifest) -> None:
+def publish_summary(summary: SourceRunSummary, manifest: Manifest) -> None:
     table = language_table(summary.records)
     create_table_artifact(table, key="source-counts", description="Documents per language: kept, dropped by reason")
     failed = "\n".join(f"- `{r.location}`: {r.error}" for r in summary.failed) or "none"
@@ -325,3 +325,7 @@ def cli_main(run: Callable[[], SourceRunSummary]) -> int:
         summary = run()
     print_summary(summary)
     return 1 if summary.failed else 0
+
+
+# Older private names, kept while every flow moves to the public ones above.
+_gather, _Progress, _publish, _run_id = gather, Progress, publish_summary, current_run_id

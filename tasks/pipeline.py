@@ -103,7 +103,7 @@ def scope_hash(keys: Sequence[str], config_hash: str) -> str:
 
 
 # -- resume markers -------------------------------------------------------------------------
-def _load_marker(path: Path, expect: dict[str, Any]) -> dict[str, Any] | None:
+def load_marker(path: Path, expect: dict[str, Any]) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
@@ -115,7 +115,7 @@ def _load_marker(path: Path, expect: dict[str, Any]) -> dict[str, Any] | None:
     return marker
 
 
-def _files_intact(out: Path, shard_dicts: Sequence[dict[str, Any]]) -> bool:
+def files_intact(out: Path, shard_dicts: Sequence[dict[str, Any]]) -> bool:
     return all((out / s["path"]).exists() and (out / s["path"]).stat().st_size == s["bytes"] for s in shard_dicts)
 
 
@@ -124,8 +124,8 @@ def load_done(spec: InputSpec, ctx: RunContext, scope: str) -> InputRecord | Non
     if not spec.path.exists():
         return None
     expect = {**ctx.marker_key(), "scope": scope, "fingerprint": spec.fingerprint()}
-    marker = _load_marker(state_path(ctx.out, ctx.source, spec.key, "done"), expect)
-    if marker is None or not _files_intact(ctx.out, marker["record"]["shards"]):
+    marker = load_marker(state_path(ctx.out, ctx.source, spec.key, "done"), expect)
+    if marker is None or not files_intact(ctx.out, marker["record"]["shards"]):
         return None
     return InputRecord.from_dict(marker["record"])
 
@@ -174,8 +174,8 @@ def stage_input(recipe: SourceRecipe, spec: InputSpec, ctx: RunContext) -> Input
                            config_hash=ctx.config_hash, status="failed", error=f"{spec.location}: not found")
     marker_path = state_path(ctx.out, ctx.source, spec.key, "stage")
     expect = {**ctx.marker_key(), "fingerprint": spec.fingerprint()}
-    marker = _load_marker(marker_path, expect)
-    if marker is not None and _files_intact(ctx.out, marker["staged"]):
+    marker = load_marker(marker_path, expect)
+    if marker is not None and files_intact(ctx.out, marker["staged"]):
         return InputRecord.from_dict(marker["record"])
 
     started = time.perf_counter()
@@ -303,7 +303,7 @@ class PartitionedWriter:
 
 def _remove_previous_output(ctx: RunContext, key: str) -> None:
     """Delete the final shards a previous run wrote for this input (they may be more)."""
-    old = _load_marker(state_path(ctx.out, ctx.source, key, "done"), {})
+    old = load_marker(state_path(ctx.out, ctx.source, key, "done"), {})
     for shard in (old or {}).get("record", {}).get("shards", []):
         (ctx.out / shard["path"]).unlink(missing_ok=True)
 
@@ -356,3 +356,7 @@ def clean_staging(ctx: RunContext, keys: Sequence[str]) -> None:
     for directory in (ctx.out / "_staging" / ctx.source, ctx.out / "_staging" / "duckdb_tmp", ctx.out / "_staging"):
         with contextlib.suppress(OSError):
             directory.rmdir()  # only when empty: other sources may still be staging
+
+
+# Older private names, kept while callers move to the public ones above.
+_load_marker, _files_intact = load_marker, files_intact
