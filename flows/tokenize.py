@@ -1,0 +1,209 @@
+"""Tokenize flow: document shards (by label/source) -> data tensors + metadata.json + manifest rows.
+
+    python -m flows.tokenize --data data/ --labels G3 --tokenizer path/to/tokenizer.json --split-digits --out tensors/
+    python -m flows.tokenize --data data/ --sources wikipedia,arxiv --tokenizer tok.json --megatron --out tensors/
+    kinda manifest sql "SELECT source, sum(tokens) FROM tensors WHERE split = 'train' GROUP BY 1"
+
+One Prefect task per document shard, run in worker processes (the Rust tokenizer's own threads
+do not spread over a Dask cluster; processes do). Each task writes its shard's train/holdout
+tensors and a marker; a re-run skips shards whose marker matches. The flow process alone writes
+``metadata.json`` and the manifest of the data root: a ``tensors`` table (one row per tensor
+file) and the token count of each input shard in ``shards.tokens``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from pydantic import Field
+
+from flows._runtime import make_task_runner, prefect_api
+from flows._source_flow import _run_id, add_common_arguments, load_config
+from kinda.version import code_version
+from tasks.config import CONFIG_DIR, PipelineConfig
+from tasks.manifest import Manifest
+from tasks.tensors import (
+    InputShard,
+    TokenizeSettings,
+    export_megatron,
+    find_input_shards,
+    tokenize_shard,
+    write_metadata,
+)
+
+DEFAULT_CONFIG = CONFIG_DIR / "tokenize.yaml"
+
+TENSORS_SQL = """
+CREATE TABLE IF NOT EXISTS tensors (
+    tensor_root VARCHAR NOT NULL,
+    path VARCHAR NOT NULL,
+    input VARCHAR NOT NULL,
+    split VARCHAR NOT NULL,
+    source VARCHAR NOT NULL,
+    language VARCHAR,
+    labels VARCHAR[] NOT NULL,
+    tokenizer_hash VARCHAR NOT NULL,
+    split_digits BOOLEAN NOT NULL,
+    tokens BIGINT NOT NULL,
+    docs BIGINT NOT NULL,
+    bytes BIGINT NOT NULL,
+    sha256 VARCHAR NOT NULL,
+    run_id VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL,
+    PRIMARY KEY (tensor_root, path)
+);
+"""
+
+
+class TokenizeConfig(PipelineConfig):
+    """Settings of the tokenize flow (defaults in ``configs/tokenize.yaml``); ``out`` is the tensor root."""
+
+    RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"data", "batch_docs", "megatron"}
+
+    out: Path = Field(Path("tensors"), description="tensor root: token files, metadata.json")
+    data: Path = Field(Path("data"), description="data root holding docs/ or labeled/ shards and the manifest")
+    tokenizer: str = Field("", description="tokenizer.json path (or hub name with network)")
+    labels: list[str] = Field(default_factory=list, description="shards carrying all of these labels (G1, G3)")
+    sources: list[str] = Field(default_factory=list, description="only these sources (empty: all)")
+    split_digits: bool = True
+    split_mode: Literal["sequence", "regex"] = "sequence"
+    eos_token: str | None = None
+    holdout_fraction: float = Field(0.001, ge=0, lt=1)
+    batch_docs: int = Field(256, gt=0)
+    megatron: bool = Field(False, description="also write Megatron .bin/.idx per split under <out>/megatron/")
+
+    def settings(self) -> TokenizeSettings:
+        """What every task needs (picklable)."""
+        if not self.tokenizer:
+            raise ValueError("no tokenizer: give --tokenizer path/to/tokenizer.json")
+        return TokenizeSettings(tokenizer=self.tokenizer, split_digits=self.split_digits, split_mode=self.split_mode,
+                                eos_token=self.eos_token, holdout_fraction=self.holdout_fraction,
+                                batch_docs=self.batch_docs)
+
+
+@task(name="tokenize-shard", cache_policy=NO_CACHE, task_run_name="tokenize {shard.rel_path}")
+def tokenize_task(data: Path, shard: InputShard, out: Path, settings: TokenizeSettings) -> dict[str, Any]:
+    """One document shard -> its train/holdout tensors (see :func:`tasks.tensors.tokenize_shard`)."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # one process per core, one thread each
+    return tokenize_shard(data, shard, out, settings)
+
+
+def _record_manifest(manifest: Manifest, out: Path, run_id: str, records: list[dict[str, Any]],
+                     split_digits: bool) -> None:
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    rows = []
+    totals: dict[str, int] = defaultdict(int)
+    for rec in records:
+        if rec["status"] != "done":
+            continue
+        for split, info in sorted(rec["splits"].items()):
+            rows.append([str(out), info["tokens_path"], rec["input"], split, rec["source"], rec["language"],
+                         list(rec["labels"]), rec["tokenizer_hash"], split_digits, info["tokens"], info["docs"],
+                         info["tokens_bytes"], info["tokens_sha256"], run_id, now])
+            totals[rec["input"]] += info["tokens"]
+    with manifest.connect() as con:
+        con.execute(TENSORS_SQL)
+        con.execute("BEGIN TRANSACTION")
+        con.execute("DELETE FROM tensors WHERE tensor_root = ?", [str(out)])
+        if rows:
+            con.executemany("INSERT INTO tensors VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        con.executemany("UPDATE shards SET tokens = ? WHERE path = ?", [[n, path] for path, n in sorted(totals.items())])
+        con.execute("COMMIT")
+
+
+@flow(name="tokenize", log_prints=True)
+def tokenize_flow(config: TokenizeConfig) -> dict[str, Any]:
+    """Tokenize the selected shards into data tensors (see the module docstring)."""
+    logger = get_run_logger()
+    data, out = Path(config.data).resolve(), Path(config.out).resolve()
+    settings = config.settings()
+    manifest = Manifest.for_output(data)
+    run_id = _run_id()
+    manifest.start_run(run_id, "tokenize", None, config.config_hash(), config.output_fields(), code_version(), run_id)
+    status = "failed"
+    try:
+        shards = find_input_shards(data, config.labels, config.sources)
+        if not shards:
+            raise ValueError(f"no document shards under {data} with labels {config.labels} and sources {config.sources}")
+        futures = [tokenize_task.submit(data, shard, out, settings) for shard in shards]
+        records = [f.result() for f in futures]
+        for rec in records:
+            if rec["status"] != "done":
+                logger.error("shard failed: %s", rec["error"])
+        metadata = write_metadata(out, records, settings, config.labels)
+        if config.megatron:
+            for split in ("train", "holdout"):
+                export_megatron(out, out / "megatron" / f"{split}_text_document", split)
+        _record_manifest(manifest, out, run_id, records, config.split_digits)
+        table = _source_table(records)
+        create_table_artifact(table, key="tokenize-counts", description="Tokens and documents per source and split")
+        logger.info("tokenized %d shards: %s train tokens, %s holdout tokens -> %s", len(records),
+                    metadata["totals"]["train"]["tokens"], metadata["totals"]["holdout"]["tokens"], out)
+        status = "completed" if all(r["status"] == "done" for r in records) else "partial"
+        return {"out": str(out), "metadata": metadata, "records": records}
+    finally:
+        manifest.finish_run(run_id, status)
+
+
+def _source_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows: dict[str, dict[str, Any]] = defaultdict(lambda: {"shards": 0, "failed": 0, "train_tokens": 0,
+                                                          "holdout_tokens": 0, "docs": 0})
+    for rec in records:
+        row = rows[rec["source"]]
+        row["shards"] += 1
+        row["failed"] += rec["status"] != "done"
+        for split, info in rec["splits"].items():
+            row[f"{split}_tokens"] += info["tokens"]
+            row["docs"] += info["docs"]
+    return [{"source": source, **rows[source]} for source in sorted(rows)]
+
+
+def run(config: TokenizeConfig) -> dict[str, Any]:
+    """Run the flow with the task runner the config names."""
+    return tokenize_flow.with_options(task_runner=make_task_runner(config))(config)
+
+
+def parse_args(argv: list[str] | None = None) -> TokenizeConfig:
+    """Command line -> typed config."""
+    parser = argparse.ArgumentParser(prog="python -m flows.tokenize", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, help="data root with docs/ or labeled/ shards (default: data)")
+    parser.add_argument("--tokenizer", help="tokenizer.json path")
+    parser.add_argument("--labels", help="comma-separated labels every shard must carry, e.g. G3")
+    parser.add_argument("--sources", help="comma-separated sources (default: all)")
+    parser.add_argument("--split-digits", action=argparse.BooleanOptionalAction, default=None,
+                        help="split numbers into single digits (LLaMA); default from config")
+    parser.add_argument("--megatron", action="store_true", default=None, help="also export Megatron .bin/.idx")
+    add_common_arguments(parser, DEFAULT_CONFIG)
+    args = parser.parse_args(argv)
+    extra = {
+        "data": args.data, "tokenizer": args.tokenizer, "split_digits": args.split_digits, "megatron": args.megatron,
+        "labels": args.labels.split(",") if args.labels else None,
+        "sources": args.sources.split(",") if args.sources else None,
+    }
+    return load_config(TokenizeConfig, args, extra)  # type: ignore[return-value]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m flows.tokenize``."""
+    config = parse_args(argv)
+    with prefect_api():
+        result = run(config)
+    totals = result["metadata"]["totals"]
+    print(f"\ntensors:  {result['out']}  (metadata.json, tokenizer.json)")
+    print(f"train:    {totals['train']['tokens']:,} tokens, {totals['train']['docs']:,} documents")
+    print(f"holdout:  {totals['holdout']['tokens']:,} tokens, {totals['holdout']['docs']:,} documents")
+    return 1 if any(r["status"] != "done" for r in result["records"]) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""A recipe: which tensors (by location, source and label) are mixed with which weights and epochs.
+
+```python
+recipe = Recipe.from_yaml("configs/llama_mixture.yaml")
+ds = recipe.dataset(context_length=2048, seed=0)          # map-style torch Dataset
+it = recipe.iterator(context_length=2048, batch_size=8, rank=0, world_size=8)
+state = it.state_dict()                                   # save with the model checkpoint
+it = recipe.iterator(context_length=2048, batch_size=8, rank=0, world_size=16, state_dict=state)
+```
+
+The same recipe runs on data tensors (``mode="tensors"``) or tokenizes document shards on the
+fly (``mode="documents"``). Every tensor set of a mixture must come from the same tokenizer, and
+from the one the recipe names if it names one: mixing tokenizers is refused, not averaged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal, Self
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from loader.dataset import ItemOptions, MixtureDataset, WindowDataset, plan_counts
+from loader.iterators import Batch, IndexedSource, Prefetch, State, Stride
+from loader.permutation import Permutation
+from loader.tensors import TensorFile, TensorSet, open_tensor_set
+from tasks.tensors import TensorFormatError, find_input_shards
+
+STATE_VERSION = 1
+
+
+class Component(BaseModel):
+    """One part of a mixture: tensor sets (and/or a document root) filtered by source and label."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    locations: list[str] = Field(default_factory=list, description="tensor sets: directories or http(s) URLs")
+    sources: list[str] = Field(default_factory=list, description="keep files of these sources (empty: all)")
+    labels: list[str] = Field(default_factory=list, description="keep files carrying all these labels")
+    weight: float = Field(1.0, gt=0, description="sampling proportion (normalized over components)")
+    epochs: float | None = Field(None, gt=0, description="passes over the component (cap, or exact with balance=epochs)")
+
+
+class Recipe(BaseModel):
+    """A mixture of tokenized data, and how to read it."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = "mixture"
+    components: list[Component]
+    locations: list[str] = Field(default_factory=list, description="default tensor sets of every component")
+    balance: Literal["weights", "epochs"] = "weights"
+    total_tokens: int | None = Field(None, gt=0, description="run length (balance=weights); default: epochs cap")
+    split: str = "train"
+    shuffle: bool = True
+    seed: int = 0
+    tokenizer_hash: str | None = Field(None, description="refuse tensors built with another tokenizer")
+    cache_dir: Path | None = Field(None, description="cache of remote tensor sets")
+    prefetch_workers: int = Field(4, ge=1, description="parallel downloads of remote files")
+    # on-the-fly mode
+    documents: str | None = Field(None, description="data root with docs/ (or labeled/) Parquet shards")
+    tokenizer: str | None = Field(None, description="tokenizer.json for on-the-fly mode")
+    split_digits: bool = True
+    split_mode: Literal["sequence", "regex"] = "sequence"
+    eos_token: str | None = None
+
+    _sets: dict[str, TensorSet] = PrivateAttr(default_factory=dict)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> Self:
+        """Load a recipe YAML; ``overrides`` replace top-level keys."""
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        data.update(overrides or {})
+        return cls.model_validate(data)
+
+    def fingerprint(self) -> str:
+        """What a saved iterator state must match to be resumed with this recipe."""
+        fields = self.model_dump(mode="json", exclude={"cache_dir", "prefetch_workers"})
+        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+
+    # -- tensors ----------------------------------------------------------------------------
+    def tensor_set(self, location: str) -> TensorSet:
+        """Open (once) a tensor set of the recipe."""
+        if location not in self._sets:
+            self._sets[location] = open_tensor_set(
+                location, self.split, self.tokenizer_hash, self.cache_dir, self.prefetch_workers)
+        return self._sets[location]
+
+    def component_files(self) -> list[list[TensorFile]]:
+        """Files of each component; checks that every set shares one tokenizer."""
+        hashes: dict[str, str] = {}
+        result = []
+        for component in self.components:
+            files: list[TensorFile] = []
+            for location in component.locations or self.locations:
+                tensor_set = self.tensor_set(location)
+                hashes[location] = tensor_set.tokenizer_hash
+                files.extend(tensor_set.select(component.sources, component.labels))
+            result.append(files)
+        if len(set(hashes.values())) > 1:
+            listing = ", ".join(f"{loc}: {h[:12]}…" for loc, h in sorted(hashes.items()))
+            raise TensorFormatError(f"recipe {self.name!r} mixes tensors of different tokenizers ({listing})")
+        return result
+
+    def dataset(self, context_length: int, seed: int | None = None, document_ids: bool = True,
+                position_ids: bool = False, attention_mask: bool = False) -> MixtureDataset:
+        """The whole run as a map-style Dataset (shuffled, mixed, deterministic for the seed)."""
+        options = ItemOptions(document_ids, position_ids, attention_mask)
+        windows, first_doc = [], 0
+        for component, files in zip(self.components, self.component_files(), strict=True):
+            ds = WindowDataset(files, context_length, options, first_document=first_doc)
+            if len(ds) == 0:
+                raise ValueError(f"component {component.name!r} has no {context_length}-token window "
+                                 f"(sources={component.sources}, labels={component.labels})")
+            first_doc += ds.documents
+            windows.append(ds)
+        total = self.total_tokens // context_length if self.total_tokens else None
+        counts = plan_counts([len(w) for w in windows], [c.weight for c in self.components],
+                             [c.epochs for c in self.components], self.balance, total)
+        return MixtureDataset(windows, counts, self.seed if seed is None else seed, self.shuffle,
+                              [c.name for c in self.components])
+
+    # -- iterators --------------------------------------------------------------------------
+    def iterator(self, context_length: int, batch_size: int, rank: int = 0, world_size: int = 1,
+                 seed: int | None = None, state_dict: State | None = None, mode: str = "tensors",
+                 prefetch: int = 2, workers: int = 2, repeat: bool = False, document_ids: bool = True,
+                 position_ids: bool = False, attention_mask: bool = False) -> LoaderIterator:
+        """A checkpointable iterator of batches for one rank; ``state_dict`` resumes exactly."""
+        seed = self.seed if seed is None else seed
+        options = ItemOptions(document_ids, position_ids, attention_mask)
+        if mode == "tensors":
+            source: Any = IndexedSource(
+                self.dataset(context_length, seed, document_ids, position_ids, attention_mask), repeat=repeat)
+            closers: list[Any] = []
+        elif mode == "documents":
+            source, closers = self._document_stream(context_length, seed, options, workers)
+        else:
+            raise ValueError(f"mode must be 'tensors' or 'documents', not {mode!r}")
+        chain: Any = Batch(Stride(source, rank, world_size), batch_size)
+        if prefetch:
+            chain = Prefetch(chain, prefetch)
+            closers.insert(0, chain)
+        header = {"version": STATE_VERSION, "mode": mode, "recipe": self.fingerprint(),
+                  "context_length": context_length, "seed": seed}
+        iterator = LoaderIterator(chain, header, closers)
+        if state_dict is not None:
+            iterator.load_state_dict(state_dict)
+        return iterator
+
+    def _document_stream(self, context_length: int, seed: int, options: ItemOptions,
+                         workers: int) -> tuple[Any, list[Any]]:
+        from loader.stream import Chunk, Mix, ParquetDocuments, Tokenize, TokenizerPool
+
+        if not self.documents or not self.tokenizer:
+            raise ValueError("on-the-fly mode needs 'documents' (a data root) and 'tokenizer'")
+        root = Path(self.documents)
+        pool = TokenizerPool(self.tokenizer, self.split_digits, self.split_mode, self.eos_token, workers)
+        streams = []
+        for index, component in enumerate(self.components):
+            shards = find_input_shards(root, component.labels, component.sources)
+            if not shards:
+                raise ValueError(f"component {component.name!r}: no document shards under {root}")
+            order = Permutation(len(shards), seed, 7919 + index) if self.shuffle else None
+            paths = [root / shards[order(i) if order else i].rel_path for i in range(len(shards))]
+            streams.append(Chunk(Tokenize(ParquetDocuments(paths), pool), context_length, options))
+        return Mix(streams, [c.weight for c in self.components], seed), [pool]
+
+
+class LoaderIterator:
+    """Batches for one rank, with a state that resumes exactly, also with another world size."""
+
+    def __init__(self, chain: Any, header: dict[str, Any], closers: Sequence[Any] = ()) -> None:
+        self.chain, self.header, self._closers = chain, header, list(closers)
+
+    def __iter__(self) -> LoaderIterator:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self.chain)
+
+    def state_dict(self) -> State:
+        """Everything needed to continue after the last batch handed out (JSON-able)."""
+        return {**self.header, "pipeline": self.chain.state_dict()}
+
+    def load_state_dict(self, state: State) -> None:
+        """Continue from a saved state; refuse one saved with another recipe, context or seed."""
+        for key, value in self.header.items():
+            if state.get(key) != value:
+                raise ValueError(f"iterator state has {key}={state.get(key)!r}, this iterator {value!r}")
+        self.chain.load_state_dict(state["pipeline"])
+
+    def close(self) -> None:
+        """Stop background threads and worker processes."""
+        for closer in self._closers:
+            closer.close()
+
+    def __enter__(self) -> LoaderIterator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
