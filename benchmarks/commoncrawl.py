@@ -120,7 +120,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ccbench-") as tmp:
         prepare(warcs, args.repeat, Path(tmp))
         for leg in args.legs.split(","):
-            # -P: benchmarks/tokenize.py must not shadow the standard library's tokenize in the legs
+            # -P: keep this folder off sys.path so no sibling module can shadow a standard one
             out = subprocess.run([sys.executable, "-P", __file__, "--leg", leg, "--folder", tmp],
                                  capture_output=True, text=True, check=False)
             if out.returncode != 0:

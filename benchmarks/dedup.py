@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 # Run as a script, this folder is sys.path[0]; a sibling module named like a standard one
-# (benchmarks/tokenize.py) would shadow it when numpy/pyarrow load, so import from the repository root.
+# would shadow it when numpy/pyarrow load, so import from the repository root.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 

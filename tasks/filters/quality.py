@@ -87,9 +87,9 @@ def train_wikiref_classifier(
     with tempfile.TemporaryDirectory(prefix="wikiref-") as tmp:
         train_file = Path(tmp) / "train.txt"
         train_file.write_text("".join(classifier_line(t, label) + "\n" for label, t in train), encoding="utf-8")
-        model = _train_with_backoff(fasttext, str(train_file), epoch, lr, word_ngrams, seed)
-    with atomic_path(model_path) as tmp_model:
-        model.save_model(str(tmp_model))
+        with atomic_path(model_path) as tmp_model:
+            _train_in_clean_process(str(train_file), str(tmp_model), epoch, lr, word_ngrams, seed)
+    model = fasttext.load_model(str(model_path))
     probabilities = positive_probability(model, [t for _, t in test])
     truth = [label == POSITIVE for label, _ in test]
     predicted = [p >= threshold for p in probabilities]
@@ -102,6 +102,28 @@ def train_wikiref_classifier(
         precision=tp / (tp + fp) if tp + fp else 0.0, recall=tp / (tp + fn) if tp + fn else 0.0,
         accuracy=correct / len(test) if test else 0.0, model_path=str(model_path),
     )
+
+
+def _train_in_clean_process(train_file: str, model_file: str, epoch: int, lr: float, word_ngrams: int,
+                            seed: int) -> None:
+    """Train in a fresh spawned process and save the model there.
+
+    fastText's trainer was seen to hit "Encountered NaN" on a corpus it trains fine on when the
+    same process had already run other native libraries (the HF tokenizers' Rust thread pool);
+    a clean process makes training independent of what the caller did before.
+    """
+    import concurrent.futures
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        pool.submit(_train_and_save, train_file, model_file, epoch, lr, word_ngrams, seed).result()
+
+
+def _train_and_save(train_file: str, model_file: str, epoch: int, lr: float, word_ngrams: int, seed: int) -> None:
+    import fasttext
+
+    _train_with_backoff(fasttext, train_file, epoch, lr, word_ngrams, seed).save_model(model_file)
 
 
 def _train_with_backoff(fasttext: Any, train_file: str, epoch: int, lr: float, word_ngrams: int, seed: int) -> Any:

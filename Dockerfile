@@ -1,0 +1,28 @@
+# kinda-llama: one image for the Prefect worker and the Dask scheduler/workers (they must import the
+# same flow code and run with the same environment). Build: docker build -t kinda-llama .
+FROM python:3.11-slim-bookworm
+
+ENV PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    DO_NOT_TRACK=1 \
+    PREFECT_SERVER_ANALYTICS_ENABLED=false \
+    PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT=false \
+    PREFECT_HOME=/app/.prefect
+
+# git: code_version() records the commit; p7zip for StackExchange dumps is handled by py7zr (pure Python)
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends git \
+    && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+# dependencies first (a code change does not reinstall them), then the project, editable, from /app,
+# so `prefect deploy` run here records /app as the workers' code directory
+COPY pyproject.toml README.md* ./
+COPY kinda/__init__.py kinda/version.py kinda/
+RUN pip install --upgrade pip && pip install ".[dask]" && pip uninstall -y kinda-llama
+COPY . .
+RUN pip install --no-deps -e ".[dask]"
+
+# data root and manifest live on a volume (see docker-compose.yml)
+VOLUME ["/data"]
+CMD ["python", "-m", "flows.llama", "--help"]

@@ -1,0 +1,138 @@
+"""StackExchange flow: per-site dumps -> the N largest sites -> question threads -> shards + manifest.
+
+    python -m flows.stackexchange --inputs 'stackexchange/*.7z' --top-sites 28 --out data/
+    python -m flows.stackexchange --inputs 'dumps/*-Posts.xml' --top-sites 0 --out data/
+
+Phases: size every site (a ``site-size`` task per input: posts counted in one streaming pass, or
+``--rank-by bytes`` for the size of ``Posts.xml`` from the 7z header; cached per file) -> keep the
+N largest -> the generic source run over the kept sites (one task per site: stream rows to disk,
+group out of core, one document per question). Sites not kept are recorded in the manifest's
+``inputs`` table with status ``skipped`` and the reason (rank, meta site, other table, duplicate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from pydantic import Field
+
+from flows._runtime import make_task_runner
+from flows._source_flow import (
+    SourceRunSummary,
+    add_common_arguments,
+    cli_main,
+    load_config,
+    resolve_inputs,
+    run_source,
+)
+from kinda.version import code_version
+from sources.stackexchange import SOURCE, SiteSize, StackExchangeRecipe, measure_site, select_sites
+from tasks.config import CONFIG_DIR, PipelineConfig
+from tasks.layout import state_path
+from tasks.manifest import InputRecord, Manifest
+from tasks.pipeline import InputSpec
+
+DEFAULT_CONFIG = CONFIG_DIR / "stackexchange.yaml"
+
+
+class StackExchangeConfig(PipelineConfig):
+    """Settings of the StackExchange recipe (defaults in ``configs/stackexchange.yaml``)."""
+
+    #: Where and with how much memory a site is grouped does not change its documents.
+    RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {
+        "inputs", "scratch_dir", "memory_limit"}
+
+    inputs: list[str] = Field(default_factory=list, description="site .7z or Posts.xml: paths, globs, URLs")
+    top_sites: int = Field(28, ge=0, description="keep the N largest sites; 0 keeps all")
+    rank_by: Literal["posts", "bytes"] = "posts"
+    include_meta: bool = False
+    min_answers: int = Field(0, ge=0)
+    memory_limit: str = "1GB"
+    scratch_dir: Path | None = None
+
+    def recipe(self) -> StackExchangeRecipe:
+        """The source object the pipeline runs."""
+        return StackExchangeRecipe(min_answers=self.min_answers, scratch_dir=self.scratch_dir,
+                                   memory_limit=self.memory_limit)
+
+
+@task(name="site-size", cache_policy=NO_CACHE, task_run_name="size {spec.key}")
+def site_size_task(spec: InputSpec, rank_by: str, cache: Path) -> SiteSize:
+    """Size of one site for ranking (cached next to the run's state, keyed by the file's identity)."""
+    return measure_site(spec, rank_by, cache)
+
+
+def rank_sites(config: StackExchangeConfig, specs: list[InputSpec]) -> tuple[list[InputSpec], dict[str, str], list[SiteSize]]:
+    """Size every input in parallel tasks and choose the ``top_sites`` largest."""
+    out = Path(config.out).resolve()
+    futures = [site_size_task.submit(s, config.rank_by, state_path(out, SOURCE, s.key, f"size-{config.rank_by}"))
+               for s in specs]
+    sizes = [f.result() for f in futures]
+    keep, skipped = select_sites(sizes, config.top_sites, config.include_meta)
+    return [s for s in specs if s.key in set(keep)], skipped, sizes
+
+
+def _skipped_record(spec: InputSpec, reason: str, config: StackExchangeConfig) -> InputRecord:
+    return InputRecord(input_key=spec.key, source=SOURCE, location=spec.location, language=None,
+                       config_hash=config.config_hash(), size=spec.path.stat().st_size, status="skipped",
+                       error=reason)
+
+
+@flow(name="stackexchange", log_prints=True)
+def stackexchange_flow(config: StackExchangeConfig) -> SourceRunSummary:
+    """Choose the largest sites, then read and group them (see the module docstring)."""
+    if not config.inputs:
+        raise ValueError("no input: give --inputs (path, glob or URL)")
+    logger = get_run_logger()
+    specs = resolve_inputs(config, config.inputs)
+    kept, skipped, sizes = rank_sites(config, specs)
+    logger.info("%d site inputs; keeping %d (top %s by %s)", len(specs), len(kept), config.top_sites or "all",
+                config.rank_by)
+    summary = run_source("stackexchange", config, config.recipe(), [s.location for s in kept])
+    skipped_records = [_skipped_record(s, skipped[s.key], config) for s in specs if s.key in skipped]
+    Manifest.for_output(summary.out).record_inputs(summary.run_id, skipped_records, recipe="stackexchange",
+                                                   code_version=code_version())
+    summary.records.extend(skipped_records)
+    create_table_artifact(
+        [{"input": s.key, "site": s.site, f"size ({config.rank_by})": s.size,
+          "kept": s.key not in skipped, "reason": skipped.get(s.key, "")}
+         for s in sorted(sizes, key=lambda s: (-s.size, s.key))],
+        key="stackexchange-sites", description="Sites ranked by size: kept or skipped, with the reason",
+    )
+    return summary
+
+
+def run(config: StackExchangeConfig) -> SourceRunSummary:
+    """Run the flow with the task runner the config names."""
+    return stackexchange_flow.with_options(task_runner=make_task_runner(config))(config)
+
+
+def parse_args(argv: list[str] | None = None) -> StackExchangeConfig:
+    """Command line -> typed config."""
+    parser = argparse.ArgumentParser(prog="python -m flows.stackexchange", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--inputs", action="append", help="site .7z or Posts.xml: path, glob or URL (repeatable)")
+    parser.add_argument("--top-sites", type=int, help="keep the N largest sites (0: all; default from config: 28)")
+    parser.add_argument("--rank-by", choices=["posts", "bytes"], help="site size: post count or Posts.xml bytes")
+    parser.add_argument("--scratch-dir", type=Path, help="where a site's rows are sorted (default: system temp)")
+    add_common_arguments(parser, DEFAULT_CONFIG)
+    args = parser.parse_args(argv)
+    extra = {"inputs": args.inputs, "top_sites": args.top_sites, "rank_by": args.rank_by,
+             "scratch_dir": args.scratch_dir}
+    return load_config(StackExchangeConfig, args, extra)  # type: ignore[return-value]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m flows.stackexchange``."""
+    config = parse_args(argv)
+    return cli_main(lambda: run(config))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

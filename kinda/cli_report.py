@@ -1,0 +1,182 @@
+"""``kinda report``: documents and tokens per source and label, and drop reasons, as text, HTML or PNG.
+
+    kinda --out data report                      # text tables
+    kinda --out data report --html report.html   # one self-contained file (tables + SVG bars), no network
+    kinda --out data report --png report.png     # three bar charts (needs matplotlib)
+
+Everything comes from the manifest, read-only, so a report can be taken while a flow runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tasks.atomic import atomic_path
+from tasks.manifest import MANIFEST_NAME, Manifest
+
+#: Documents per source: all final documents, then per label of the labeled shards.
+SOURCES_SQL = """
+WITH rows AS (
+    SELECT source, 'all documents' AS label, 0 AS rank, docs, text_bytes, NULL::BIGINT AS tokens
+    FROM shards WHERE starts_with(path, 'docs/')
+    UNION ALL
+    SELECT source, label, 1 AS rank, docs, text_bytes, tokens
+    FROM (SELECT *, unnest(labels) AS label FROM shards WHERE starts_with(path, 'labeled/'))
+)
+SELECT source, label, sum(docs)::BIGINT AS docs, sum(text_bytes)::BIGINT AS text_bytes, sum(tokens)::BIGINT AS tokens
+FROM rows GROUP BY source, label, rank ORDER BY source, rank, label
+"""
+DROPS_SQL = """
+SELECT source, reason, sum(count)::BIGINT AS count FROM latest_drops
+GROUP BY ALL ORDER BY source, count DESC, reason
+"""
+TENSORS_SQL = """
+SELECT tensor_root, source, split, array_to_string(list_sort(labels), ' ') AS labels,
+       sum(docs)::BIGINT AS docs, sum(tokens)::BIGINT AS tokens
+FROM tensors GROUP BY ALL ORDER BY tensor_root, source, split, labels
+"""
+
+
+def _rows(manifest: Manifest, sql: str) -> list[dict[str, Any]]:
+    columns, rows = manifest.query(sql)
+    return [dict(zip(columns, row, strict=True)) for row in rows]
+
+
+def report_tables(manifest: Manifest) -> dict[str, list[dict[str, Any]]]:
+    """The report's three tables (``tokens`` is empty until a tokenize run wrote its table)."""
+    _, present = manifest.query("SELECT table_name FROM information_schema.tables")
+    tables = {name for (name,) in present}
+    return {
+        "sources": _rows(manifest, SOURCES_SQL),
+        "drops": _rows(manifest, DROPS_SQL),
+        "tokens": _rows(manifest, TENSORS_SQL) if "tensors" in tables else [],
+    }
+
+
+# -- text -------------------------------------------------------------------------------------
+def format_text(tables: dict[str, list[dict[str, Any]]]) -> str:
+    """Plain tables, as ``kinda manifest summary`` prints them."""
+    from kinda.summary import format_table
+
+    parts = []
+    for title, key in (("Documents per source and label", "sources"), ("Drop reasons", "drops"),
+                       ("Tokens (tensor sets)", "tokens")):
+        rows = tables[key]
+        body = format_table(list(rows[0]), [list(r.values()) for r in rows]) if rows else "(none)"
+        parts.append(f"{title}\n{body}")
+    return "\n\n".join(parts)
+
+
+# -- HTML -------------------------------------------------------------------------------------
+def _bar_svg(items: Sequence[tuple[str, float]], unit: str, width: int = 640) -> str:
+    """Horizontal bars as inline SVG: no script, no external file, renders offline."""
+    if not items:
+        return "<p>(none)</p>"
+    top = max(v for _, v in items) or 1
+    row, label_w = 22, 220
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row * len(items) + 4}" '
+             f'role="img" aria-label="{html.escape(unit)}">']
+    for i, (label, value) in enumerate(items):
+        y = i * row + 2
+        bar = max(1.0, (width - label_w - 90) * value / top)
+        parts.append(f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" font-size="12">{html.escape(label)}</text>'
+                     f'<rect x="{label_w}" y="{y + 3}" width="{bar:.1f}" height="{row - 6}" fill="#3b6ea5"/>'
+                     f'<text x="{label_w + bar + 4:.1f}" y="{y + 15}" font-size="12">{value:,.0f} {html.escape(unit)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _html_table(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "<p>(none)</p>"
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in rows[0])
+    body = "".join("<tr>" + "".join(f"<td>{'' if v is None else html.escape(f'{v:,}' if isinstance(v, int) else str(v))}</td>"
+                                    for v in row.values()) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def chart_series(tables: dict[str, list[dict[str, Any]]]) -> dict[str, list[tuple[str, float]]]:
+    """What the charts show: documents and tokens per source/label, drops per source/reason."""
+    docs = [(f"{r['source']} · {r['label']}", float(r["docs"] or 0)) for r in tables["sources"]]
+    tokens = [(f"{r['source']} · {r['labels'] or '-'} · {r['split']}", float(r["tokens"] or 0)) for r in tables["tokens"]]
+    if not tokens:
+        tokens = [(f"{r['source']} · {r['label']}", float(r["tokens"])) for r in tables["sources"] if r["tokens"]]
+    drops = [(f"{r['source']} · {r['reason']}", float(r["count"])) for r in tables["drops"]]
+    return {"documents": docs, "tokens": tokens, "drops": drops}
+
+
+def render_html(tables: dict[str, list[dict[str, Any]]], title: str) -> str:
+    """One self-contained page: three charts, then the tables they come from."""
+    series = chart_series(tables)
+    style = ("body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
+             "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
+             "h2{margin-top:1.5em}")
+    sections = [
+        ("Documents per source and label", _bar_svg(series["documents"], "docs"), tables["sources"]),
+        ("Tokens per source, label and split", _bar_svg(series["tokens"], "tokens"), tables["tokens"]),
+        ("Drop reasons per source", _bar_svg(series["drops"], "dropped"), tables["drops"]),
+    ]
+    body = "".join(f"<h2>{html.escape(name)}</h2>{chart}{_html_table(rows)}" for name, chart, rows in sections)
+    return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>\n")
+
+
+# -- PNG --------------------------------------------------------------------------------------
+def render_png(tables: dict[str, list[dict[str, Any]]], target: Path, title: str) -> None:
+    """Three horizontal bar charts in one PNG (matplotlib, Agg backend: no display needed)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise SystemExit("kinda report --png needs matplotlib (pip install matplotlib); --html needs nothing") from exc
+    series = chart_series(tables)
+    heights = [max(1, len(v)) for v in series.values()]
+    fig, axes = plt.subplots(3, 1, figsize=(10, 2 + 0.3 * sum(heights)),
+                             gridspec_kw={"height_ratios": heights}, squeeze=True)
+    for ax, (name, items) in zip(axes, series.items(), strict=True):
+        labels = [label for label, _ in items] or ["(none)"]
+        values = [value for _, value in items] or [0]
+        ax.barh(labels[::-1], values[::-1], color="#3b6ea5")
+        ax.set_title(name)
+        ax.ticklabel_format(axis="x", style="plain")
+    fig.suptitle(title)
+    fig.tight_layout()
+    with atomic_path(target) as tmp:
+        fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None})
+    plt.close(fig)
+
+
+# -- command ----------------------------------------------------------------------------------
+def cmd_report(args: argparse.Namespace) -> int:
+    """Write the report as text (stdout), HTML or PNG."""
+    manifest = Manifest(args.manifest) if args.manifest else Manifest(Path(args.out) / MANIFEST_NAME)
+    if not manifest.path.exists():
+        raise FileNotFoundError(f"no manifest at {manifest.path}")
+    tables = report_tables(manifest)
+    title = f"kinda-llama report: {manifest.path.parent}"
+    if args.html:
+        with atomic_path(Path(args.html)) as tmp:
+            tmp.write_text(render_html(tables, title), encoding="utf-8")
+        print(f"wrote {args.html}")
+    elif args.png:
+        render_png(tables, Path(args.png), title)
+        print(f"wrote {args.png}")
+    else:
+        print(format_text(tables))
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``kinda report`` (called by :func:`kinda.cli.build_parser`)."""
+    parser = subparsers.add_parser("report", help="documents/tokens per source and label, drop reasons (text, HTML, PNG)")
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--html", metavar="FILE", help="write a self-contained HTML page")
+    target.add_argument("--png", metavar="FILE", help="write a PNG (needs matplotlib)")
+    parser.add_argument("--out", default=argparse.SUPPRESS, help="output root holding manifest.duckdb (as kinda --out)")
+    parser.set_defaults(func=cmd_report)

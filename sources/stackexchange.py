@@ -1,0 +1,701 @@
+"""StackExchange: per-site ``Posts.xml`` dumps -> one document per question with its answers.
+
+Inputs, by file name: ``coffee.stackexchange.com.7z`` (a whole site dump), ``stackoverflow.com-Posts.7z``
+(the big sites are split per table), or an extracted ``coffee.stackexchange.com-Posts.xml`` /
+``coffee.stackexchange.com/Posts.xml`` (optionally ``.gz``/``.bz2``/``.zst``).
+
+Reading is streamed in constant memory whatever the site's size (stackoverflow's ``Posts.xml``
+is about 100 GB): ``Posts.xml`` bytes come out of py7zr (or the file) in bounded chunks, an
+incremental lxml parser turns them into rows, and rows go in batches to Parquet files in a
+scratch directory. DuckDB then sorts them out of core by (question, questions first, answer score
+descending, answer id) and the reader walks that order, so it holds one question's thread at a
+time. Score is sorted as a number (RedPajama sorted it as a string: "9" above "10").
+
+The XML parser never resolves external entities or loads a DTD, and a dump that declares
+entities at all (a real one never does) is refused with a reasoned drop before any row is read.
+
+Records: each question (kept, or dropped by a filter), each answer whose question is not in the
+dump (``orphan_answer``), each other row type such as tag wikis (``other_post_type``) and each
+unreadable row is one record, so ``records_in == kept + dropped`` holds per site.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import lxml.html
+import py7zr
+import pyarrow as pa
+import pyarrow.parquet as pq
+from lxml import etree
+from py7zr.io import Py7zIO, WriterFactory
+
+from sources.compression import CODEC_ERRORS, open_binary
+from tasks.atomic import write_json_atomic
+from tasks.document import Document, Drop, make_doc_id
+from tasks.pipeline import InputSpec
+from tasks.steps import Filter, Record, Step
+
+log = logging.getLogger(__name__)
+
+SOURCE = "stackexchange"
+QUESTION, ANSWER = 1, 2
+FEED_BYTES = 1 << 20
+PROLOG_BYTES = 64 * 1024
+#: Non-English sites of the network, by host prefix (``ru.stackoverflow.com``).
+SITE_LANGUAGES = {"ru": "ru", "es": "es", "pt": "pt", "ja": "ja"}
+
+ROW_SCHEMA = pa.schema([
+    pa.field("id", pa.int64()),
+    pa.field("post_type", pa.int32()),
+    pa.field("thread", pa.int64()),
+    pa.field("score", pa.int64()),
+    pa.field("accepted_answer_id", pa.int64()),
+    pa.field("title", pa.string()),
+    pa.field("body", pa.string()),
+    pa.field("tags", pa.string()),
+    pa.field("created", pa.string()),
+])
+
+
+# -- names -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SiteFile:
+    """What an input file is: which site, and which table (None for a whole-site archive)."""
+
+    site: str
+    table: str | None
+
+    @property
+    def has_posts(self) -> bool:
+        """Whole-site archives and ``Posts`` files hold the posts; ``-Users.7z`` and the like do not."""
+        return self.table is None or self.table.lower() == "posts"
+
+
+def site_file(path: Path) -> SiteFile:
+    """``stackoverflow.com-Posts.7z`` -> (stackoverflow.com, Posts); ``x.stackexchange.com.7z`` -> (x..., None)."""
+    name = path.name
+    for suffix in (".gz", ".bz2", ".zst", ".xz"):
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+    stem = name[:-3] if name.lower().endswith(".7z") else name
+    if stem.lower().endswith(".xml"):
+        stem = stem[:-4]
+        if "-" not in stem:  # <site>/Posts.xml: the folder names the site
+            return SiteFile(path.parent.name or stem, stem)
+    site, sep, table = stem.rpartition("-")
+    if sep and "." in site and table and "." not in table:
+        return SiteFile(site, table)
+    return SiteFile(stem, None)
+
+
+def site_language(site: str) -> str:
+    """``ru.stackoverflow.com`` -> ``ru``; every other site is English."""
+    return SITE_LANGUAGES.get(site.split(".", 1)[0], "en")
+
+
+def is_meta_site(site: str) -> bool:
+    """``meta.stackoverflow.com``, ``coffee.meta.stackexchange.com``: sites about the sites."""
+    return site.startswith("meta.") or ".meta." in site
+
+
+# -- HTML to text ------------------------------------------------------------------------------
+_BLOCK = frozenset({"p", "div", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "table", "hr",
+                    "dl", "dd", "dt", "figure", "section", "details", "summary"})
+_LINE = frozenset({"tr", "br"})
+_LISTS = frozenset({"ul", "ol"})
+_SKIP = frozenset({"script", "style", "head", "template"})
+_WHITESPACE = re.compile(r"[ \t\r\n\f\v\u00a0]+")
+_BLANK_LINES = re.compile(r"\n{3,}")
+_TRAILING = re.compile(r"[ \t]+\n")
+
+
+class _TextBuilder:
+    """Collects text with collapsed whitespace (except in ``<pre>``) and bounded line breaks."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.pending = 0
+        self.line_start = True
+
+    def breaks(self, count: int) -> None:
+        if self.parts:
+            self.pending = max(self.pending, count)
+
+    def text(self, value: str | None, verbatim: bool) -> None:
+        if not value:
+            return
+        if not verbatim:
+            value = _WHITESPACE.sub(" ", value)
+            if self.line_start or self.pending or (self.parts and self.parts[-1].endswith(" ")):
+                value = value.lstrip(" ")
+            if not value:
+                return
+        if self.pending:
+            self.parts.append("\n" * self.pending)
+            self.pending = 0
+        self.parts.append(value)
+        self.line_start = value.endswith("\n")
+
+    def result(self) -> str:
+        text = _TRAILING.sub("\n", "".join(self.parts))
+        return _BLANK_LINES.sub("\n\n", text).strip()
+
+
+def html_to_text(html: str) -> str:
+    """Plain text of a post body: paragraphs as blank-line blocks, list items as ``*`` bullets.
+
+    Code blocks keep their whitespace; nested lists are indented two spaces per level; links
+    keep their text. lxml's HTML parser does the decoding of entities and tolerates bad markup.
+    """
+    if not html or not html.strip():
+        return ""
+    if "<" not in html and "&" not in html:
+        return _WHITESPACE.sub(" ", html).strip()
+    try:
+        root = lxml.html.fragment_fromstring(html, create_parent="div")
+    except (etree.ParserError, ValueError):
+        return _WHITESPACE.sub(" ", html).strip()
+    out = _TextBuilder()
+    pre = skip = 0
+    lists = 0
+    for event, element in etree.iterwalk(root, events=("start", "end")):
+        tag = element.tag if isinstance(element.tag, str) else ""
+        if event == "start":
+            if skip or tag in _SKIP:
+                skip += 1
+                continue
+            _open(out, tag, lists)
+            pre += tag == "pre"
+            lists += tag in _LISTS
+            if tag:
+                out.text(element.text, pre > 0)
+            continue
+        if skip:
+            skip -= 1
+            if skip:
+                continue
+        else:
+            pre -= tag == "pre"
+            lists -= tag in _LISTS
+            _close(out, tag)
+        if element is not root:
+            out.text(element.tail, pre > 0)
+    return out.result()
+
+
+def _open(out: _TextBuilder, tag: str, lists: int) -> None:
+    if tag in _BLOCK:
+        out.breaks(2)
+    elif tag in _LISTS:
+        out.breaks(1 if lists else 2)
+    elif tag == "li":
+        out.breaks(1)
+        out.text("  " * max(lists - 1, 0) + "* ", verbatim=True)
+        out.line_start = True  # so the item's own leading whitespace is dropped
+    elif tag in ("td", "th"):
+        out.text(" ", verbatim=False)
+
+
+def _close(out: _TextBuilder, tag: str) -> None:
+    if tag in _BLOCK or (tag in _LISTS):
+        out.breaks(2)
+    elif tag in _LINE or tag == "li":
+        out.breaks(1)
+
+
+# -- streaming Posts.xml into Parquet batches -------------------------------------------------
+class RefusedInput(Exception):
+    """The dump must not be parsed (it declares entities)."""
+
+
+_ENTITY_DECLARATION = re.compile(rb"<!ENTITY", re.I)
+_ROOT_START = re.compile(rb"<(?:posts|row)\b")
+
+
+@dataclass
+class RowProblem:
+    """An unreadable row: where, and why."""
+
+    row: int
+    detail: str
+
+
+def _int_or_none(value: str | None) -> int | None:
+    if value is None or value == "":
+        return None
+    return int(value)
+
+
+def parse_tags(value: str | None) -> list[str]:
+    """``<coffee><espresso>`` (old dumps) or ``|coffee|espresso|`` (new) -> ``[coffee, espresso]``."""
+    return re.findall(r"[^<>|]+", value or "")
+
+
+class PostsSink:
+    """Receives ``Posts.xml`` bytes in chunks, writes rows to Parquet batches under ``directory``."""
+
+    def __init__(self, directory: Path, batch_rows: int = 20_000, max_problems: int = 1_000) -> None:
+        self.directory = directory
+        self.batch_rows = batch_rows
+        self.max_problems = max_problems
+        self.parser = etree.XMLPullParser(
+            events=("end",), tag="row", resolve_entities=False, load_dtd=False, no_network=True,
+            huge_tree=False, remove_comments=True, remove_pis=True,
+        )
+        self.prolog = b""
+        self.prolog_checked = False
+        self.rows = 0
+        self.problems: list[RowProblem] = []
+        self.problem_count = 0
+        self.columns: dict[str, list[Any]] = {name: [] for name in ROW_SCHEMA.names}
+        self.writer: pq.ParquetWriter | None = None
+        self.files = 0
+        self.max_held = 0  # most rows left in the parser's tree after a chunk (1: constant memory)
+
+    # bytes in
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Parse ``data`` (any chunk size) and store its rows; raises on bad XML or refused input.
+
+        The parser gets 1 MiB at a time (copied slice by slice, never the whole chunk), and its
+        events are drained after each, so the tree never holds more than a slice's rows.
+        """
+        view = memoryview(data)
+        for start in range(0, len(view), FEED_BYTES):
+            chunk = bytes(view[start:start + FEED_BYTES])
+            if not self.prolog_checked:
+                self._check_prolog(chunk)
+            self.parser.feed(chunk)
+            self._drain()
+
+    def finish(self) -> None:
+        """Close the parser (raises if the document is incomplete) and flush the last batch."""
+        try:
+            self.parser.close()
+            self._drain()
+        finally:
+            self.close_writer()
+
+    def _check_prolog(self, chunk: bytes) -> None:
+        """Refuse entity declarations; the check ends where the root element begins."""
+        self.prolog += chunk[:PROLOG_BYTES]
+        root = _ROOT_START.search(self.prolog)
+        head = self.prolog[: root.start()] if root else self.prolog
+        if _ENTITY_DECLARATION.search(head):
+            raise RefusedInput("the XML declares entities (<!ENTITY ...>); a real dump never does")
+        if root is not None or len(self.prolog) >= PROLOG_BYTES:
+            self.prolog_checked = True
+            self.prolog = b""
+
+    def _drain(self) -> None:
+        parent = None
+        for _, element in self.parser.read_events():
+            self.rows += 1
+            self._add(dict(element.attrib))
+            element.clear()
+            parent = element.getparent()
+            while element.getprevious() is not None and parent is not None:
+                del parent[0]
+            if len(self.columns["id"]) >= self.batch_rows:
+                self._flush()
+        if parent is not None:
+            self.max_held = max(self.max_held, len(parent))
+
+    def _add(self, row: Mapping[str, str]) -> None:
+        try:
+            post_id = int(row["Id"])
+            post_type = int(row["PostTypeId"])
+            parent = _int_or_none(row.get("ParentId"))
+            score = _int_or_none(row.get("Score")) or 0
+            accepted = _int_or_none(row.get("AcceptedAnswerId"))
+        except (KeyError, ValueError) as exc:
+            self.problem_count += 1
+            if len(self.problems) < self.max_problems:
+                self.problems.append(RowProblem(self.rows, f"{type(exc).__name__}: {exc}; Id={row.get('Id')!r}"))
+            return
+        qa = post_type in (QUESTION, ANSWER)
+        values = (post_id, post_type, post_id if post_type == QUESTION else parent if post_type == ANSWER else None,
+                  score, accepted, row.get("Title") if qa else None, row.get("Body") if qa else None,
+                  row.get("Tags"), row.get("CreationDate"))
+        for name, value in zip(ROW_SCHEMA.names, values, strict=True):
+            self.columns[name].append(value)
+
+    def _flush(self) -> None:
+        if not self.columns["id"]:
+            return
+        table = pa.table(self.columns, schema=ROW_SCHEMA)
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.directory / "rows.parquet", ROW_SCHEMA, compression="lz4")
+            self.files += 1
+        self.writer.write_table(table)
+        self.columns = {name: [] for name in ROW_SCHEMA.names}
+
+    def close_writer(self) -> None:
+        """Write the rows still buffered and close the Parquet file (safe to call twice)."""
+        self._flush()
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+
+class _SinkWriter(Py7zIO):
+    """py7zr pushes the decompressed member here; we forward it to the sink (nothing kept)."""
+
+    def __init__(self, sink: PostsSink) -> None:
+        self.sink = sink
+        self.written = 0
+
+    def write(self, s: bytes | bytearray) -> int:
+        self.sink.feed(s)
+        self.written += len(s)
+        return len(s)
+
+    def read(self, size: int | None = None) -> bytes:
+        return b""
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self.written
+
+    def flush(self) -> None:
+        return None
+
+    def size(self) -> int:
+        return self.written
+
+
+class _SinkFactory(WriterFactory):
+    def __init__(self, sink: PostsSink) -> None:
+        self.sink = sink
+
+    def create(self, filename: str) -> Py7zIO:
+        return _SinkWriter(self.sink)
+
+
+#: Errors py7zr raises for damaged archives (truncated, bad CRC, bad headers).
+ARCHIVE_ERRORS: tuple[type[BaseException], ...] = (py7zr.exceptions.ArchiveError, *CODEC_ERRORS, KeyError,
+                                                    ValueError, IndexError, TypeError)
+
+
+def posts_member(archive: py7zr.SevenZipFile) -> str | None:
+    """The name of ``Posts.xml`` inside a site archive (at any depth), if it has one."""
+    names = [n for n in archive.getnames() if n.rsplit("/", 1)[-1].lower() == "posts.xml"]
+    return min(names, key=len) if names else None
+
+
+def feed_posts(path: Path, sink: PostsSink) -> None:
+    """Push the ``Posts.xml`` bytes of ``path`` (a ``.7z`` or an XML file) into ``sink``.
+
+    Raises what went wrong: ``RefusedInput``, ``etree.XMLSyntaxError``, an archive or codec error,
+    or ``FileNotFoundError`` when an archive has no ``Posts.xml``.
+    """
+    if path.name.lower().endswith(".7z"):
+        with py7zr.SevenZipFile(path, mode="r") as archive:
+            member = posts_member(archive)
+            if member is None:
+                raise FileNotFoundError(f"{path.name} has no Posts.xml")
+            archive.extract(targets=[member], factory=_SinkFactory(sink))
+    else:
+        with open_binary(path) as stream:
+            while chunk := stream.read(FEED_BYTES):
+                sink.feed(chunk)
+    sink.finish()
+
+
+# -- counting posts (for choosing the N largest sites) ----------------------------------------
+class _RowCounter:
+    """Counts ``<row`` tags in a byte stream, chunk boundaries included."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.tail = b""
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        view = memoryview(data)
+        for start in range(0, len(view), FEED_BYTES):
+            joined = self.tail + bytes(view[start:start + FEED_BYTES])
+            self.count += joined.count(b"<row ")
+            self.tail = joined[-4:]  # "<row " is 5 bytes: a split one has at most 4 before the cut
+
+    def finish(self) -> None:
+        return None
+
+
+def count_posts(path: Path) -> int:
+    """Number of posts (rows) in a site's ``Posts.xml``; one streaming pass, nothing parsed."""
+    counter = _RowCounter()
+    feed_posts(path, counter)  # type: ignore[arg-type]
+    return counter.count
+
+
+def posts_bytes(path: Path) -> int:
+    """Size of ``Posts.xml`` (uncompressed, from the 7z header; the file size otherwise): no pass."""
+    if path.name.lower().endswith(".7z"):
+        with py7zr.SevenZipFile(path, mode="r") as archive:
+            member = posts_member(archive)
+            sizes = {info.filename: info.uncompressed for info in archive.list()}
+            return int(sizes.get(member, 0)) if member else 0
+    return path.stat().st_size
+
+
+@dataclass(frozen=True)
+class SiteSize:
+    """A site input and its size for ranking."""
+
+    key: str
+    site: str
+    has_posts: bool
+    size: int
+    error: str | None = None
+
+
+def select_sites(
+    sizes: Sequence[SiteSize], top: int | None, include_meta: bool = False
+) -> tuple[list[str], dict[str, str]]:
+    """The input keys of the ``top`` largest sites, and a skip reason for every other input.
+
+    Ties break by site name so the choice is deterministic; ``top`` None or 0 keeps all. A site
+    given twice (its ``.7z`` and its extracted ``Posts.xml``) is kept once, by its first key.
+    """
+    skipped: dict[str, str] = {}
+    candidates: list[SiteSize] = []
+    seen: dict[str, str] = {}
+    for entry in sorted(sizes, key=lambda s: s.key):
+        if not entry.has_posts:
+            skipped[entry.key] = "not_posts_table: this file holds another table, not Posts"
+        elif entry.error is not None:
+            skipped[entry.key] = f"unreadable: {entry.error}"
+        elif not include_meta and is_meta_site(entry.site):
+            skipped[entry.key] = "meta_site: a site about a site (set include_meta to keep)"
+        elif entry.site in seen:
+            skipped[entry.key] = f"duplicate_site: {entry.site} already read from {seen[entry.site]}"
+        else:
+            seen[entry.site] = entry.key
+            candidates.append(entry)
+    ranked = sorted(candidates, key=lambda s: (-s.size, s.site))
+    keep = ranked if not top else ranked[:top]
+    for rank, entry in enumerate(ranked[len(keep):], start=len(keep) + 1):
+        skipped[entry.key] = f"not_in_top_sites: rank {rank} of {len(ranked)} with size {entry.size} (top {top})"
+    return sorted(e.key for e in keep), skipped
+
+
+def measure_site(spec: InputSpec, rank_by: str, cache: Path | None = None) -> SiteSize:
+    """The size of one site input for ranking, read from ``cache`` when the file is unchanged.
+
+    Counting posts is a full decompression pass, so the result is kept (a JSON file keyed by the
+    input's size and mtime) and a re-run does not pay it again. A damaged input gets size 0 and
+    the error, so it is reported as skipped rather than failing the ranking.
+    """
+    identity = {"fingerprint": spec.fingerprint(), "rank_by": rank_by}
+    if cache is not None and cache.exists():
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            stored = json.loads(cache.read_text(encoding="utf-8"))
+            if {k: stored.get(k) for k in identity} == identity:
+                return SiteSize(**stored["size"])
+    named = site_file(spec.path)
+    size, error = 0, None
+    if named.has_posts:
+        try:
+            size = count_posts(spec.path) if rank_by == "posts" else posts_bytes(spec.path)
+        except (RefusedInput, etree.XMLSyntaxError, FileNotFoundError, *ARCHIVE_ERRORS) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+    result = SiteSize(spec.key, named.site, named.has_posts, size, error)
+    if cache is not None and error is None:
+        write_json_atomic(cache, {**identity, "size": dataclasses.asdict(result)})
+    return result
+
+
+# -- grouping and documents --------------------------------------------------------------------
+GROUP_SQL = """
+SELECT post_type, id, thread, score, accepted_answer_id, title, body, tags, created
+FROM read_parquet(?)
+ORDER BY thread NULLS LAST, post_type, score DESC, id
+"""
+
+
+@dataclass
+class Thread:
+    """A question and its answers, answers already in score order."""
+
+    question: dict[str, Any]
+    answers: list[dict[str, Any]] = field(default_factory=list)
+
+
+def iter_threads(rows_file: Path, work_dir: Path, memory_limit: str, batch_rows: int = 2_000
+                 ) -> Iterator[Thread | tuple[str, dict[str, Any]]]:
+    """Yield each Thread in question-id order, and ``(reason, row)`` for rows that join none.
+
+    The sort is DuckDB's, spilling to ``work_dir`` beyond ``memory_limit``: only one batch of
+    rows and one thread are in Python memory at a time.
+    """
+    con = duckdb.connect(str(work_dir / "group.duckdb"))
+    try:
+        con.execute(f"SET memory_limit='{memory_limit}'")
+        con.execute(f"SET temp_directory='{(work_dir / 'spill').as_posix()}'")
+        con.execute("SET threads=1")
+        con.execute("SET preserve_insertion_order=false")
+        reader = con.sql(GROUP_SQL, params=[str(rows_file)]).to_arrow_reader(batch_rows)
+        current: Thread | None = None
+        for batch in reader:
+            for row in batch.to_pylist():
+                kind = row["post_type"]
+                if kind == QUESTION:
+                    if current is not None:
+                        yield current
+                    current = Thread(row)
+                elif kind == ANSWER and current is not None and row["thread"] == current.question["id"]:
+                    current.answers.append(row)
+                elif kind == ANSWER:
+                    yield "orphan_answer", row
+                else:
+                    yield "other_post_type", row
+        if current is not None:
+            yield current
+    finally:
+        con.close()
+
+
+def thread_text(thread: Thread) -> str:
+    """``Q: title`` and the question, then ``A:`` and each answer, best score first."""
+    question = thread.question
+    parts = [f"Q: {' '.join((question['title'] or '').split())}\n{html_to_text(question['body'] or '')}".rstrip()]
+    parts.extend(f"A: {html_to_text(answer['body'] or '')}".rstrip() for answer in thread.answers)
+    return "\n\n".join(parts)
+
+
+@dataclass
+class StackExchangeReader:
+    """Reads one site input into Documents (one per question) and Drops."""
+
+    spec: InputSpec
+    scratch_dir: Path | None = None
+    memory_limit: str = "1GB"
+    batch_rows: int = 20_000
+
+    @property
+    def site(self) -> str:
+        """The site host name, from the file name."""
+        return site_file(self.spec.path).site
+
+    def __iter__(self) -> Iterator[Record]:
+        where = self.spec.location
+        if self.scratch_dir is not None:
+            self.scratch_dir.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix="stackexchange-", dir=self.scratch_dir))
+        try:
+            sink = PostsSink(work, batch_rows=self.batch_rows)
+            stopped = self._load(sink)
+            for problem in sink.problems:
+                yield Drop("malformed_row", f"{where}: row {problem.row}", problem.detail, self.language)
+            for _ in range(sink.problem_count - len(sink.problems)):
+                yield Drop("malformed_row", f"{where}: row (details beyond the first {len(sink.problems)})",
+                           "unreadable Id/PostTypeId/Score", self.language)
+            if stopped is not None:
+                yield stopped
+            rows_file = work / "rows.parquet"
+            if rows_file.exists():
+                yield from self._documents(rows_file, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    @property
+    def language(self) -> str:
+        """The site's language."""
+        return site_language(self.site)
+
+    def _load(self, sink: PostsSink) -> Drop | None:
+        """Stream the posts into ``sink``; a Drop describing why it stopped early, if it did."""
+        try:
+            feed_posts(self.spec.path, sink)
+        except RefusedInput as exc:
+            return Drop("xml_entity_declared", f"{self.spec.location}: prolog", str(exc), self.language)
+        except etree.XMLSyntaxError as exc:
+            reason = "xml_entity_declared" if "entity" in str(exc).lower() else "truncated_input"
+            return Drop(reason, f"{self.spec.location}: after row {sink.rows}", f"XMLSyntaxError: {exc}",
+                        self.language)
+        except FileNotFoundError as exc:
+            return Drop("no_posts_xml", self.spec.location, str(exc), self.language)
+        except ARCHIVE_ERRORS as exc:
+            return Drop("truncated_input", f"{self.spec.location}: after row {sink.rows}", f"{type(exc).__name__}: {exc}", self.language)
+        finally:
+            sink.close_writer()
+        return None
+
+    def _documents(self, rows_file: Path, work: Path) -> Iterator[Record]:
+        where = self.spec.location
+        for item in iter_threads(rows_file, work, self.memory_limit):
+            if isinstance(item, tuple):
+                reason, row = item
+                yield Drop(reason, f"{where}: post {row['id']} (type {row['post_type']})", language=self.language)
+                continue
+            yield self._document(item)
+
+    def _document(self, thread: Thread) -> Document:
+        question = thread.question
+        site = self.site
+        return Document(
+            id=make_doc_id(SOURCE, f"{site}/{question['id']}"),
+            text=thread_text(thread),
+            source=SOURCE,
+            meta={
+                "site": site,
+                "question_id": question["id"],
+                "url": f"https://{site}/questions/{question['id']}",
+                "title": question["title"],
+                "score": question["score"],
+                "answer_count": len(thread.answers),
+                "answer_scores": [a["score"] for a in thread.answers],
+                "accepted_answer_id": question["accepted_answer_id"],
+                "tags": parse_tags(question["tags"]),
+                "timestamp": question["created"],
+                "language": self.language,
+            },
+        )
+
+
+class MinAnswers(Filter):
+    """Drops questions with fewer than ``min_answers`` answers (0 keeps unanswered questions)."""
+
+    name = "min_answers"
+
+    def __init__(self, min_answers: int) -> None:
+        self.min_answers = min_answers
+
+    def decide(self, doc: Document) -> str | None:
+        return "too_few_answers" if int(doc.meta.get("answer_count", 0)) < self.min_answers else None
+
+
+@dataclass
+class StackExchangeRecipe:
+    """The StackExchange source for :mod:`tasks.pipeline` (one input = one site)."""
+
+    min_answers: int = 0
+    scratch_dir: Path | None = None
+    memory_limit: str = "1GB"
+    name: str = SOURCE
+
+    def input_language(self, spec: InputSpec) -> str | None:
+        """A site's language, from its host name."""
+        return site_language(site_file(spec.path).site)
+
+    def read(self, spec: InputSpec) -> Iterator[Record]:
+        """Yield one record per question (and per row that joins no question)."""
+        return iter(StackExchangeReader(spec, self.scratch_dir, self.memory_limit))
+
+    def steps(self) -> list[Step]:
+        """The optional answer-count floor."""
+        return [MinAnswers(self.min_answers)] if self.min_answers > 0 else []
+
+    def partition(self, doc: Document) -> str:
+        """One directory per language (nearly all English)."""
+        return doc.language or "und"

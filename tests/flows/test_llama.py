@@ -1,0 +1,191 @@
+"""The parent flow: dataset files, stage configs, resume markers, and one run of the whole recipe."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from flows import llama
+from flows.llama import LATEST_CRAWL, LlamaConfig, deep_merge, load_layered, parse_args, resolve_latest
+from kinda.cli import main as kinda_main
+from tasks.config import CONFIG_DIR
+from tasks.manifest import Manifest
+
+WORDS = ["the", "river", "ran", "quiet", "under", "willows", "while", "an", "old", "angler", "watched", "his",
+         "line", "drift", "past", "reeds", "of", "summer"]
+
+
+# -- pure parts -------------------------------------------------------------------------------
+def test_deep_merge_nests_replaces_lists_and_reads_dotted_keys() -> None:
+    base = {"a": {"b": 1, "c": [1, 2]}, "d": 1}
+    assert deep_merge(base, {"a": {"c": [3]}, "a.e": 5, "d": None}) == {"a": {"b": 1, "c": [3], "e": 5}, "d": None}
+    assert base == {"a": {"b": 1, "c": [1, 2]}, "d": 1}  # inputs untouched
+
+
+def test_dataset_files_extend_g1() -> None:
+    g1, g2, g3 = (LlamaConfig.from_yaml(CONFIG_DIR / f"{n}.yaml") for n in ("g1", "g2", "g3"))
+    assert list(g1.sources) == list(llama.SOURCE_FLOWS)  # all seven, in table order
+    assert (g1.dataset, g2.dataset, g3.dataset) == ("G1", "G2", "G3")
+    assert g2.sources == g1.sources == g3.sources
+    assert g1.pile_index is None and g3.pile_index is not None and g3.pile_index["inputs"]
+    assert g2.labels is not None and "science" in g2.labels["extension_sources"]
+    for config in (g1, g2, g3):  # every stage config builds from its YAML plus the section
+        for name in config.selected_sources():
+            assert config.stage_config(name, config.sources[name] or {}).out == config.out
+        for stage in ("dedup", "labels"):
+            config.stage_config(stage, getattr(config, stage))
+
+
+def test_extends_loops_and_missing_files_are_errors(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("extends: b.yaml\ndataset: A\n")
+    (tmp_path / "b.yaml").write_text("extends: a.yaml\n")
+    with pytest.raises(ValueError, match="loops"):
+        load_layered(tmp_path / "a.yaml")
+    (tmp_path / "c.yaml").write_text("extends: nowhere.yaml\n")
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        load_layered(tmp_path / "c.yaml")
+
+
+def test_stage_config_layers_yaml_runtime_and_section(tmp_path: Path) -> None:
+    config = parse_args(["--config", str(CONFIG_DIR / "g1.yaml"), "--out", str(tmp_path), "--runner", "dask",
+                         "--dask-address", "tcp://127.0.0.1:1", "--workers", "3",
+                         "--set", "sources.arxiv.latex.cut_appendix=true", "--set", "sources.books.workers=1"])
+    arxiv = config.stage_config("arxiv", config.sources["arxiv"])
+    assert arxiv.latex.cut_appendix and arxiv.latex.max_macro_depth == 8  # YAML kept under the section
+    assert arxiv.shards.row_group_docs == 500  # configs/arxiv.yaml, not the class default
+    assert (arxiv.runner, arxiv.dask_address, arxiv.workers, arxiv.out) == ("dask", "tcp://127.0.0.1:1", 3, tmp_path)
+    assert config.stage_config("books", config.sources["books"]).workers == 1  # a section may narrow workers
+    with pytest.raises(ValueError, match="whole run"):
+        config.stage_config("books", {"runner": "thread"})
+    wiki = config.stage_config("wikipedia", config.sources["wikipedia"])
+    assert wiki.config_hash() == parse_args(["--config", str(CONFIG_DIR / "g1.yaml")]).stage_config(
+        "wikipedia", config.sources["wikipedia"]).config_hash()  # where it runs is not what it writes
+
+
+def test_source_selection_and_stages(tmp_path: Path) -> None:
+    config = parse_args(["--sources", "wikipedia,books", "--stages", "sources,dedup"])
+    assert config.selected_sources() == ["wikipedia", "books"]
+    assert config.runs_stage("dedup") and not config.runs_stage("labels") and not config.runs_stage("pile_index")
+    with pytest.raises(ValueError, match="unknown sources"):
+        LlamaConfig(sources={"myspace": {}}).selected_sources()
+    with pytest.raises(ValueError, match="not configured"):
+        LlamaConfig(sources={"books": {}}, only_sources=["arxiv"]).selected_sources()
+    removed = LlamaConfig.from_yaml(CONFIG_DIR / "g1.yaml", {"sources": {"commoncrawl": None}})
+    assert "commoncrawl" not in removed.selected_sources()
+
+
+def test_deployment_style_parameters_resolve_extends(tmp_path: Path) -> None:
+    given = LlamaConfig.model_validate({"extends": "configs/g3.yaml", "out": str(tmp_path),
+                                        "sources": {"books": None}, "tokenize": {"tokenizer": "t.json"}})
+    resolved = given.resolved()
+    assert resolved.dataset == "G3" and resolved.out == tmp_path and "books" not in resolved.selected_sources()
+    assert resolved.pile_index is not None and resolved.tokenize == {"tokenizer": "t.json"}
+
+
+def test_markers_need_same_fingerprint_and_outputs(tmp_path: Path) -> None:
+    output = tmp_path / "attr.parquet"
+    output.write_bytes(b"x")
+    llama.mark_done(tmp_path, "dedup", "abc", [output])
+    assert llama.stage_is_done(tmp_path, "dedup", "abc")
+    assert not llama.stage_is_done(tmp_path, "dedup", "abd")
+    output.unlink()
+    assert not llama.stage_is_done(tmp_path, "dedup", "abc")
+    assert llama.fingerprint("a", [1, 2]) == llama.fingerprint("a", [1, 2]) != llama.fingerprint("a", [2, 1])
+
+
+def test_latest_crawl_is_looked_up_only_when_asked(tmp_path: Path) -> None:
+    (tmp_path / "collinfo.json").write_text(json.dumps([{"id": "CC-MAIN-2024-10"}, {"id": "CC-MAIN-2025-05"},
+                                                        {"id": "CC-MAIN-2019-30"}, {"id": "other"}]))
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    handler.log_message = lambda *a: None  # type: ignore[method-assign]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/collinfo.json"
+        section = {"inputs": [LATEST_CRAWL, "CC-MAIN-2023-06"], "limit_files": 2}
+        assert resolve_latest(section, url) == {"inputs": ["CC-MAIN-2025-05", "CC-MAIN-2023-06"], "limit_files": 2}
+        fixed = {"inputs": ["CC-MAIN-2023-06"]}
+        assert resolve_latest(fixed, "http://192.0.2.1/unreachable") is fixed  # no lookup, no network
+    finally:
+        server.shutdown()
+
+
+# -- the whole recipe through Prefect ---------------------------------------------------------
+def _pg_book(title: str, seed: int) -> str:
+    import random
+
+    rng = random.Random(seed)
+    body = "\r\n\r\n".join(" ".join(rng.choice(WORDS) for _ in range(60)) for _ in range(30))
+    return (f"The Project Gutenberg EBook of {title}\r\n\r\nTitle: {title}\r\n\r\nLanguage: English\r\n\r\n"
+            f"*** START OF THIS PROJECT GUTENBERG EBOOK {title.upper()} ***\r\n\r\n{body}\r\n"
+            f"*** END OF THIS PROJECT GUTENBERG EBOOK {title.upper()} ***\r\nlicence text\r\n")
+
+
+def _tree(out: Path) -> dict[str, str]:
+    return {p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for top in ("docs", "labeled", "attributes", "tensors") for p in sorted((out / top).rglob("*"))
+            if p.is_file()}
+
+
+@pytest.mark.prefect
+def test_parent_flow_runs_every_stage_then_resumes(prefect_api_url: str, tmp_path: Path) -> None:
+    from prefect.client.orchestration import get_client
+
+    out = tmp_path / "data"
+    books = tmp_path / "raw" / "books"
+    books.mkdir(parents=True)
+    for i in range(3):
+        (books / f"{i}.txt").write_text(_pg_book(f"Book {i}", i), encoding="utf-8")
+    (books / "3.txt").write_text(_pg_book("Book 0", 0), encoding="utf-8")  # an exact copy: dropped
+    args = ["--config", str(CONFIG_DIR / "g3.yaml"), "--sample", "--sample-pages", "40", "--out", str(out),
+            "--runner", "thread", "--workers", "2", "--set", f"sources.books.inputs=[{books}/*.txt]"]
+    config = parse_args(args)
+    assert config.selected_sources() == ["wikipedia", "books"] and config.pile_index is None
+    summary = llama.run(config)
+    assert [(s.stage, s.status) for s in summary.stages] == [
+        ("wikipedia", "completed"), ("books", "completed"), ("dedup", "completed"), ("labels", "completed"),
+        ("tokenize", "completed")]
+    manifest = Manifest.for_output(out)
+    _, rows = manifest.query("SELECT source, sum(docs) FROM shards WHERE list_contains(labels, 'G3') GROUP BY 1 ORDER BY 1")
+    assert [r[0] for r in rows] == ["books", "wikipedia"] and dict(rows)["books"] == 3
+    _, rows = manifest.query("SELECT sum(tokens) FROM tensors WHERE tensor_root = ?", [str(out / "tensors" / "g3")])
+    assert rows[0][0] > 0
+    assert summary.sources["books"]["drop_reasons"] == "duplicate_exact=1"
+    with get_client(sync_client=True) as client:
+        flow_run = client.read_flow_run(summary.run_id)
+        keys = {a.key for a in client.read_artifacts() if a.flow_run_id == flow_run.id}
+    assert flow_run.state is not None and flow_run.state.is_completed()
+    assert {"llama-stages", "llama-sources", "llama-totals", "llama-output"} <= keys
+
+    first = _tree(out)
+    again = llama.run(parse_args(args))  # a re-run resumes: sources skip their inputs, later stages skip whole
+    assert [s.status for s in again.stages[2:]] == ["resumed", "resumed", "resumed"]
+    assert _tree(out) == first
+
+    (out / "tensors" / "g3" / "metadata.json").unlink()  # an output gone: that stage runs again
+    third = llama.run(parse_args(args))
+    assert third.status("tokenize") == "completed" and third.status("labels") == "resumed"
+    assert _tree(out) == first
+
+    assert kinda_main(["--out", str(out), "report", "--html", str(tmp_path / "r.html")]) == 0
+    page = (tmp_path / "r.html").read_text()
+    assert "<svg" in page and "duplicate_exact" in page and "G3" in page
+
+
+@pytest.mark.prefect
+def test_failed_source_blocks_later_stages_and_fails_the_run(prefect_api_url: str, tmp_path: Path) -> None:
+    out = tmp_path / "data"
+    args = ["--sample", "--sample-pages", "10", "--out", str(out), "--runner", "thread", "--stages", "sources,dedup",
+            "--set", "sources.arxiv.inputs=[" + str(tmp_path / "missing" / "*.tar") + "]"]
+    with pytest.raises(RuntimeError, match="arxiv"):
+        llama.run(parse_args(args))
+    _, rows = Manifest.for_output(out).query("SELECT flow, status FROM runs ORDER BY started_at")
+    assert ("wikipedia", "completed") in rows and not any(flow == "dedup" for flow, _ in rows)
+    skipped = llama.run(parse_args([*args, "--skip-missing"]))  # the same dataset, missing inputs skipped
+    assert skipped.status("arxiv") == "skipped" and skipped.status("dedup") == "completed"
