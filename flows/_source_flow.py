@@ -326,6 +326,3 @@ def cli_main(run: Callable[[], SourceRunSummary]) -> int:
     print_summary(summary)
     return 1 if summary.failed else 0
 
-
-# Older private names, kept while every flow moves to the public ones above.
-_gather, _Progress, _publish, _run_id = gather, Progress, publish_summary, current_run_id

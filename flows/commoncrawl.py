@@ -25,14 +25,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from flows._runtime import make_task_runner
 from flows._source_flow import (
+    Progress,
     SourceRunSummary,
-    _gather,
-    _Progress,
-    _publish,
-    _run_id,
     add_common_arguments,
     cli_main,
+    current_run_id,
+    gather,
     load_config,
+    publish_summary,
     resolve_inputs,
 )
 from kinda.version import code_version
@@ -169,9 +169,9 @@ def _process_grouped(
         logger.info("all %d inputs already finished for this config; nothing to do", len(specs))
         return [done[k] for k in keys], []  # type: ignore[misc]
     started = time.perf_counter()
-    progress = _Progress(3 * len(specs), f"{recipe.name}: extract + stage + finalize", config.progress)
+    progress = Progress(3 * len(specs), f"{recipe.name}: extract + stage + finalize", config.progress)
     try:
-        extracted = _gather({extract_task.submit(recipe, s, ctx): s.key for s in specs}, progress)
+        extracted = gather({extract_task.submit(recipe, s, ctx): s.key for s in specs}, progress)
         ok = [s for s in specs if extracted[s.key].status != "failed"]
         for record in extracted.values():
             if record.status == "failed":
@@ -182,11 +182,11 @@ def _process_grouped(
         for group, stats in zip(groups, group_stats, strict=True):
             logger.info("%s dedup over %d inputs (%s..): %d of %d units removed", recipe.units.name, len(group),
                         group[0], stats["duplicates"], stats["units"])
-        staged_raw = _gather({stage_task.submit(recipe, s, ctx): s.key for s in ok}, progress)
+        staged_raw = gather({stage_task.submit(recipe, s, ctx): s.key for s in ok}, progress)
         staged = {k: cc.merge_records(extracted[k], r) for k, r in staged_raw.items()}
         duplicates = dedup_task.submit(ctx, [s.key for s in ok]).result()
         logger.info("exact dedup across %d inputs: %d duplicates", len(ok), sum(duplicates.values()))
-        finals = _gather({finalize_task.submit(recipe, s, ctx, scope, staged[s.key]): s.key for s in ok}, progress)
+        finals = gather({finalize_task.submit(recipe, s, ctx, scope, staged[s.key]): s.key for s in ok}, progress)
     finally:
         progress.close()
     finals.update({k: r for k, r in extracted.items() if r.status == "failed"})
@@ -202,7 +202,7 @@ def run_grouped_source(flow_name: str, config: WebConfig, recipe: cc.GroupedDedu
     logger = get_run_logger()
     out = Path(config.out).resolve()
     recipe.out = out
-    run_id = _run_id()
+    run_id = current_run_id()
     manifest = Manifest.for_output(out)
     manifest.start_run(run_id, flow_name, recipe.name, config.config_hash(), config.output_fields(),
                        code_version(), prefect_flow_run_id=run_id)
@@ -214,7 +214,7 @@ def run_grouped_source(flow_name: str, config: WebConfig, recipe: cc.GroupedDedu
         manifest.record_inputs(run_id, records, recipe=flow_name, code_version=code_version())
         status = "completed" if all(r.status == "done" for r in records) else "partial"
         summary = SourceRunSummary(run_id, out, records)
-        _publish(summary, manifest)
+        publish_summary(summary, manifest)
         if group_stats:
             create_table_artifact(group_stats, key=f"{recipe.name}-dedup-groups",
                                   description=f"{recipe.units.name} dedup per group of inputs")

@@ -46,7 +46,7 @@ from dedupe.reference import (
 )
 from dedupe.shingles import ShingleConfig
 from flows._runtime import make_task_runner, prefect_api
-from flows._source_flow import _run_id, add_common_arguments, load_config
+from flows._source_flow import add_common_arguments, current_run_id, load_config
 from kinda.version import code_version
 from tasks.config import CONFIG_DIR, PipelineConfig
 from tasks.manifest import Manifest
@@ -190,7 +190,7 @@ def dedup_flow(config: DedupConfig) -> DedupSummary:
     logger = get_run_logger()
     out = Path(config.out).resolve()
     manifest = Manifest.for_output(out)
-    run_id = _run_id()
+    run_id = current_run_id()
     manifest.start_run(run_id, "dedup", None, config.config_hash(), config.output_fields(), code_version(), run_id)
     summary = DedupSummary(run_id, out)
     status = "failed"

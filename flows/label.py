@@ -36,7 +36,7 @@ from pydantic import Field
 
 from dedupe.explain import attributes_path
 from flows._runtime import make_task_runner, prefect_api
-from flows._source_flow import _run_id, add_common_arguments, load_config
+from flows._source_flow import add_common_arguments, current_run_id, load_config
 from kinda.version import code_version
 from tasks.atomic import sha256_file, write_json_atomic
 from tasks.config import CONFIG_DIR, PipelineConfig
@@ -152,7 +152,7 @@ def label_flow(config: LabelConfig) -> list[LabelResult]:
     logger = get_run_logger()
     out = Path(config.out).resolve()
     manifest = Manifest.for_output(out)
-    run_id = _run_id()
+    run_id = current_run_id()
     manifest.start_run(run_id, "label", None, config.config_hash(), config.output_fields(), code_version(), run_id)
     status = "failed"
     try:

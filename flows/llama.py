@@ -44,7 +44,7 @@ from prefect.artifacts import (
 from pydantic import Field
 
 from flows._runtime import worker_count
-from flows._source_flow import _run_id, add_common_arguments
+from flows._source_flow import add_common_arguments, current_run_id
 from kinda.version import code_version
 from tasks.atomic import sha256_file, write_json_atomic
 from tasks.config import CONFIG_DIR, PipelineConfig, parse_set_option
@@ -338,7 +338,7 @@ class _Run:
         self.config = config
         self.out = Path(config.out).resolve()
         self.logger = get_run_logger()
-        self.summary = LlamaSummary(_run_id(), self.out)
+        self.summary = LlamaSummary(current_run_id(), self.out)
         self.runtime = {"dask_address": dask_address} if dask_address else {}
         self.planned = len(config.selected_sources()) + sum(config.runs_stage(s) for s in STAGES[1:])
         self.progress = create_progress_artifact(0.0, description=f"{config.dataset}: stages finished")

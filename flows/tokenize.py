@@ -27,7 +27,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
 from flows._runtime import make_task_runner, prefect_api
-from flows._source_flow import _run_id, add_common_arguments, load_config
+from flows._source_flow import add_common_arguments, current_run_id, load_config
 from kinda.version import code_version
 from tasks.config import CONFIG_DIR, PipelineConfig
 from tasks.manifest import Manifest
@@ -127,7 +127,7 @@ def tokenize_flow(config: TokenizeConfig) -> dict[str, Any]:
     data, out = Path(config.data).resolve(), Path(config.out).resolve()
     settings = config.settings()
     manifest = Manifest.for_output(data)
-    run_id = _run_id()
+    run_id = current_run_id()
     manifest.start_run(run_id, "tokenize", None, config.config_hash(), config.output_fields(), code_version(), run_id)
     status = "failed"
     try:

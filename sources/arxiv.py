@@ -33,10 +33,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from sources.latex import CleanResult, LatexOptions, clean_paper, decode_tex
-from sources.wikipedia import MinLength
 from tasks.document import Document, Drop, make_doc_id
 from tasks.pipeline import InputSpec
-from tasks.steps import Record, Step
+from tasks.steps import MinLength, Record, Step
 
 log = logging.getLogger(__name__)
 

@@ -44,7 +44,7 @@ from tasks.filters.langid import LanguageID, LanguagePrefilter
 from tasks.filters.quality import KenLMScorer, PerplexityBuckets, WikiRefFilter
 from tasks.layout import staging_dir, state_path
 from tasks.manifest import InputRecord
-from tasks.pipeline import InputSpec, RunContext, _files_intact, _load_marker
+from tasks.pipeline import InputSpec, RunContext, files_intact, load_marker
 from tasks.shards import ShardWriter, read_documents
 from tasks.steps import Record, Step, StepStats, run_steps
 
@@ -207,10 +207,10 @@ def extract_input(recipe: GroupedDedupRecipe, spec: InputSpec, ctx: RunContext) 
     """Phase A for one input (see the module docstring); resumable, never raises for bad input."""
     marker_path = _extract_marker(ctx, spec.key)
     expect = {**ctx.marker_key(), "fingerprint": spec.fingerprint(), "units": recipe.units.name}
-    marker = _load_marker(marker_path, expect)
+    marker = load_marker(marker_path, expect)
     directory = extract_dir(ctx.out, ctx.source, spec.key)
     files = UnitFiles(directory / "units")
-    if marker is not None and _files_intact(ctx.out, marker["staged"]) and files.hashes.exists():
+    if marker is not None and files_intact(ctx.out, marker["staged"]) and files.hashes.exists():
         return InputRecord.from_dict(marker["record"])
     started = time.perf_counter()
     record = InputRecord(input_key=spec.key, source=ctx.source, location=spec.location, language=None,
@@ -267,7 +267,7 @@ def dedup_group(ctx: RunContext, keys: Sequence[str], memory_bytes: int) -> dict
     marker_path = state_path(ctx.out, ctx.source + EXTRACT_SUFFIX, f"group-{group_id}", "dedup")
     expect = {**ctx.marker_key(), "keys": list(present),
               "hash_files": [_file_identity(f.hashes) for f in files]}
-    marker = _load_marker(marker_path, expect)
+    marker = load_marker(marker_path, expect)
     if marker is not None and all(f.mask.exists() for f in files):
         return marker["stats"]
     found = mark_duplicates(files, memory_bytes)

@@ -40,7 +40,7 @@ from sources.compression import CODEC_ERRORS, open_binary
 from sources.wikipedia_names import drop_prefixes
 from tasks.document import Document, Drop, make_doc_id
 from tasks.pipeline import InputSpec
-from tasks.steps import Filter, Record, Step
+from tasks.steps import MinLength, Record, Step
 
 log = logging.getLogger(__name__)
 
@@ -421,18 +421,6 @@ class WikipediaReader:
                 "dump": self.spec.key,
             },
         )
-
-
-class MinLength(Filter):
-    """Drops articles whose cleaned text is shorter than ``min_chars`` (stubs of pure markup)."""
-
-    name = "min_length"
-
-    def __init__(self, min_chars: int) -> None:
-        self.min_chars = min_chars
-
-    def decide(self, doc: Document) -> str | None:
-        return "too_short" if len(doc.text) < self.min_chars else None
 
 
 @dataclass

@@ -357,6 +357,3 @@ def clean_staging(ctx: RunContext, keys: Sequence[str]) -> None:
         with contextlib.suppress(OSError):
             directory.rmdir()  # only when empty: other sources may still be staging
 
-
-# Older private names, kept while callers move to the public ones above.
-_load_marker, _files_intact = load_marker, files_intact

@@ -52,6 +52,18 @@ class Filter(Step):
                 yield Drop(reason=reason, record=doc.id, language=doc.language)
 
 
+class MinLength(Filter):
+    """Drops documents whose text is shorter than ``min_chars`` (e.g. articles that were all markup)."""
+
+    name = "min_length"
+
+    def __init__(self, min_chars: int) -> None:
+        self.min_chars = min_chars
+
+    def decide(self, doc: Document) -> str | None:
+        return "too_short" if len(doc.text) < self.min_chars else None
+
+
 @dataclass
 class StepStats:
     """What happened to the records of one input: read, kept, dropped by (step, reason)."""

@@ -16,8 +16,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from functools import cache
 
+from tasks import steps
 from tasks.document import Document, Drop
-from tasks.steps import Filter, Record, Step
+from tasks.steps import Record, Step
 
 #: cc_net's ``min_len``: shorter documents are dropped.
 CCNET_MIN_CHARS = 300
@@ -72,13 +73,8 @@ class TidyLines(Step):
                 yield doc if text == doc.text else replace(doc, text=text)
 
 
-class MinLength(Filter):
+class MinLength(steps.MinLength):
     """Drops documents shorter than ``min_chars`` characters (cc_net: 300)."""
 
-    name = "min_length"
-
     def __init__(self, min_chars: int = CCNET_MIN_CHARS) -> None:
-        self.min_chars = min_chars
-
-    def decide(self, doc: Document) -> str | None:
-        return "too_short" if len(doc.text) < self.min_chars else None
+        super().__init__(min_chars)
