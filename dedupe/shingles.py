@@ -39,8 +39,11 @@ POLY_BASE = 0x100000001B3  # the FNV-1a 64-bit prime: odd, with well spread bits
 POLY_BASE_INV = pow(POLY_BASE, -1, 1 << 64)
 #: Seeds of the per-position shingle constants (odd, so each product is a bijection).
 _SHINGLE_CONSTANT_SEED = 0x5EED5EED
-#: Bytes of one hashing chunk; big documents are split at a separator byte to stay under it.
-CHUNK_BYTES = 1 << 21
+#: Bytes of one hashing chunk: its uint64 prefix sums and power tables stay near the L2 cache (measured
+#: ~1.5x faster than 2 MiB chunks). Big documents are split at a separator byte to stay under it.
+CHUNK_BYTES = 1 << 18
+#: Shingle windows summed per block (8 bytes each: the block and its scratch stay in L2).
+WINDOW_BLOCK = 1 << 16
 
 _WORD_TABLE = np.zeros(256, dtype=bool)
 for _byte in range(256):
@@ -64,7 +67,11 @@ class ShingleConfig:
 
 def fmix64(values: np.ndarray) -> np.ndarray:
     """MurmurHash3's 64-bit finalizer: a bijection that spreads every input bit (array in, array out)."""
-    h = values.astype(U64, copy=True)
+    return _fmix64_inplace(values.astype(U64, copy=True))
+
+
+def _fmix64_inplace(h: np.ndarray) -> np.ndarray:
+    """:func:`fmix64` overwriting a uint64 array the caller owns (saves a copy on hot paths)."""
     h ^= h >> U64(33)
     h *= U64(0xFF51AFD7ED558CCD)
     h ^= h >> U64(33)
@@ -107,6 +114,14 @@ class _Powers:
 _POWERS = _Powers()
 
 
+def _word_byte_mask(data: np.ndarray) -> np.ndarray:
+    """``_WORD_TABLE[data]`` as three SIMD byte comparisons (a table gather is ~4x slower)."""
+    is_word = data >= 0x80
+    is_word |= (data | np.uint8(0x20)) - np.uint8(ord("a")) < 26  # ASCII letters, either case
+    is_word |= data - np.uint8(ord("0")) < 10
+    return is_word
+
+
 def word_hashes(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return ``(starts, hashes)`` of every word in a byte array.
 
@@ -117,18 +132,22 @@ def word_hashes(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     size = len(data)
     if size == 0:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=U64)
-    is_word = _WORD_TABLE[data]
-    edges = np.diff(is_word.view(np.int8), prepend=np.int8(0), append=np.int8(0))
-    starts = np.flatnonzero(edges == 1)
-    ends = np.flatnonzero(edges == -1)
-    if len(starts) == 0:
-        return starts, np.empty(0, dtype=U64)
+    padded = np.zeros(size + 2, dtype=bool)
+    padded[1:-1] = _word_byte_mask(data)
+    # word starts and ends alternate: one pass finds both, as [start0, end0, start1, end1, ...]
+    bounds = np.flatnonzero(padded[1:] != padded[:-1])
+    if len(bounds) == 0:
+        return bounds, np.empty(0, dtype=U64)
     _POWERS.ensure(size + 1)
     prefix = np.empty(size + 1, dtype=U64)
     prefix[0] = 0
-    np.cumsum(data.astype(U64) * _POWERS.inverse[:size], dtype=U64, out=prefix[1:])
-    raw = (prefix[ends] - prefix[starts]) * _POWERS.base[ends]
-    return starts, fmix64(raw)
+    np.multiply(data, _POWERS.inverse[:size], out=prefix[1:], dtype=U64)  # widens without a temporary
+    np.cumsum(prefix[1:], dtype=U64, out=prefix[1:])
+    at_bounds = prefix[bounds]
+    starts, ends = bounds[0::2], bounds[1::2]
+    raw = at_bounds[1::2] - at_bounds[0::2]
+    raw *= _POWERS.base[ends]
+    return starts, _fmix64_inplace(raw)
 
 
 def _split_points(data: np.ndarray, limit: int) -> list[int]:
@@ -162,10 +181,10 @@ def _batch_word_hashes(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         joined = b"\x00".join(part for _, part in pending)  # 0 is a separator: no word spans two docs
         data = np.frombuffer(joined, dtype=np.uint8)
         starts, batch_hashes = word_hashes(data)
-        doc_starts = np.cumsum([0] + [len(part) + 1 for _, part in pending[:-1]])
-        owner = np.searchsorted(doc_starts, starts, side="right") - 1
-        per_doc = np.bincount(owner, minlength=len(pending))
-        counts[[i for i, _ in pending]] = per_doc
+        # words per document: locate the document boundaries among the (sorted) word starts
+        doc_bounds = np.zeros(len(pending) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter((len(part) + 1 for _, part in pending), np.int64, len(pending)), out=doc_bounds[1:])
+        counts[[i for i, _ in pending]] = np.diff(np.searchsorted(starts, doc_bounds))
         hashes.append(batch_hashes)
         pending, pending_bytes = [], 0
 
@@ -205,18 +224,55 @@ def shingle_hashes(texts: Sequence[str], config: ShingleConfig | None = None) ->
         return np.empty(0, dtype=U64), offsets
     word_offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(counts, out=word_offsets[1:])
-    # first word of each shingle, and how many words it spans (n, or all words of a short doc)
-    doc_of_shingle = np.repeat(np.arange(len(texts)), shingles_per_doc)
-    first = word_offsets[doc_of_shingle] + (np.arange(total) - offsets[doc_of_shingle])
-    span = np.minimum(counts[doc_of_shingle], ngram)
     constants = shingle_constants(ngram)
-    acc = np.zeros(total, dtype=U64)
-    for k in range(ngram):
-        use = span > k
-        if not use.any():
-            break
-        acc[use] += words[first[use] + k] * constants[k]
-    return fmix64(acc), offsets
+    short_docs = np.flatnonzero((counts > 0) & (counts < ngram))
+    if len(short_docs) == 0:  # the usual batch: every shingle is a full window
+        return _fmix64_inplace(_full_windows(words, word_offsets, constants)), offsets
+    hashes = np.empty(total, dtype=U64)
+    is_short_slot = np.zeros(total, dtype=bool)
+    is_short_slot[offsets[short_docs]] = True
+    hashes[~is_short_slot] = _full_windows(words, word_offsets, constants)
+    hashes[is_short_slot] = _short_document_sums(words, word_offsets[short_docs], counts[short_docs], constants)
+    return _fmix64_inplace(hashes), offsets
+
+
+def _full_windows(words: np.ndarray, word_offsets: np.ndarray, constants: np.ndarray) -> np.ndarray:
+    """``sum_k words[j + k] * C_k`` for every window ``j`` of ``n`` words inside one document.
+
+    Computed as ``n`` shifted multiply-adds over the whole concatenated batch (no per-document
+    work; in blocks that stay in the L2 cache), then the windows that cross a document boundary
+    are dropped.
+    """
+    ngram = len(constants)
+    windows = len(words) - ngram + 1
+    if windows <= 0:
+        return np.empty(0, dtype=U64)
+    acc = np.empty(windows, dtype=U64)
+    term = np.empty(min(WINDOW_BLOCK, windows), dtype=U64)
+    for lo in range(0, windows, WINDOW_BLOCK):
+        hi = min(lo + WINDOW_BLOCK, windows)
+        block, scratch = acc[lo:hi], term[: hi - lo]
+        np.multiply(words[lo:hi], constants[0], out=block)
+        for k in range(1, ngram):
+            np.multiply(words[lo + k : hi + k], constants[k], out=scratch)
+            block += scratch
+    if ngram == 1 or len(word_offsets) <= 2:
+        return acc
+    # window j crosses the boundary e of a document (e = its end, not the batch's) when e - n < j < e
+    crossing = (word_offsets[1:-1, None] - np.arange(1, ngram)).ravel()
+    inside = np.ones(windows, dtype=bool)
+    inside[crossing[(crossing >= 0) & (crossing < windows)]] = False
+    return acc[inside]
+
+
+def _short_document_sums(words: np.ndarray, firsts: np.ndarray, counts: np.ndarray,
+                         constants: np.ndarray) -> np.ndarray:
+    """The one shingle of each document with fewer than ``n`` words (all its words)."""
+    acc = np.zeros(len(firsts), dtype=U64)
+    for k in range(int(counts.max())):
+        use = counts > k
+        acc[use] += words[firsts[use] + k] * constants[k]
+    return acc
 
 
 def shingle_items(text: str, config: ShingleConfig | None = None) -> list[bytes]:

@@ -241,8 +241,9 @@ def find_exact_duplicates(ctx: RunContext, keys: Sequence[str], memory_limit: st
             con.execute(f"SET memory_limit='{memory_limit}'")
             con.execute(f"SET temp_directory='{(ctx.out / '_staging' / 'duckdb_tmp').as_posix()}'")
             con.execute("CREATE TEMP TABLE ranks (input_key VARCHAR, rank INTEGER, file VARCHAR)")
-            con.executemany("INSERT INTO ranks VALUES (?, ?, ?)",
-                            [[key, rank, str(path)] for rank, (key, path) in enumerate(files)])
+            if files:
+                con.executemany("INSERT INTO ranks VALUES (?, ?, ?)",
+                                [[key, rank, str(path)] for rank, (key, path) in enumerate(files)])
             source_sql = (
                 "SELECT r.input_key, r.rank, h.ordinal, h.hash FROM read_parquet(?, filename=true) h "
                 "JOIN ranks r ON h.filename = r.file"

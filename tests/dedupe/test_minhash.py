@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from datasketch import MinHash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedupe.minhash import EMPTY_VALUE, MinHashConfig, MinHasher, estimated_jaccard, is_empty
+from dedupe import minhash as mh
+from dedupe import shingles as sh
+from dedupe.minhash import EMPTY_VALUE, MinHashConfig, MinHasher, estimated_jaccard, fmix32, is_empty
 from dedupe.shingles import ShingleConfig, reference_shingle_hash, shingle_items
 
 TEXTS = [
@@ -63,3 +67,46 @@ def test_batching_does_not_change_signatures(texts: list[str], seed: int) -> Non
     together = hasher.signatures(texts)
     one_by_one = np.vstack([hasher.signatures([t]) for t in texts])
     np.testing.assert_array_equal(together, one_by_one)
+
+
+MIXED_BATCH = [*TEXTS, "two words", " ".join(f"w{i % 13}" for i in range(700)), "...", "a b c d e f"]
+
+
+@pytest.mark.parametrize("window", [1, 7, 600, 4096])
+def test_cutting_the_batch_into_small_windows_keeps_datasketch_signatures(monkeypatch, window: int) -> None:
+    """Documents split across shingle windows, word-hash chunks and window blocks still match."""
+    monkeypatch.setattr(mh, "CHUNK_SHINGLES", window)
+    monkeypatch.setattr(sh, "WINDOW_BLOCK", max(window // 3, 1))
+    monkeypatch.setattr(sh, "CHUNK_BYTES", 300)
+    config = MinHashConfig(num_perm=16, seed=3)
+    ours = MinHasher(config).signatures(MIXED_BATCH)
+    for row, text in zip(ours, MIXED_BATCH, strict=True):
+        np.testing.assert_array_equal(row, _datasketch(text, config))
+
+
+def _direct_signatures(values: np.ndarray, offsets: np.ndarray, hasher: MinHasher) -> np.ndarray:
+    """The affine32 definition evaluated document by document with Python-int arithmetic."""
+    a, b = hasher.a.astype(np.uint64), hasher.b.astype(np.uint64)
+    rows = []
+    for lo, hi in itertools.pairwise(offsets.tolist()):
+        if lo == hi:
+            rows.append(np.full(len(a), EMPTY_VALUE, dtype=np.uint32))
+            continue
+        mixed = fmix32(values[lo:hi]).astype(np.uint64)
+        rows.append(((mixed[:, None] * a + b) % (1 << 32)).min(axis=0).astype(np.uint32))
+    return np.vstack(rows)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 2**32 - 1), max_size=12), min_size=1, max_size=8), st.integers(1, 9))
+def test_windowed_minima_equal_the_definition(docs: list[list[int]], window: int) -> None:
+    values = np.array([v for doc in docs for v in doc], dtype=np.uint32)
+    offsets = np.concatenate([[0], np.cumsum([len(doc) for doc in docs])]).astype(np.int64)
+    hasher = MinHasher(MinHashConfig(num_perm=8, seed=window))
+    saved = mh.CHUNK_SHINGLES
+    mh.CHUNK_SHINGLES = window  # hypothesis cannot take the function-scoped monkeypatch fixture
+    try:
+        ours = hasher.signatures_from_hashes(values, offsets)
+    finally:
+        mh.CHUNK_SHINGLES = saved
+    np.testing.assert_array_equal(ours, _direct_signatures(values, offsets, hasher))

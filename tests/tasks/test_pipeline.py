@@ -131,3 +131,8 @@ def test_moved_output_root_still_verifies(tmp_path: Path, specs: list[pipeline.I
     records = _run_all(tmp_path / "out", specs)
     shutil.move(tmp_path / "out", tmp_path / "moved")
     assert all((tmp_path / "moved" / s["path"]).exists() for r in records for s in r.shards)
+
+
+def test_dedup_with_no_staged_input(tmp_path: Path) -> None:
+    """Every input failed: the run-wide dedup finds nothing instead of failing the run."""
+    assert pipeline.find_exact_duplicates(_ctx(tmp_path / "out"), ["gone.xml.bz2"]) == {}
