@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REALDATA = Path(os.environ.get("KINDA_REALDATA", REPO_ROOT.parent / "shared" / "realdata"))
 
+# Tests get their own Prefect home (its SQLite database, settings), not the user's project-local one.
+os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="kinda-test-prefect-")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT", "false")

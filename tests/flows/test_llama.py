@@ -157,9 +157,12 @@ def test_parent_flow_runs_every_stage_then_resumes(prefect_api_url: str, tmp_pat
     _, rows = manifest.query("SELECT sum(tokens) FROM tensors WHERE tensor_root = ?", [str(out / "tensors" / "g3")])
     assert rows[0][0] > 0
     assert summary.sources["books"]["drop_reasons"] == "duplicate_exact=1"
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
     with get_client(sync_client=True) as client:
         flow_run = client.read_flow_run(summary.run_id)
-        keys = {a.key for a in client.read_artifacts() if a.flow_run_id == flow_run.id}
+        only_this_run = FlowRunFilter(id=FlowRunFilterId(any_=[flow_run.id]))
+        keys = {a.key for a in client.read_artifacts(flow_run_filter=only_this_run)}
     assert flow_run.state is not None and flow_run.state.is_completed()
     assert {"llama-stages", "llama-sources", "llama-totals", "llama-output"} <= keys
 

@@ -103,8 +103,11 @@ def test_dataloader_and_distributed_sampler(corpus: tuple[Path, Path]) -> None:
     ds = _recipe(tensors).dataset(context_length=16, seed=0)
     seen = []
     for rank in range(2):
+        # spawn: a forked worker of a process that already ran Prefect flows (earlier tests) exits at
+        # start-up in Prefect's at-fork handlers; training processes rarely run flows, see docs/loader.md
         sampler = DistributedSampler(ds, num_replicas=2, rank=rank, shuffle=False, drop_last=True)
-        loader = DataLoader(ds, batch_size=4, sampler=sampler, num_workers=1 if rank else 0)
+        loader = DataLoader(ds, batch_size=4, sampler=sampler, num_workers=1 if rank else 0,
+                            multiprocessing_context="spawn" if rank else None)
         for batch in loader:
             assert batch["token_ids"].shape == (4, 16) and batch["token_ids"].dtype == torch.int64
             seen.extend(batch["token_ids"].tolist())
