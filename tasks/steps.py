@@ -36,6 +36,28 @@ class Step:
         raise NotImplementedError
 
 
+class BatchedStep(Step):
+    """A step that decides on documents a batch at a time (model inference is cheaper batched).
+
+    Subclasses set ``batch_size`` and implement :meth:`_flush`, which yields a Document or a Drop
+    for every document of the batch, in order.
+    """
+
+    batch_size: int = 256
+
+    def run(self, docs: Iterable[Document]) -> Iterator[Record]:
+        batch: list[Document] = []
+        for doc in docs:
+            batch.append(doc)
+            if len(batch) >= self.batch_size:
+                yield from self._flush(batch)
+                batch = []
+        yield from self._flush(batch)
+
+    def _flush(self, batch: list[Document]) -> Iterator[Record]:
+        raise NotImplementedError
+
+
 class Filter(Step):
     """A step that keeps or drops documents unchanged; subclasses implement :meth:`decide`."""
 

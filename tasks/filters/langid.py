@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tasks.document import Document, Drop
-from tasks.steps import Record, Step
+from tasks.steps import BatchedStep, Record
 
 LABEL_PREFIX = "__label__"
 _lock = threading.Lock()
@@ -85,7 +85,7 @@ def predict_top1(model: Any, texts: Sequence[str]) -> list[tuple[str, float]]:
     ]
 
 
-class LanguageID(Step):
+class LanguageID(BatchedStep):
     """Predicts each document's language; keeps ``languages`` (all, if empty) with score >= ``min_score``.
 
     Kept documents get ``language`` and ``language_score`` in their meta. Drops are counted per
@@ -118,15 +118,6 @@ class LanguageID(Step):
         if score < self.min_score:
             return "language_low_score"
         return None
-
-    def run(self, docs: Iterable[Document]) -> Iterator[Record]:
-        batch: list[Document] = []
-        for doc in docs:
-            batch.append(doc)
-            if len(batch) >= self.batch_size:
-                yield from self._flush(batch)
-                batch = []
-        yield from self._flush(batch)
 
     def _flush(self, batch: list[Document]) -> Iterator[Record]:
         for doc, (language, score) in zip(batch, self.classify([d.text for d in batch]), strict=True):

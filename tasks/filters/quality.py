@@ -29,7 +29,7 @@ from tasks.atomic import atomic_path
 from tasks.document import Document, Drop
 from tasks.filters.ccnet import normalize_for_dedup
 from tasks.filters.langid import load_fasttext, one_line
-from tasks.steps import Record, Step
+from tasks.steps import BatchedStep, Record, Step
 
 POSITIVE = "wiki"
 NEGATIVE = "cc"
@@ -139,7 +139,7 @@ def _train_with_backoff(fasttext: Any, train_file: str, epoch: int, lr: float, w
     raise AssertionError("unreachable")
 
 
-class WikiRefFilter(Step):
+class WikiRefFilter(BatchedStep):
     """Keeps documents with ``wiki_prob >= threshold`` and records the probability in meta."""
 
     name = "wikiref_classifier"
@@ -150,15 +150,6 @@ class WikiRefFilter(Step):
         self.model_path = str(model_path)
         self.threshold = threshold
         self.batch_size = batch_size
-
-    def run(self, docs: Iterable[Document]) -> Iterator[Record]:
-        batch: list[Document] = []
-        for doc in docs:
-            batch.append(doc)
-            if len(batch) >= self.batch_size:
-                yield from self._flush(batch)
-                batch = []
-        yield from self._flush(batch)
 
     def _flush(self, batch: list[Document]) -> Iterator[Record]:
         probabilities = positive_probability(load_fasttext(self.model_path), [d.text for d in batch])
