@@ -20,10 +20,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sources.commoncrawl import GroupedDedupRecipe, Units
+from sources.commoncrawl import GroupedDedupRecipe, Units, warc_records
 from sources.compression import CODEC_ERRORS
 from sources.html_text import ExtractOptions
-from sources.warc import WarcLimits, WarcReader
+from sources.warc import WarcLimits
 from tasks.document import Document, Drop, make_doc_id
 from tasks.filters.c4_rules import (
     BAD_WORDS_EN,
@@ -34,7 +34,7 @@ from tasks.filters.c4_rules import (
     SentenceSpanUnits,
 )
 from tasks.filters.ccnet import TidyLines
-from tasks.filters.langid import LanguageID, LanguagePrefilter
+from tasks.filters.langid import LanguageID
 from tasks.pipeline import InputSpec
 from tasks.steps import Filter, Record, Step
 
@@ -116,12 +116,7 @@ class C4FromCommonCrawlRecipe(GroupedDedupRecipe):
     out: Path | None = None
 
     def read_raw(self, spec: InputSpec) -> Iterator[Record]:
-        prefilter = (
-            LanguagePrefilter(self.languages, self.prefilter_min_score, self.lid_model)
-            if self.prefilter and self.languages else None
-        )
-        return iter(WarcReader(spec.path, spec.location, self.name, spec.key, limits=self.limits,
-                               extract=self.extract, prefilter=prefilter))
+        return warc_records(self, spec)
 
     def pre_steps(self) -> list[Step]:
         """Tidy lines, then C4's line and page rules (before dedup, as in TFDS)."""

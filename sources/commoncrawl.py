@@ -77,6 +77,20 @@ class LineUnits:
         return "\n".join(keep_unmarked(text.split("\n"), duplicate))
 
 
+
+def warc_records(recipe: Any, spec: InputSpec) -> Iterator[Record]:
+    """Read a WARC/WET input with a recipe's extraction settings and language pre-filter.
+
+    Shared by the CommonCrawl and C4-from-CC recipes (both carry ``languages``, ``prefilter``,
+    ``prefilter_min_score``, ``lid_model``, ``limits``, ``extract`` and ``name``).
+    """
+    prefilter = (
+        LanguagePrefilter(recipe.languages, recipe.prefilter_min_score, recipe.lid_model)
+        if recipe.prefilter and recipe.languages else None
+    )
+    return iter(WarcReader(spec.path, spec.location, recipe.name, spec.key, limits=recipe.limits,
+                           extract=recipe.extract, prefilter=prefilter))
+
 class GroupedDedupRecipe:
     """Base of recipes run as extract -> group dedup -> stage (see the module docstring).
 
@@ -160,12 +174,7 @@ class CommonCrawlRecipe(GroupedDedupRecipe):
 
     def read_raw(self, spec: InputSpec) -> Iterator[Record]:
         """WARC responses (HTML, extracted) or WET conversions (text) as Documents and Drops."""
-        prefilter = (
-            LanguagePrefilter(self.languages, self.prefilter_min_score, self.lid_model)
-            if self.prefilter and self.languages else None
-        )
-        return iter(WarcReader(spec.path, spec.location, self.name, spec.key, limits=self.limits,
-                               extract=self.extract, prefilter=prefilter))
+        return warc_records(self, spec)
 
     def steps(self) -> list[Step]:
         """After line dedup: length floor, language ID, then the optional quality steps."""
