@@ -18,7 +18,7 @@ WORKDIR /app
 # dependencies first (a code change does not reinstall them), then the project, editable, from /app,
 # so `prefect deploy` run here records /app as the workers' code directory
 COPY pyproject.toml README.md* ./
-COPY kinda/__init__.py kinda/version.py kinda/
+COPY kinda/__init__.py core/version.py kinda/
 RUN pip install --upgrade pip && pip install ".[dask]" && pip uninstall -y kinda-llama
 COPY . .
 RUN pip install --no-deps -e ".[dask]"

@@ -161,8 +161,8 @@ def read_bare(paths: list[Path]) -> dict[str, float]:
 
 def read_ours(paths: list[Path]) -> dict[str, float]:
     """Our reader and its length filter."""
+    from core.document import Document
     from sources.gutenberg import BookSettings, MinChars, read_book
-    from tasks.document import Document
 
     settings = BookSettings()
     floor = MinChars(settings.min_chars)
@@ -177,8 +177,8 @@ def read_ours(paths: list[Path]) -> dict[str, float]:
 
 def cleaned_texts(paths: list[Path]) -> list[str]:
     """The books as our reader cleans them (dedup input; built before the clock starts)."""
+    from core.document import Document
     from sources.gutenberg import BookSettings, read_book
-    from tasks.document import Document
 
     records = [read_book(path, BookSettings(), str(path)) for path in paths]
     return [record.text for record in records if isinstance(record, Document)]

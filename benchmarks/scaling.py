@@ -50,13 +50,14 @@ def tree(out: Path) -> str:
 
 def run_direct(dumps: list[Path], out: Path) -> float:
     """The phases without Prefect, one process: stage each input, dedup, finalize each input."""
+    from core import pipeline
+    from core.document import InputSpec
     from flows.wikipedia import WikipediaConfig
-    from tasks import pipeline
 
     config = WikipediaConfig(dumps=[str(d) for d in dumps], out=out)
     recipe = config.recipe()
     started = time.perf_counter()
-    specs = [pipeline.InputSpec(location=str(d), path=d, key=d.name) for d in dumps]
+    specs = [InputSpec(location=str(d), path=d, key=d.name) for d in dumps]
     ctx = pipeline.RunContext(out.resolve(), recipe.name, config.config_hash(), config.shards.limits(), recipe.name)
     keys = [s.key for s in specs]
     scope = pipeline.scope_hash(keys, ctx.config_hash)

@@ -174,9 +174,8 @@ def run_iterparse(path: Path, our_html: bool) -> dict[str, float]:
 
 def run_ours(path: Path, memory_limit: str) -> dict[str, float]:
     """Our reader, every record consumed; DuckDB sorts within ``memory_limit`` and spills beyond."""
+    from core.document import Document, InputSpec
     from sources.stackexchange import StackExchangeReader
-    from tasks.document import Document
-    from tasks.pipeline import InputSpec
 
     docs = chars = drops = 0
     with tempfile.TemporaryDirectory() as scratch:
@@ -198,8 +197,8 @@ def child(mode: str, path: Path, low_memory: str) -> dict[str, float]:
     """
     import lxml.html  # noqa: F401
 
+    import core.pipeline  # noqa: F401
     import sources.stackexchange  # noqa: F401
-    import tasks.pipeline  # noqa: F401
 
     started, cpu = time.perf_counter(), time.process_time()
     if mode.startswith("ours"):

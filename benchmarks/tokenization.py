@@ -6,7 +6,7 @@
 Rows (one process, one tokenizer thread, best of ``--repeat``):
 - bare encode_batch: the peer, a loop of ``Tokenizer.encode_batch`` over the texts (no I/O);
 - bare + digits (sequence / regex): the same loop with our digit-splitting pre-tokenizer;
-- full path: ``tasks.tensors.tokenize_shard`` (read a Parquet shard, tokenize, write tensors + index);
+- full path: ``loader.tensor_writer.tokenize_shard`` (read a Parquet shard, tokenize, write tensors + index);
 - 2 processes: the full path on two shards in two processes, vs the same two shards in one.
 One-process rows are timed in CPU seconds of this process, so other load on a shared machine
 distorts them less; the two-process row needs wall-clock time and idle cores.
@@ -32,10 +32,10 @@ import time  # noqa: E402
 from concurrent.futures import ProcessPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from tasks.document import Document, make_doc_id  # noqa: E402
-from tasks.shards import ShardWriter  # noqa: E402
-from tasks.tensors import InputShard, TokenizeSettings, tokenize_shard  # noqa: E402
-from tasks.tokenizer import load_tokenizer  # noqa: E402
+from core.document import Document, make_doc_id  # noqa: E402
+from core.shards import ShardWriter  # noqa: E402
+from core.tokenizer import load_tokenizer  # noqa: E402
+from loader.tensor_writer import InputShard, TokenizeSettings, tokenize_shard  # noqa: E402
 
 REALDATA = Path(__file__).resolve().parent.parent.parent / "shared" / "realdata"
 

@@ -33,7 +33,7 @@ REALDATA = ROOT.parent / "shared" / "realdata" / "mediawiki"
 
 
 def _article_texts(dump: Path) -> list[str]:
-    from sources.compression import open_binary
+    from core.compressed import open_binary
     from sources.wikipedia import iter_chunks, parse_page
 
     texts = []
@@ -57,14 +57,15 @@ def run_bare(dump: Path) -> dict[str, float]:
 
 
 def run_ours(dump: Path) -> dict[str, float]:
+    from core import pipeline
+    from core.document import InputSpec
+    from core.shards import ShardLimits
     from sources.wikipedia import WikipediaRecipe
-    from tasks import pipeline
-    from tasks.shards import ShardLimits
 
     recipe = WikipediaRecipe()
     with tempfile.TemporaryDirectory() as out:
         ctx = pipeline.RunContext(Path(out), "wikipedia", "bench", ShardLimits(), "wikipedia")
-        spec = pipeline.InputSpec(str(dump), dump, dump.name)
+        spec = InputSpec(str(dump), dump, dump.name)
         started, cpu = time.perf_counter(), time.process_time()
         staged = pipeline.stage_input(recipe, spec, ctx)
         pipeline.find_exact_duplicates(ctx, [spec.key])
@@ -79,7 +80,7 @@ def run_ours(dump: Path) -> dict[str, float]:
 
 def repeated_dump(dump: Path, times: int, target: Path) -> Path:
     """The same pages ``times`` over, with fresh ids and titles, as one bz2 dump."""
-    from sources.compression import open_binary
+    from core.compressed import open_binary
 
     with open_binary(dump) as stream:
         xml = stream.read().decode("utf-8")

@@ -31,9 +31,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from core.atomic import atomic_path
 from dedupe.lsh import JoinSettings, SignatureStore
 from dedupe.unionfind import UnionFind
-from tasks.atomic import atomic_path
 
 MATCHES_SQL = """
 CREATE TABLE IF NOT EXISTS matches (

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
-from tasks.atomic import atomic_path
+from core.atomic import atomic_path
 
 #: Peak bytes per unit of one bucket in :func:`mark_duplicates` (hash, position, sort scratch).
 BYTES_PER_UNIT = 48

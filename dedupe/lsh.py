@@ -36,9 +36,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from core.atomic import atomic_path
 from dedupe.minhash import is_empty
 from dedupe.shingles import fmix64
-from tasks.atomic import atomic_path
 
 #: RedPajama-v2 layouts for 128 permutations: threshold -> (bands, rows).
 BAND_LAYOUTS: dict[str, tuple[int, int]] = {"0.7": (14, 9), "0.8": (9, 13), "0.9": (5, 25)}

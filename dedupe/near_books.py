@@ -37,12 +37,12 @@ import pyarrow.parquet as pq
 import xxhash
 from datasketch import MinHash, MinHashLSH, MinHashLSHEnsemble
 
-from tasks.atomic import atomic_path, write_json_atomic
-from tasks.layout import duplicates_path, staging_dir, state_path
-from tasks.manifest import InputRecord
-from tasks.pipeline import DEDUP_REASON, DEDUP_STEP
-from tasks.shards import read_documents
-from tasks.steps import MAX_ERROR_EXAMPLES
+from core.atomic import atomic_path, write_json_atomic
+from core.layout import duplicates_path, staging_dir, state_path
+from core.manifest import InputRecord
+from core.pipeline import DEDUP_REASON, DEDUP_STEP
+from core.shards import read_documents
+from core.steps import MAX_ERROR_EXAMPLES
 
 NEAR_STEP = "dedup_near"
 NEAR_REASON = "near_duplicate"

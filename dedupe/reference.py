@@ -34,7 +34,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dedupe.exact import exact_hash
+from core.atomic import atomic_path, sha256_file, write_json_atomic
+from core.document import Drop
+from core.exact import exact_hash
+from core.layout import slug
 from dedupe.lsh import (
     BandKeyWriter,
     BandLayout,
@@ -50,9 +53,6 @@ from dedupe.lsh import (
 )
 from dedupe.minhash import MinHashConfig, MinHasher, is_empty
 from sources.pile import PileLine, iter_pile
-from tasks.atomic import atomic_path, sha256_file, write_json_atomic
-from tasks.document import Drop
-from tasks.layout import slug
 
 INDEX_META = "index.json"
 INDEX_FORMAT = 1

@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from tasks.config import PipelineConfig
+from core.config import PipelineConfig
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The generic source flow: inputs -> stage per input -> run-wide exact dedup -> finalize -> manifest.
 
 Every source flow (``flows/wikipedia.py`` and the others) is a thin wrapper: a typed config, a
-recipe object (:class:`tasks.pipeline.SourceRecipe`) and a list of input locations. This module
+recipe object (:class:`core.pipeline.SourceRecipe`) and a list of input locations. This module
 does the rest, the same way for every source:
 
 1. resolve inputs (local globs, or URLs fetched by a retrying ``download`` task into the cache);
@@ -36,12 +36,13 @@ from prefect.artifacts import (
 from prefect.context import get_run_context
 from prefect.futures import PrefectFuture, as_completed
 
-from kinda.version import code_version
-from tasks import pipeline
-from tasks.atomic import write_json_atomic
-from tasks.config import PipelineConfig, parse_set_option
-from tasks.download import algorithm_for, is_url, load_checksums
-from tasks.manifest import InputRecord, Manifest
+from core import pipeline
+from core.atomic import write_json_atomic
+from core.config import PipelineConfig, parse_set_option
+from core.document import InputSpec
+from core.download import algorithm_for, is_url, load_checksums
+from core.manifest import InputRecord, Manifest
+from core.version import code_version
 from tasks.prefect_tasks import dedup_task, download_task, finalize_task, stage_task
 
 
@@ -85,7 +86,7 @@ def _expected_sum(location: str, sums: dict[str, str]) -> dict[str, str] | None:
 
 def resolve_inputs(
     config: PipelineConfig, locations: Sequence[str], checksums: Sequence[str] = ()
-) -> list[pipeline.InputSpec]:
+) -> list[InputSpec]:
     """Turn locations into local InputSpecs, downloading URLs (in parallel tasks) first.
 
     ``checksums`` are checksum lists (paths or URLs, ``<hex>  <file name>`` lines) that downloads
@@ -102,7 +103,7 @@ def resolve_inputs(
     specs = []
     for loc in expanded:
         path = futures[loc].result().path if loc in futures else Path(loc)
-        specs.append(pipeline.InputSpec(location=loc, path=path, key=Path(loc).name))
+        specs.append(InputSpec(location=loc, path=path, key=Path(loc).name))
     keys = Counter(spec.key for spec in specs)
     clashes = [k for k, n in keys.items() if n > 1]
     if clashes:
@@ -212,7 +213,7 @@ def run_source(
 
 
 def _process(
-    recipe: pipeline.SourceRecipe, specs: list[pipeline.InputSpec], ctx: pipeline.RunContext,
+    recipe: pipeline.SourceRecipe, specs: list[InputSpec], ctx: pipeline.RunContext,
     config: PipelineConfig, hooks: PhaseHooks, logger: Any,
 ) -> list[InputRecord]:
     keys = [s.key for s in specs]

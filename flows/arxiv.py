@@ -17,11 +17,11 @@ from typing import ClassVar
 from prefect import flow
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.config import CONFIG_DIR, PipelineConfig
 from flows._runtime import make_task_runner
 from flows._source_flow import SourceRunSummary, add_common_arguments, cli_main, load_config, run_source
 from sources.arxiv import ArchiveLimits, ArxivRecipe
 from sources.latex import LatexOptions
-from tasks.config import CONFIG_DIR, PipelineConfig
 
 DEFAULT_CONFIG = CONFIG_DIR / "arxiv.yaml"
 

@@ -25,6 +25,9 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
+from core import pipeline
+from core.config import CONFIG_DIR, PipelineConfig
+from core.manifest import InputRecord
 from dedupe import near_books
 from flows._runtime import make_task_runner
 from flows._source_flow import (
@@ -38,9 +41,6 @@ from flows._source_flow import (
     write_input_lists,
 )
 from sources.gutenberg import BOOK_LIST_SUFFIX, BookSettings, GutenbergRecipe, book_list_payload
-from tasks import pipeline
-from tasks.config import CONFIG_DIR, PipelineConfig
-from tasks.manifest import InputRecord
 
 DEFAULT_CONFIG = CONFIG_DIR / "books.yaml"
 

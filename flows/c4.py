@@ -16,12 +16,12 @@ import sys
 from prefect import flow
 from pydantic import Field
 
+from core.config import CONFIG_DIR
+from core.filters.c4_rules import BAD_WORDS_EN, C4Rules, SentenceSpanUnits
 from flows._runtime import make_task_runner
 from flows._source_flow import SourceRunSummary, add_common_arguments, cli_main, load_config, run_source
 from flows.commoncrawl import WebConfig, add_web_arguments, run_grouped_source, web_extra
 from sources.c4 import C4FromCommonCrawlRecipe, C4Recipe
-from tasks.config import CONFIG_DIR
-from tasks.filters.c4_rules import BAD_WORDS_EN, C4Rules, SentenceSpanUnits
 
 DEFAULT_CONFIG = CONFIG_DIR / "c4.yaml"
 

@@ -23,6 +23,12 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
+from core import pipeline
+from core.config import CONFIG_DIR, PipelineConfig
+from core.document import InputSpec
+from core.download import download
+from core.manifest import InputRecord, Manifest
+from core.version import code_version
 from flows._runtime import make_task_runner
 from flows._source_flow import (
     Progress,
@@ -35,14 +41,9 @@ from flows._source_flow import (
     publish_summary,
     resolve_inputs,
 )
-from kinda.version import code_version
 from sources import commoncrawl as cc
 from sources.html_text import ExtractOptions
 from sources.warc import CC_BASE_URL, CRAWL_ID, WarcLimits, crawl_paths_url, read_paths_list, resolve_url
-from tasks import pipeline
-from tasks.config import CONFIG_DIR, PipelineConfig
-from tasks.download import download
-from tasks.manifest import InputRecord, Manifest
 from tasks.prefect_tasks import dedup_task, finalize_task, stage_task
 
 DEFAULT_CONFIG = CONFIG_DIR / "commoncrawl.yaml"
@@ -125,7 +126,7 @@ class CommonCrawlConfig(WebConfig):
 
 # -- tasks ----------------------------------------------------------------------------------
 @task(name="extract", cache_policy=NO_CACHE, task_run_name="extract {spec.key}")
-def extract_task(recipe: cc.GroupedDedupRecipe, spec: pipeline.InputSpec, ctx: pipeline.RunContext) -> InputRecord:
+def extract_task(recipe: cc.GroupedDedupRecipe, spec: InputSpec, ctx: pipeline.RunContext) -> InputRecord:
     """Phase A for one input (see :func:`sources.commoncrawl.extract_input`)."""
     return cc.extract_input(recipe, spec, ctx)
 
@@ -159,7 +160,7 @@ def expand_crawls(config: WebConfig) -> list[str]:
 
 
 def _process_grouped(
-    recipe: cc.GroupedDedupRecipe, specs: list[pipeline.InputSpec], ctx: pipeline.RunContext, config: WebConfig,
+    recipe: cc.GroupedDedupRecipe, specs: list[InputSpec], ctx: pipeline.RunContext, config: WebConfig,
     logger: Any,
 ) -> tuple[list[InputRecord], list[dict[str, Any]]]:
     keys = [s.key for s in specs]

@@ -26,6 +26,9 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.config import CONFIG_DIR, PipelineConfig
+from core.manifest import Manifest
+from core.version import code_version
 from dedupe import explain as decisions
 from dedupe.lsh import (
     BandLayout,
@@ -47,9 +50,6 @@ from dedupe.reference import (
 from dedupe.shingles import ShingleConfig
 from flows._runtime import make_task_runner, prefect_api
 from flows._source_flow import add_common_arguments, current_run_id, load_config
-from kinda.version import code_version
-from tasks.config import CONFIG_DIR, PipelineConfig
-from tasks.manifest import Manifest
 
 DEFAULT_CONFIG = CONFIG_DIR / "dedup.yaml"
 

@@ -22,6 +22,9 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
+from core import pipeline
+from core.config import CONFIG_DIR, PipelineConfig
+from core.filters.code_quality import CodeFilterSettings
 from flows._runtime import make_task_runner
 from flows._source_flow import (
     PhaseHooks,
@@ -40,9 +43,6 @@ from sources.github import (
     repo_list_payload,
     rewrite_hashes_raw,
 )
-from tasks import pipeline
-from tasks.config import CONFIG_DIR, PipelineConfig
-from tasks.filters.code import CodeFilterSettings
 
 DEFAULT_CONFIG = CONFIG_DIR / "github.yaml"
 

@@ -34,15 +34,15 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
+from core.atomic import sha256_file, write_json_atomic
+from core.config import CONFIG_DIR, PipelineConfig
+from core.layout import slug
+from core.manifest import Manifest
+from core.shards import ShardWriter, read_documents
+from core.version import code_version
 from dedupe.explain import attributes_path
 from flows._runtime import make_task_runner, prefect_api
 from flows._source_flow import add_common_arguments, current_run_id, load_config
-from kinda.version import code_version
-from tasks.atomic import sha256_file, write_json_atomic
-from tasks.config import CONFIG_DIR, PipelineConfig
-from tasks.layout import slug
-from tasks.manifest import Manifest
-from tasks.shards import ShardWriter, read_documents
 
 DEFAULT_CONFIG = CONFIG_DIR / "labels.yaml"
 CLASS_LABELS: dict[str, list[str]] = {"llama": ["G1", "G2", "G3"], "llama-in-ref": ["G1", "G2"], "extension": ["G2"]}

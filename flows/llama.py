@@ -43,12 +43,12 @@ from prefect.artifacts import (
 )
 from pydantic import Field
 
+from core.atomic import sha256_file, write_json_atomic
+from core.config import CONFIG_DIR, PipelineConfig, parse_set_option
+from core.manifest import Manifest
+from core.version import code_version
 from flows._runtime import worker_count
 from flows._source_flow import add_common_arguments, current_run_id
-from kinda.version import code_version
-from tasks.atomic import sha256_file, write_json_atomic
-from tasks.config import CONFIG_DIR, PipelineConfig, parse_set_option
-from tasks.manifest import Manifest
 
 DEFAULT_CONFIG = CONFIG_DIR / "g1.yaml"
 STAGES = ("sources", "pile_index", "dedup", "labels", "tokenize")
@@ -82,7 +82,7 @@ AFTER_FLOWS: dict[str, StageFlow] = {
     "pile_index": StageFlow("flows.pile_index", "PileIndexConfig", "dedup.yaml"),
     "dedup": StageFlow("flows.dedup", "DedupConfig", "dedup.yaml"),
     "labels": StageFlow("flows.label", "LabelConfig", "labels.yaml"),
-    "tokenize": StageFlow("flows.tokenize", "TokenizeConfig", "tokenize.yaml"),
+    "tokenize": StageFlow("flows.tokenization", "TokenizeConfig", "tokenize.yaml"),
 }
 #: Where and how a run executes is the parent's decision; a section cannot move one stage elsewhere.
 PARENT_ONLY = ("out", "runner", "dask_address")

@@ -24,14 +24,14 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
+from core.atomic import write_json_atomic
+from core.config import PipelineConfig
+from core.document import Document
+from core.filters.ccnet import tidy_lines
+from core.filters.quality import ClassifierReport, train_wikiref_classifier
 from flows._runtime import make_task_runner, prefect_api
 from flows._source_flow import add_common_arguments, expand_locations, load_config
 from sources.warc import WarcReader
-from tasks.atomic import write_json_atomic
-from tasks.config import PipelineConfig
-from tasks.document import Document
-from tasks.filters.ccnet import tidy_lines
-from tasks.filters.quality import ClassifierReport, train_wikiref_classifier
 
 
 class ClassifierConfig(PipelineConfig):
@@ -76,7 +76,7 @@ def read_task(location: str, min_chars: int) -> list[str]:
 
 @task(name="train-classifier", cache_policy=NO_CACHE)
 def train_task(positives: list[str], negatives: list[str], config: ClassifierConfig) -> ClassifierReport:
-    """Train and evaluate (see :func:`tasks.filters.quality.train_wikiref_classifier`)."""
+    """Train and evaluate (see :func:`core.filters.quality.train_wikiref_classifier`)."""
     rng = random.Random(config.seed)
     if config.max_pages_per_class:
         positives = rng.sample(positives, min(len(positives), config.max_pages_per_class))

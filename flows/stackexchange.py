@@ -22,6 +22,11 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
+from core.config import CONFIG_DIR, PipelineConfig
+from core.document import InputSpec
+from core.layout import state_path
+from core.manifest import InputRecord, Manifest
+from core.version import code_version
 from flows._runtime import make_task_runner
 from flows._source_flow import (
     SourceRunSummary,
@@ -31,12 +36,7 @@ from flows._source_flow import (
     resolve_inputs,
     run_source,
 )
-from kinda.version import code_version
 from sources.stackexchange import SOURCE, SiteSize, StackExchangeRecipe, measure_site, select_sites
-from tasks.config import CONFIG_DIR, PipelineConfig
-from tasks.layout import state_path
-from tasks.manifest import InputRecord, Manifest
-from tasks.pipeline import InputSpec
 
 DEFAULT_CONFIG = CONFIG_DIR / "stackexchange.yaml"
 

@@ -14,10 +14,10 @@ from typing import ClassVar
 from prefect import flow
 from pydantic import Field
 
+from core.config import CONFIG_DIR, PipelineConfig
 from flows._runtime import make_task_runner
 from flows._source_flow import SourceRunSummary, add_common_arguments, cli_main, load_config, run_source
 from sources.wikipedia import WikipediaRecipe
-from tasks.config import CONFIG_DIR, PipelineConfig
 
 DEFAULT_CONFIG = CONFIG_DIR / "wikipedia.yaml"
 

@@ -12,8 +12,8 @@ import json
 import sys
 from pathlib import Path
 
+from core.manifest import MANIFEST_NAME, Manifest
 from kinda.summary import format_summary, format_table
-from tasks.manifest import MANIFEST_NAME, Manifest
 
 #: Optional sub-command modules, each with ``register(subparsers)``; absent ones are skipped.
 PLUGIN_MODULES = ("kinda.cli_dedup", "kinda.cli_report", "kinda.cli_tensors")

@@ -9,8 +9,8 @@ import argparse
 import json
 from pathlib import Path
 
+from core.manifest import MANIFEST_NAME
 from dedupe.explain import explain, format_explanation
-from tasks.manifest import MANIFEST_NAME
 
 
 def cmd_explain(args: argparse.Namespace) -> int:

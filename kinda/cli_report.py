@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tasks.atomic import atomic_path
-from tasks.manifest import MANIFEST_NAME, Manifest
+from core.atomic import atomic_path
+from core.manifest import MANIFEST_NAME, Manifest
 
 #: Documents per source: all final documents, then per label of the labeled shards.
 SOURCES_SQL = """

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tasks.manifest import Manifest
+from core.manifest import Manifest
 
 SHARDS_SQL = """
 SELECT source, coalesce(language, '-') AS language, count(*) AS shards, sum(docs) AS docs,

@@ -14,14 +14,14 @@ def init_worker(source: str, split_digits: bool, split_mode: str, eos: str | Non
     """Load the tokenizer once per worker process; one Rust thread per process."""
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     global _WORKER_TOKENIZER
-    from tasks.tokenizer import load_tokenizer
+    from core.tokenizer import load_tokenizer
 
     _WORKER_TOKENIZER = load_tokenizer(source, split_digits, split_mode, eos)  # type: ignore[arg-type]
 
 
 def encode(texts: list[str]) -> list[np.ndarray]:
     """Token ids of each text with EOS appended; an empty text gives an empty array."""
-    from tasks.tokenizer import encode_texts
+    from core.tokenizer import encode_texts
 
     loaded = _WORKER_TOKENIZER
     out = []

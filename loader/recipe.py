@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from loader.dataset import ItemOptions, MixtureDataset, WindowDataset, plan_counts
 from loader.iterators import Batch, IndexedSource, Prefetch, State, Stride
 from loader.permutation import Permutation
+from loader.tensor_writer import TensorFormatError, find_input_shards
 from loader.tensors import TensorFile, TensorSet, open_tensor_set
-from tasks.tensors import TensorFormatError, find_input_shards
 
 STATE_VERSION = 1
 

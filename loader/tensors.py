@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from loader.remote import DEFAULT_POLICY, RemoteFiles, RetryPolicy, cache_dir_for, fetch_json, is_remote
-from tasks.tensors import METADATA_NAME, TensorFormatError, open_tokens, read_metadata
+from loader.tensor_writer import METADATA_NAME, TensorFormatError, open_tokens, read_metadata
 
 
 def _normalize_label(label: str) -> str:

@@ -32,10 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from core.document import Document, Drop, InputSpec, make_doc_id
+from core.steps import MinLength, Record, Step
 from sources.latex import CleanResult, LatexOptions, clean_paper, decode_tex
-from tasks.document import Document, Drop, make_doc_id
-from tasks.pipeline import InputSpec
-from tasks.steps import MinLength, Record, Step
 
 log = logging.getLogger(__name__)
 
@@ -318,7 +317,7 @@ class ArxivReader:
 
 @dataclass
 class ArxivRecipe:
-    """The arXiv source for :mod:`tasks.pipeline`."""
+    """The arXiv source for :mod:`core.pipeline`."""
 
     latex: LatexOptions = field(default_factory=LatexOptions)
     limits: ArchiveLimits = field(default_factory=ArchiveLimits)

@@ -7,7 +7,7 @@ The reader streams the gzip; a line that is not a JSON object with a string ``te
 ids of its own and the released files never change.
 
 From Common Crawl: :class:`C4FromCommonCrawlRecipe` runs the grouped-dedup pipeline of
-:mod:`sources.commoncrawl` with C4's rules (:mod:`tasks.filters.c4_rules`) before the dedup and
+:mod:`sources.commoncrawl` with C4's rules (:mod:`core.filters.c4_rules`) before the dedup and
 three-sentence spans as the dedup unit, then C4's order: min sentences again, bad words,
 language ID.
 """
@@ -20,12 +20,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sources.commoncrawl import GroupedDedupRecipe, Units, warc_records
-from sources.compression import CODEC_ERRORS
-from sources.html_text import ExtractOptions
-from sources.warc import WarcLimits
-from tasks.document import Document, Drop, make_doc_id
-from tasks.filters.c4_rules import (
+from core.compressed import CODEC_ERRORS
+from core.document import Document, Drop, InputSpec, make_doc_id
+from core.filters.c4_rules import (
     BAD_WORDS_EN,
     BadWords,
     C4CleanPage,
@@ -33,10 +30,12 @@ from tasks.filters.c4_rules import (
     MinSentences,
     SentenceSpanUnits,
 )
-from tasks.filters.ccnet import TidyLines
-from tasks.filters.langid import LanguageID
-from tasks.pipeline import InputSpec
-from tasks.steps import Filter, Record, Step
+from core.filters.ccnet import TidyLines
+from core.filters.langid import LanguageID
+from core.steps import Filter, Record, Step
+from sources.commoncrawl import GroupedDedupRecipe, Units, warc_records
+from sources.html_text import ExtractOptions
+from sources.warc import WarcLimits
 
 SOURCE = "c4"
 

@@ -2,7 +2,7 @@
 
 Paragraph dedup needs every input of a group before any document can be finished, so this
 source adds two phases in front of the foundation's stage -> exact dedup -> finalize
-(:mod:`tasks.pipeline`):
+(:mod:`core.pipeline`):
 
 A. :func:`extract_input` (per input): read WARC/WET records, extract text once, tidy lines; write
    the documents to ``<out>/_staging/<source>.extract/<input>/part-*.parquet`` and one uint64
@@ -34,19 +34,19 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from core.atomic import sha256_file, write_json_atomic
+from core.document import Document, Drop, InputSpec
+from core.filters.ccnet import CCNET_MIN_CHARS, MinLength, TidyLines, normalize_for_dedup
+from core.filters.langid import LanguageID, LanguagePrefilter
+from core.filters.quality import KenLMScorer, PerplexityBuckets, WikiRefFilter
+from core.layout import staging_dir, state_path
+from core.manifest import InputRecord
+from core.pipeline import RunContext, files_intact, load_marker
+from core.shards import ShardWriter, read_documents
+from core.steps import Record, Step, StepStats, run_steps
 from dedupe.lines import DuplicateMasks, UnitFiles, UnitHashWriter, hash_units, keep_unmarked, mark_duplicates
 from sources.html_text import ExtractOptions
 from sources.warc import WarcLimits, WarcReader
-from tasks.atomic import sha256_file, write_json_atomic
-from tasks.document import Document, Drop
-from tasks.filters.ccnet import CCNET_MIN_CHARS, MinLength, TidyLines, normalize_for_dedup
-from tasks.filters.langid import LanguageID, LanguagePrefilter
-from tasks.filters.quality import KenLMScorer, PerplexityBuckets, WikiRefFilter
-from tasks.layout import staging_dir, state_path
-from tasks.manifest import InputRecord
-from tasks.pipeline import InputSpec, RunContext, files_intact, load_marker
-from tasks.shards import ShardWriter, read_documents
-from tasks.steps import Record, Step, StepStats, run_steps
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class Units(Protocol):
 
 @dataclass(frozen=True)
 class LineUnits:
-    """cc_net's unit: a line, normalized by :func:`tasks.filters.ccnet.normalize_for_dedup`."""
+    """cc_net's unit: a line, normalized by :func:`core.filters.ccnet.normalize_for_dedup`."""
 
     name: str = "lines"
 

@@ -14,7 +14,7 @@ the repository not allowed (``license_<id>``, see :mod:`sources.licenses`), lice
 certificate (``skipped_license_file``, ``skipped_certificate``), extension not in the whitelist
 (``extension_not_allowed``), ``too_large``, ``binary`` (a NUL byte in the first 8,000 bytes,
 git's own test, or a BigQuery row flagged binary), ``not_utf8``. Symlinks are never followed.
-The cleaning and statistics filters live in :mod:`tasks.filters.code`.
+The cleaning and statistics filters live in :mod:`core.filters.code_quality`.
 """
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from core.atomic import atomic_path
+from core.document import Document, Drop, InputSpec, make_doc_id
+from core.filters.code_quality import CodeFilterSettings, code_steps
+from core.layout import staging_dir
+from core.pipeline import HASH_SCHEMA
+from core.steps import Record, Step
 from sources.licenses import DEFAULT_ALLOWED, LICENSE_FILE, RepoLicense, detect_repo_license, row_license
-from tasks.atomic import atomic_path
-from tasks.document import Document, Drop, make_doc_id
-from tasks.filters.code import CodeFilterSettings, code_steps
-from tasks.layout import staging_dir
-from tasks.pipeline import HASH_SCHEMA, InputSpec
-from tasks.steps import Record, Step
 
 SOURCE = "github"
 REPO_LIST_SUFFIX = ".repos.json"
@@ -302,7 +302,7 @@ def is_repo_list(path: Path) -> bool:
 
 @dataclass
 class GithubRecipe:
-    """The GitHub source for :mod:`tasks.pipeline`."""
+    """The GitHub source for :mod:`core.pipeline`."""
 
     settings: GithubSettings = field(default_factory=GithubSettings)
     name: str = SOURCE

@@ -33,9 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tasks.document import Document, Drop, make_doc_id
-from tasks.pipeline import InputSpec
-from tasks.steps import Filter, Record, Step
+from core.document import Document, Drop, InputSpec, make_doc_id
+from core.steps import Filter, Record, Step
 
 SOURCE = "books"
 BOOK_LIST_SUFFIX = ".books.json"
@@ -280,7 +279,7 @@ class MinChars(Filter):
 
 @dataclass
 class GutenbergRecipe:
-    """The Books source for :mod:`tasks.pipeline` (one book file, or a book list, per input)."""
+    """The Books source for :mod:`core.pipeline` (one book file, or a book list, per input)."""
 
     settings: BookSettings = BookSettings()
     name: str = SOURCE

@@ -7,7 +7,7 @@ with ``zstdcat 00.jsonl.zst | sed -n 123p``.
 
 Reading is streamed (zstd frame by frame, one line at a time) and never raises for one bad line:
 non-UTF-8 bytes, invalid JSON, a missing or non-string ``text``, and empty text each become a
-counted :class:`~tasks.document.Drop` naming shard and line; a truncated or corrupt ``.zst``
+counted :class:`~core.document.Drop` naming shard and line; a truncated or corrupt ``.zst``
 ends the shard with one ``truncated_input`` drop after everything readable was yielded.
 """
 
@@ -20,11 +20,10 @@ from pathlib import Path
 
 import zstandard
 
-from sources.compression import CODEC_ERRORS, TruncatedInputError, open_binary
-from tasks.document import Document, Drop, make_doc_id
-from tasks.layout import slug
-from tasks.pipeline import InputSpec
-from tasks.steps import Record, Step
+from core.compressed import CODEC_ERRORS, TruncatedInputError, open_binary
+from core.document import Document, Drop, InputSpec, make_doc_id
+from core.layout import slug
+from core.steps import Record, Step
 
 SOURCE = "pile"
 UNKNOWN_SET = "unknown"
@@ -142,7 +141,7 @@ def pile_document(line: PileLine) -> Document:
 
 @dataclass(frozen=True)
 class PileRecipe:
-    """The Pile as a :class:`tasks.pipeline.SourceRecipe` (e.g. as an extension source of G.2)."""
+    """The Pile as a :class:`core.pipeline.SourceRecipe` (e.g. as an extension source of G.2)."""
 
     name: str = SOURCE
 

@@ -41,11 +41,10 @@ import pyarrow.parquet as pq
 from lxml import etree
 from py7zr.io import Py7zIO, WriterFactory
 
-from sources.compression import CODEC_ERRORS, open_binary
-from tasks.atomic import write_json_atomic
-from tasks.document import Document, Drop, make_doc_id
-from tasks.pipeline import InputSpec
-from tasks.steps import Filter, Record, Step
+from core.atomic import write_json_atomic
+from core.compressed import CODEC_ERRORS, open_binary
+from core.document import Document, Drop, InputSpec, make_doc_id
+from core.steps import Filter, Record, Step
 
 log = logging.getLogger(__name__)
 
@@ -677,7 +676,7 @@ class MinAnswers(Filter):
 
 @dataclass
 class StackExchangeRecipe:
-    """The StackExchange source for :mod:`tasks.pipeline` (one input = one site)."""
+    """The StackExchange source for :mod:`core.pipeline` (one input = one site)."""
 
     min_answers: int = 0
     scratch_dir: Path | None = None

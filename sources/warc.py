@@ -32,10 +32,10 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeadersParser, StatusAndHeadersParserException
 
-from sources.compression import CODEC_ERRORS, TruncatedInputError
+from core.compressed import CODEC_ERRORS, TruncatedInputError
+from core.document import Document, Drop, make_doc_id
+from core.steps import Record
 from sources.html_text import BoundedExtractor, ExtractionTimeout, ExtractOptions, decode_html
-from tasks.document import Document, Drop, make_doc_id
-from tasks.steps import Record
 
 log = logging.getLogger(__name__)
 

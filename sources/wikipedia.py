@@ -36,11 +36,10 @@ from mwparserfromhell.nodes import (
 )
 from mwparserfromhell.wikicode import Wikicode
 
-from sources.compression import CODEC_ERRORS, open_binary
+from core.compressed import CODEC_ERRORS, open_binary
+from core.document import Document, Drop, InputSpec, make_doc_id
+from core.steps import MinLength, Record, Step
 from sources.wikipedia_names import drop_prefixes
-from tasks.document import Document, Drop, make_doc_id
-from tasks.pipeline import InputSpec
-from tasks.steps import MinLength, Record, Step
 
 log = logging.getLogger(__name__)
 
@@ -425,7 +424,7 @@ class WikipediaReader:
 
 @dataclass
 class WikipediaRecipe:
-    """The Wikipedia source for :mod:`tasks.pipeline`."""
+    """The Wikipedia source for :mod:`core.pipeline`."""
 
     language: str | None = None
     namespaces: Sequence[int] = (0,)

@@ -1,5 +1,6 @@
-"""Pipeline building blocks: documents, steps, shards, manifest (pure) and Prefect wrappers.
+"""The Prefect tasks: every ``@task`` of the project, thin wrappers over the pure layers.
 
-Only ``tasks.prefect_tasks`` imports Prefect; everything else here is plain Python so that it
-can be tested, benchmarked and reused without an orchestrator.
+A task works on one whole input file or shard, never on one document (Prefect costs
+milliseconds per task run). The logic lives below, free of Prefect: ``core/`` (documents,
+steps, shards, manifest, pipeline phases), ``sources/``, ``dedupe/`` and ``loader/``.
 """

@@ -11,6 +11,8 @@ import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.layout import duplicates_path
+from core.manifest import InputRecord
 from dedupe.near_books import (
     BookSignature,
     NearDupSettings,
@@ -23,8 +25,6 @@ from dedupe.near_books import (
     signature,
     write_matches,
 )
-from tasks.layout import duplicates_path
-from tasks.manifest import InputRecord
 
 WORDS = ["river", "meadow", "angler", "trout", "morning", "quiet", "water", "stream", "willow", "shadow", "bank", "line", "rod", "hook", "bait", "evening", "boat", "oar", "wind", "cloud", "rain", "sun", "field", "hedge", "lane", "village", "church", "bell", "tower", "market", "bread", "cheese"]
 

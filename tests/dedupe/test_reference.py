@@ -11,6 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
+from core.document import Document
+from core.shards import ShardWriter
 from dedupe.lsh import BandLayout, JoinSettings, SignaturePart, SignatureStore, save_signatures
 from dedupe.minhash import MinHashConfig
 from dedupe.reference import (
@@ -21,8 +23,6 @@ from dedupe.reference import (
     reference_band_pairs,
     sign_document_shard,
 )
-from tasks.document import Document
-from tasks.shards import ShardWriter
 
 LAYOUTS = [BandLayout.named("0.8"), BandLayout.named("0.9")]
 

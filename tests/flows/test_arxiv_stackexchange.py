@@ -13,14 +13,14 @@ from pathlib import Path
 import py7zr
 import pytest
 
+from core.manifest import Manifest
+from core.shards import read_documents
 from flows.arxiv import ArxivConfig
 from flows.arxiv import parse_args as arxiv_args
 from flows.arxiv import run as run_arxiv
 from flows.stackexchange import StackExchangeConfig
 from flows.stackexchange import parse_args as stackexchange_args
 from flows.stackexchange import run as run_stackexchange
-from tasks.manifest import Manifest
-from tasks.shards import read_documents
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from core.manifest import Manifest
 from flows import c4 as c4_flow
 from flows import commoncrawl as cc_flow
 from flows import quality_classifier
-from tasks.manifest import Manifest
 
 
 def _cc_helpers():

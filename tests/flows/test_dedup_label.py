@@ -10,12 +10,12 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
+from core.document import Document
+from core.manifest import Manifest
+from core.shards import ShardWriter, shard_metadata
 from dedupe.explain import attributes_path, explain, format_explanation
 from flows.label import LabelConfig, membership_class
 from kinda.cli_dedup import register
-from tasks.document import Document
-from tasks.manifest import Manifest
-from tasks.shards import ShardWriter, shard_metadata
 
 
 def _words(rnd: random.Random, n: int = 150) -> str:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from core.manifest import Manifest
 from flows.books import BooksConfig, write_input_lists
 from flows.books import run as run_books
 from flows.github import GithubConfig
 from flows.github import run as run_github
-from tasks.manifest import Manifest
 
 pytestmark = pytest.mark.prefect
 

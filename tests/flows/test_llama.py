@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from core.config import CONFIG_DIR
+from core.manifest import Manifest
 from flows import llama
 from flows.llama import LATEST_CRAWL, LlamaConfig, deep_merge, load_layered, parse_args, resolve_latest
 from kinda.cli import main as kinda_main
-from tasks.config import CONFIG_DIR
-from tasks.manifest import Manifest
 
 WORDS = ["the", "river", "ran", "quiet", "under", "willows", "while", "an", "old", "angler", "watched", "his",
          "line", "drift", "past", "reeds", "of", "summer"]

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from flows.tokenize import TokenizeConfig, _record_manifest, main, parse_args, tokenize_task
-from tasks.document import Document, make_doc_id
-from tasks.manifest import Manifest
-from tasks.shards import ShardLimits, ShardWriter
-from tasks.tensors import find_input_shards
+from core.document import Document, make_doc_id
+from core.manifest import Manifest
+from core.shards import ShardLimits, ShardWriter
+from flows.tokenization import TokenizeConfig, _record_manifest, main, parse_args, tokenize_task
+from loader.tensor_writer import find_input_shards
 
 WORDS = ["the", "river", "ran", "quiet", "in", "1999", "and", "2023", "under", "willows", "42", "angler"]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from tasks.document import Document, make_doc_id
-from tasks.shards import ShardLimits, ShardWriter
-from tasks.tensors import TokenizeSettings, find_input_shards, tokenize_shard, write_metadata
+from core.document import Document, make_doc_id
+from core.shards import ShardLimits, ShardWriter
+from loader.tensor_writer import TokenizeSettings, find_input_shards, tokenize_shard, write_metadata
 
 WORDS = ["the", "of", "river", "stone", "light", "market", "1999", "2023", "42", "paper", "north",
          "window", "seven", "and", "a", "bridge", "城市", "café"]

@@ -17,8 +17,8 @@ from torch.utils.data import DataLoader, DistributedSampler
 from loader import Recipe
 from loader.dataset import ItemOptions, WindowDataset, plan_counts
 from loader.permutation import Permutation
+from loader.tensor_writer import TensorFormatError
 from loader.tensors import open_tensor_set
-from tasks.tensors import TensorFormatError
 
 from .conftest import build_tensors, train_tokenizer, write_corpus  # type: ignore[import-not-found]
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from core.shards import read_documents
 from loader import Recipe
 from loader.stream import ParquetDocuments
-from tasks.shards import read_documents
 
 from .conftest import build_tensors, write_corpus  # type: ignore[import-not-found]
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from core.manifest import Manifest
 from flows.wikipedia import WikipediaConfig, run
 from sources.wikipedia_sample import write_sample_dumps
-from tasks.manifest import Manifest
 
 pytestmark = pytest.mark.prefect
 pytest.importorskip("prefect_dask")

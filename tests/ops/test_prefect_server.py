@@ -155,8 +155,8 @@ def test_deploy_all_then_a_worker_runs_a_deployment(server: tuple[str, dict[str,
 
 def test_source_deployments_match_their_configs() -> None:
     """A source deployment's parameters give the config hash of configs/<source>.yaml plus its inputs."""
+    from core.config import CONFIG_DIR
     from flows.llama import AFTER_FLOWS, SOURCE_FLOWS
-    from tasks.config import CONFIG_DIR
 
     declared = {d["name"]: d for d in yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]}
     checked = 0

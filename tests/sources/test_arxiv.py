@@ -12,6 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.document import Document, Drop, InputSpec
+from core.steps import StepStats, run_steps
 from sources.arxiv import (
     ArchiveLimits,
     ArxivReader,
@@ -20,9 +22,6 @@ from sources.arxiv import (
     is_junk,
     yymm_of,
 )
-from tasks.document import Document, Drop
-from tasks.pipeline import InputSpec
-from tasks.steps import StepStats, run_steps
 
 MAIN = (b"\\documentclass{article}\n\\newcommand{\\model}{\\textsc{Net}}\n\\begin{document}\n"
         b"\\input{intro}\n\\bibliography{refs}\n\\end{document}\n")

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from core.document import Document, Drop, InputSpec
+from core.shards import read_documents
 from sources.c4 import C4FromCommonCrawlRecipe, C4Recipe, read_c4_json
-from tasks.document import Document, Drop
-from tasks.pipeline import InputSpec
-from tasks.shards import read_documents
 
 ROWS = [
     {"text": "First page.\nSecond line.", "timestamp": "2019-04-25 12:57:54", "url": "https://a.example/1"},

@@ -10,17 +10,17 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from sources import commoncrawl as cc
-from tasks.manifest import InputRecord
-from tasks.pipeline import (
-    InputSpec,
+from core.document import InputSpec
+from core.manifest import InputRecord
+from core.pipeline import (
     RunContext,
     finalize_input,
     find_exact_duplicates,
     scope_hash,
     stage_input,
 )
-from tasks.shards import ShardLimits, read_documents
+from core.shards import ShardLimits, read_documents
+from sources import commoncrawl as cc
 
 BOILERPLATE = ["Subscribe to our newsletter for weekly updates and offers.",
                "All rights reserved by the publishing company of this site."]

@@ -14,6 +14,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.document import Document, Drop, InputSpec
+from core.pipeline import RunContext, stage_input
+from core.shards import ShardLimits
+from core.steps import StepStats, run_steps
 from sources.github import (
     GithubRecipe,
     GithubSettings,
@@ -23,10 +27,6 @@ from sources.github import (
     rewrite_hashes_raw,
     skip_reason,
 )
-from tasks.document import Document, Drop
-from tasks.pipeline import InputSpec, RunContext, stage_input
-from tasks.shards import ShardLimits
-from tasks.steps import StepStats, run_steps
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 MIT = ("Permission is hereby granted, free of charge, to any person obtaining a copy of this software.\n"

@@ -10,6 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.document import Document, Drop, InputSpec
+from core.steps import StepStats, run_steps
 from sources.gutenberg import (
     BookSettings,
     GutenbergRecipe,
@@ -19,9 +21,6 @@ from sources.gutenberg import (
     read_book,
     strip_gutenberg,
 )
-from tasks.document import Document, Drop
-from tasks.pipeline import InputSpec
-from tasks.steps import StepStats, run_steps
 
 BODY = "CHAPTER I.\n\nIt was a dark and stormy night; the rain fell in torrents.\n" * 40
 

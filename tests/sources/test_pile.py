@@ -10,10 +10,9 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.document import Document, Drop, InputSpec
+from core.steps import StepStats, run_steps
 from sources.pile import PileLine, PileRecipe, iter_pile
-from tasks.document import Document, Drop
-from tasks.pipeline import InputSpec
-from tasks.steps import StepStats, run_steps
 
 
 def write_pile(path: Path, lines: list[bytes], frames: int = 1) -> Path:

@@ -10,6 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.document import Document, Drop, InputSpec
+from core.steps import StepStats, run_steps
 from sources.stackexchange import (
     PostsSink,
     SiteSize,
@@ -23,9 +25,6 @@ from sources.stackexchange import (
     site_file,
     site_language,
 )
-from tasks.document import Document, Drop
-from tasks.pipeline import InputSpec
-from tasks.steps import StepStats, run_steps
 
 
 def row(**attrs: object) -> str:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from core.document import Document, Drop
 from sources import html_text
 from sources.html_text import (
     BoundedExtractor,
@@ -31,7 +32,6 @@ from sources.warc import (
     resolve_url,
     visible_text,
 )
-from tasks.document import Document, Drop
 
 ENGLISH = (
     "The history of the lighthouse keepers on the northern coast is a story of isolation and duty. "

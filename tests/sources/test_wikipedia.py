@@ -13,6 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sources.wikipedia as wikipedia
+from core.document import Document, Drop, InputSpec
+from core.steps import StepStats, run_steps
 from sources.wikipedia import (
     WikipediaRecipe,
     WikitextCleaner,
@@ -23,9 +25,6 @@ from sources.wikipedia import (
 )
 from sources.wikipedia_names import drop_prefixes
 from sources.wikipedia_sample import SamplePage, article_wikitext, dump_xml, sample_pages
-from tasks.document import Document, Drop
-from tasks.pipeline import InputSpec
-from tasks.steps import StepStats, run_steps
 
 
 def _write(path: Path, xml: str | bytes) -> Path:

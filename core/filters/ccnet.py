@@ -16,9 +16,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from functools import cache
 
-from tasks import steps
-from tasks.document import Document, Drop
-from tasks.steps import Record, Step
+from core import steps
+from core.document import Document, Drop
+from core.steps import Record, Step
 
 #: cc_net's ``min_len``: shorter documents are dropped.
 CCNET_MIN_CHARS = 300

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks.atomic import sha256_file
-from tasks.document import Document, make_doc_id
-from tasks.shards import ShardLimits, ShardWriter, read_documents, shard_metadata
+from core.atomic import sha256_file
+from core.document import Document, make_doc_id
+from core.shards import ShardLimits, ShardWriter, read_documents, shard_metadata
 
 
 def _docs(n: int, size: int = 50) -> list[Document]:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.document import Document, Drop
-from tasks.filters.quality import (
+from core.document import Document, Drop
+from core.filters.quality import (
     PerplexityBuckets,
     WikiRefFilter,
     bucket_for,

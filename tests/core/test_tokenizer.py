@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from tasks.tokenizer import (
+from core.tokenizer import (
     DIGIT_SPLIT_BYTELEVEL_REGEX,
     load_tokenizer,
     split_digits_config,

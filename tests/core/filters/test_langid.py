@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.document import Document, Drop
-from tasks.filters.langid import (
+from core.document import Document, Drop
+from core.filters.langid import (
     LanguageID,
     LanguagePrefilter,
     ModelNotFound,

@@ -19,8 +19,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tasks.atomic import atomic_path, sha256_file
-from tasks.document import Document
+from core.atomic import atomic_path, sha256_file
+from core.document import Document
 
 SCHEMA = pa.schema(
     [

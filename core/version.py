@@ -1,4 +1,10 @@
-"""Code version recorded in the manifest: the recipe version plus the git commit when known."""
+"""Versions: the recipe version (what the pipeline writes) and the code version (plus git commit).
+
+The recipe version lives here, at the bottom of the import graph, so the pure core never has
+to import the ``kinda`` command package. Bump it whenever a change alters what the pipeline
+writes: resume markers and the manifest key finished work on it (a change that does not alter
+output keeps the version, so finished work stays finished).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,7 @@ import functools
 import subprocess
 from pathlib import Path
 
-from kinda import __version__
+__version__ = "0.1.0"
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal, Self
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from tasks.shards import ShardLimits
+from core.shards import ShardLimits
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
@@ -24,7 +24,7 @@ Runner = Literal["process", "thread", "sequential", "dask", "ray"]
 
 
 class ShardConfig(BaseModel):
-    """Bounds on one shard (see :class:`tasks.shards.ShardLimits`)."""
+    """Bounds on one shard (see :class:`core.shards.ShardLimits`)."""
 
     model_config = ConfigDict(extra="forbid")
     max_docs: int = Field(100_000, gt=0)

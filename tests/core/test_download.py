@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.download import DownloadError, cache_path, download, load_checksums, parse_checksum_list
+from core.download import DownloadError, cache_path, download, load_checksums, parse_checksum_list
 
 PAYLOAD = os.urandom(300_000)
 

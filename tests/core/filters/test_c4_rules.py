@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tasks.document import Document, Drop
-from tasks.filters.c4_rules import (
+from core.document import Document, Drop
+from core.filters.c4_rules import (
     BadWords,
     C4CleanPage,
     C4Rules,

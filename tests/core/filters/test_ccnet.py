@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tasks.document import Document, Drop
-from tasks.filters.ccnet import MinLength, TidyLines, normalize_for_dedup, tidy_lines
+from core.document import Document, Drop
+from core.filters.ccnet import MinLength, TidyLines, normalize_for_dedup, tidy_lines
 
 
 def doc(text: str) -> Document:

@@ -1,7 +1,7 @@
 """Tokenize flow: document shards (by label/source) -> data tensors + metadata.json + manifest rows.
 
-    python -m flows.tokenize --data data/ --labels G3 --tokenizer path/to/tokenizer.json --split-digits --out tensors/
-    python -m flows.tokenize --data data/ --sources wikipedia,arxiv --tokenizer tok.json --megatron --out tensors/
+    python -m flows.tokenization --data data/ --labels G3 --tokenizer path/to/tokenizer.json --split-digits --out tensors/
+    python -m flows.tokenization --data data/ --sources wikipedia,arxiv --tokenizer tok.json --megatron --out tensors/
     kinda manifest sql "SELECT source, sum(tokens) FROM tensors WHERE split = 'train' GROUP BY 1"
 
 One Prefect task per document shard, run in worker processes (the Rust tokenizer's own threads
@@ -26,12 +26,12 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
+from core.config import CONFIG_DIR, PipelineConfig
+from core.manifest import Manifest
+from core.version import code_version
 from flows._runtime import make_task_runner, prefect_api
 from flows._source_flow import add_common_arguments, current_run_id, load_config
-from kinda.version import code_version
-from tasks.config import CONFIG_DIR, PipelineConfig
-from tasks.manifest import Manifest
-from tasks.tensors import (
+from loader.tensor_writer import (
     InputShard,
     TokenizeSettings,
     export_megatron,
@@ -92,7 +92,7 @@ class TokenizeConfig(PipelineConfig):
 
 @task(name="tokenize-shard", cache_policy=NO_CACHE, task_run_name="tokenize {shard.rel_path}")
 def tokenize_task(data: Path, shard: InputShard, out: Path, settings: TokenizeSettings) -> dict[str, Any]:
-    """One document shard -> its train/holdout tensors (see :func:`tasks.tensors.tokenize_shard`)."""
+    """One document shard -> its train/holdout tensors (see :func:`loader.tensor_writer.tokenize_shard`)."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # one process per core, one thread each
     return tokenize_shard(data, shard, out, settings)
 
@@ -174,7 +174,7 @@ def run(config: TokenizeConfig) -> dict[str, Any]:
 
 def parse_args(argv: list[str] | None = None) -> TokenizeConfig:
     """Command line -> typed config."""
-    parser = argparse.ArgumentParser(prog="python -m flows.tokenize", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m flows.tokenization", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, help="data root with docs/ or labeled/ shards (default: data)")
     parser.add_argument("--tokenizer", help="tokenizer.json path")
@@ -194,7 +194,7 @@ def parse_args(argv: list[str] | None = None) -> TokenizeConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m flows.tokenize``."""
+    """``python -m flows.tokenization``."""
     config = parse_args(argv)
     with prefect_api():
         result = run(config)

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tasks.document import Document, Drop
-from tasks.filters.code import (
+from core.document import Document, Drop
+from core.filters.code_quality import (
     AlphanumericFractionFilter,
     AlphaPerTokenFilter,
     CodeFilterSettings,
@@ -23,7 +23,7 @@ from tasks.filters.code import (
     remove_copyright_header,
     remove_copyright_header_redpajama,
 )
-from tasks.steps import StepStats, run_steps
+from core.steps import StepStats, run_steps
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 

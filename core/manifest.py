@@ -20,7 +20,7 @@ from typing import Any
 
 import duckdb
 
-from tasks.atomic import sha256_file
+from core.atomic import sha256_file
 
 MANIFEST_NAME = "manifest.duckdb"
 

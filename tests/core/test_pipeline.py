@@ -9,24 +9,25 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from core import pipeline
+from core.document import InputSpec
+from core.layout import state_path
+from core.manifest import InputRecord
+from core.shards import ShardLimits
 from sources.wikipedia import WikipediaRecipe
 from sources.wikipedia_sample import SamplePage, dump_xml, sample_pages
-from tasks import pipeline
-from tasks.layout import state_path
-from tasks.manifest import InputRecord
-from tasks.shards import ShardLimits
 
 RECIPE = WikipediaRecipe()
 
 
-def _dump(directory: Path, name: str, pages: list[SamplePage]) -> pipeline.InputSpec:
+def _dump(directory: Path, name: str, pages: list[SamplePage]) -> InputSpec:
     path = directory / name
     path.write_bytes(bz2.compress(dump_xml(name[:2], pages).encode()))
-    return pipeline.InputSpec(str(path), path, name)
+    return InputSpec(str(path), path, name)
 
 
 @pytest.fixture
-def specs(tmp_path: Path) -> list[pipeline.InputSpec]:
+def specs(tmp_path: Path) -> list[InputSpec]:
     inputs = tmp_path / "in"
     inputs.mkdir()
     en = sample_pages("en", 30, seed=3)
@@ -42,7 +43,7 @@ def _ctx(out: Path) -> pipeline.RunContext:
     return pipeline.RunContext(out, "wikipedia", "cfg1", ShardLimits(max_docs=7, row_group_docs=3), "wikipedia")
 
 
-def _run_all(out: Path, specs: list[pipeline.InputSpec]) -> list[InputRecord]:
+def _run_all(out: Path, specs: list[InputSpec]) -> list[InputRecord]:
     ctx = _ctx(out)
     keys = [s.key for s in specs]
     scope = pipeline.scope_hash(keys, ctx.config_hash)
@@ -57,7 +58,7 @@ def _tree(out: Path) -> dict[str, bytes]:
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted((out / "docs").rglob("*.parquet"))}
 
 
-def test_first_occurrence_wins_across_inputs(tmp_path: Path, specs: list[pipeline.InputSpec]) -> None:
+def test_first_occurrence_wins_across_inputs(tmp_path: Path, specs: list[InputSpec]) -> None:
     records = {r.input_key: r for r in _run_all(tmp_path / "out", specs)}
     dups = {k: sum(d["count"] for d in r.drops if d["reason"] == "duplicate_exact") for k, r in records.items()}
     # a sample dump holds one in-dump copy per 10 pages; b also repeats the first article of a
@@ -70,7 +71,7 @@ def test_first_occurrence_wins_across_inputs(tmp_path: Path, specs: list[pipelin
     assert not (tmp_path / "out" / "_staging").exists()
 
 
-def test_crash_then_resume_is_byte_identical(tmp_path: Path, specs: list[pipeline.InputSpec]) -> None:
+def test_crash_then_resume_is_byte_identical(tmp_path: Path, specs: list[InputSpec]) -> None:
     reference = _tree_after(_run_all(tmp_path / "ref", specs), tmp_path / "ref")
     out = tmp_path / "crashed"
     ctx = _ctx(out)
@@ -96,7 +97,7 @@ def _tree_after(records: list[InputRecord], out: Path) -> dict[str, bytes]:
     return tree
 
 
-def test_finished_inputs_are_skipped(tmp_path: Path, specs: list[pipeline.InputSpec], monkeypatch) -> None:
+def test_finished_inputs_are_skipped(tmp_path: Path, specs: list[InputSpec], monkeypatch) -> None:
     out = tmp_path / "out"
     first = _run_all(out, specs)
     calls: list[str] = []
@@ -108,7 +109,7 @@ def test_finished_inputs_are_skipped(tmp_path: Path, specs: list[pipeline.InputS
     assert [r.to_dict() for r in again if r] == [r.to_dict() for r in first] and calls == []
 
 
-def test_changed_config_redoes_the_work(tmp_path: Path, specs: list[pipeline.InputSpec]) -> None:
+def test_changed_config_redoes_the_work(tmp_path: Path, specs: list[InputSpec]) -> None:
     out = tmp_path / "out"
     _run_all(out, specs)
     ctx = pipeline.RunContext(out, "wikipedia", "cfg2", ShardLimits(max_docs=7), "wikipedia")
@@ -116,18 +117,18 @@ def test_changed_config_redoes_the_work(tmp_path: Path, specs: list[pipeline.Inp
     assert all(pipeline.load_done(s, ctx, scope) is None for s in specs)
 
 
-def test_unreadable_input_fails_alone(tmp_path: Path, specs: list[pipeline.InputSpec]) -> None:
-    missing = pipeline.InputSpec("/nowhere/enwiki-x.xml.bz2", Path("/nowhere/enwiki-x.xml.bz2"), "enwiki-x.xml.bz2")
+def test_unreadable_input_fails_alone(tmp_path: Path, specs: list[InputSpec]) -> None:
+    missing = InputSpec("/nowhere/enwiki-x.xml.bz2", Path("/nowhere/enwiki-x.xml.bz2"), "enwiki-x.xml.bz2")
     directory = tmp_path / "dir.xml"
     directory.mkdir()
-    as_dir = pipeline.InputSpec(str(directory), directory, "dir.xml")
+    as_dir = InputSpec(str(directory), directory, "dir.xml")
     records = {r.input_key: r for r in _run_all(tmp_path / "out", [*specs, missing, as_dir])}
     assert records["enwiki-x.xml.bz2"].status == "failed" and "not found" in records["enwiki-x.xml.bz2"].error
     assert records["dir.xml"].status == "failed" and "dir.xml" in records["dir.xml"].error
     assert all(records[s.key].status == "done" and records[s.key].docs_kept > 0 for s in specs)
 
 
-def test_moved_output_root_still_verifies(tmp_path: Path, specs: list[pipeline.InputSpec]) -> None:
+def test_moved_output_root_still_verifies(tmp_path: Path, specs: list[InputSpec]) -> None:
     records = _run_all(tmp_path / "out", specs)
     shutil.move(tmp_path / "out", tmp_path / "moved")
     assert all((tmp_path / "moved" / s["path"]).exists() for r in records for s in r.shards)

@@ -12,7 +12,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sources.compression import CODEC_ERRORS, TruncatedInputError, open_binary
+from core.compressed import CODEC_ERRORS, TruncatedInputError, open_binary
 
 CODECS = {
     ".bz2": bz2.compress,

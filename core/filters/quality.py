@@ -25,11 +25,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from tasks.atomic import atomic_path
-from tasks.document import Document, Drop
-from tasks.filters.ccnet import normalize_for_dedup
-from tasks.filters.langid import load_fasttext, one_line
-from tasks.steps import BatchedStep, Record, Step
+from core.atomic import atomic_path
+from core.document import Document, Drop
+from core.filters.ccnet import normalize_for_dedup
+from core.filters.langid import load_fasttext, one_line
+from core.steps import BatchedStep, Record, Step
 
 POSITIVE = "wiki"
 NEGATIVE = "cc"

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from tasks.document import Document, Drop
+from core.document import Document, Drop
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
-from tasks.document import Document, Drop
-from tasks.steps import Filter, Record, Step
+from core.document import Document, Drop
+from core.steps import Filter, Record, Step
 
 HeaderMode = Literal["copyright", "redpajama", "off"]
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from core.document import Document, make_doc_id
+from core.manifest import InputRecord, Manifest
+from core.shards import ShardWriter
 from kinda.summary import format_summary
-from tasks.document import Document, make_doc_id
-from tasks.manifest import InputRecord, Manifest
-from tasks.shards import ShardWriter
 
 
 def _record(root: Path, key: str, docs: int) -> InputRecord:

@@ -13,6 +13,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -70,3 +71,17 @@ class Drop:
     def is_error(self) -> bool:
         """True when the record was dropped because it could not be read, not by a filter."""
         return bool(self.detail)
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One input of a run: where the user said it is, the local file to read, its unique key."""
+
+    location: str
+    path: Path
+    key: str
+
+    def fingerprint(self) -> dict[str, int]:
+        """Cheap identity of the local file (size, mtime) for resume checks."""
+        stat = self.path.stat()
+        return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}

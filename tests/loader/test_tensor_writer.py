@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from tasks.document import Document, make_doc_id
-from tasks.shards import ShardLimits, ShardWriter
-from tasks.tensors import (
+from core.document import Document, make_doc_id
+from core.shards import ShardLimits, ShardWriter
+from loader.tensor_writer import (
     TensorFormatError,
     TokenizeSettings,
     _SplitWriter,

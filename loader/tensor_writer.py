@@ -17,7 +17,7 @@ is the same on every run, for any number of workers and any shard layout.
 
 The format is deliberately plain (a raw array and a ``.npy`` index: numpy, torch, C and any HTTP
 server handle it); :func:`export_megatron` writes Megatron-LM / GPT-NeoX ``.bin/.idx`` from it.
-Nothing here imports Prefect: ``flows/tokenize.py`` wraps :func:`tokenize_shard` in a task.
+Nothing here imports Prefect: ``flows/tokenization.py`` wraps :func:`tokenize_shard` in a task.
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from kinda import __version__
-from tasks.atomic import atomic_path, sha256_file, write_json_atomic
-from tasks.shards import shard_metadata
-from tasks.tokenizer import LoadedTokenizer, encode_texts, load_tokenizer
+from core.atomic import atomic_path, sha256_file, write_json_atomic
+from core.shards import shard_metadata
+from core.tokenizer import LoadedTokenizer, encode_texts, load_tokenizer
+from core.version import __version__
 
 FORMAT = "kinda-tensors"
 FORMAT_VERSION = 1

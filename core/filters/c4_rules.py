@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tasks.document import Document, Drop
-from tasks.steps import Filter, Record, Step
+from core.document import Document, Drop
+from core.steps import Filter, Record, Step
 
 BAD_WORDS_EN = Path(__file__).resolve().parent / "data" / "ldnoobw_en.txt"
 END_MARKS = (".", "?", "!", '"')

@@ -21,8 +21,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from tasks.document import Document, Drop
-from tasks.steps import BatchedStep, Record
+from core.document import Document, Drop
+from core.steps import BatchedStep, Record
 
 LABEL_PREFIX = "__label__"
 _lock = threading.Lock()

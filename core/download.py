@@ -20,7 +20,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.layout import slug
+from core.layout import slug
 
 log = logging.getLogger(__name__)
 

@@ -33,34 +33,20 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dedupe.exact import exact_hash
-from kinda import __version__
-from tasks.atomic import atomic_path, sha256_file, write_json_atomic
-from tasks.document import Document
-from tasks.layout import docs_dir, duplicates_path, slug, staging_dir, state_path
-from tasks.manifest import InputRecord
-from tasks.shards import ShardLimits, ShardWriter, read_documents
-from tasks.steps import Record, Step, StepStats, run_steps
+from core.atomic import atomic_path, sha256_file, write_json_atomic
+from core.document import Document, InputSpec
+from core.exact import exact_hash
+from core.layout import docs_dir, duplicates_path, slug, staging_dir, state_path
+from core.manifest import InputRecord
+from core.shards import ShardLimits, ShardWriter, read_documents
+from core.steps import Record, Step, StepStats, run_steps
+from core.version import __version__
 
 log = logging.getLogger(__name__)
 
 HASH_SCHEMA = pa.schema([pa.field("ordinal", pa.int64()), pa.field("hash", pa.binary(32))])
 DEDUP_STEP = "dedup_exact"
 DEDUP_REASON = "duplicate_exact"
-
-
-@dataclass(frozen=True)
-class InputSpec:
-    """One input of a run: where the user said it is, the local file to read, its unique key."""
-
-    location: str
-    path: Path
-    key: str
-
-    def fingerprint(self) -> dict[str, int]:
-        """Cheap identity of the local file (size, mtime) for resume checks."""
-        stat = self.path.stat()
-        return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
 
 
 class SourceRecipe(Protocol):
