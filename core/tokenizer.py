@@ -13,6 +13,12 @@ Two equivalent ways are offered:
   same pre-tokens as the sequence (a property test checks it on random text), in one regex pass.
   For any other pre-tokenizer ``"regex"`` falls back to ``"sequence"``.
 
+Galactica's ``<work>`` / ``</work>`` markers (reasoning documents of the ``reasoning`` source) are
+handled by ``work_tokens``: ``None`` (the default, the tokenizer as given), ``"text"`` (same
+tokenizer; the markers are plain text that the vocabulary encodes, recorded in the metadata) or
+``"added"`` (:func:`add_work_tokens` appends them as two special tokens after the last id, so every
+existing id is unchanged and models trained on the legacy ids keep their embeddings).
+
 The *tokenizer hash* is the SHA256 of the canonical JSON of the tokenizer actually used (after
 digit splitting), so data tensors record exactly which tokenizer produced them and a loader can
 refuse to mix tensors of different tokenizers.
@@ -30,6 +36,10 @@ from typing import Any, Literal
 from tokenizers import Tokenizer
 
 SplitMode = Literal["sequence", "regex"]
+WorkTokens = Literal["added", "text"]
+
+#: Galactica's reasoning markers, in the order their ids are appended.
+WORK_TOKENS: tuple[str, str] = ("<work>", "</work>")
 
 #: The GPT-2 pre-tokenizer regex with two changes that isolate digits exactly like a preceding
 #: ``Digits(individual_digits=True)`` pass: numbers match one character at a time and never take
@@ -89,6 +99,35 @@ def split_digits_config(config: dict[str, Any], mode: SplitMode = "sequence") ->
     return result
 
 
+def _next_id(config: dict[str, Any]) -> int:
+    """One past the largest id of the vocabulary and the added tokens."""
+    vocab = config.get("model", {}).get("vocab") or {}
+    ids = list(vocab.values()) if isinstance(vocab, dict) else list(range(len(vocab)))
+    ids += [int(token["id"]) for token in config.get("added_tokens") or []]
+    return max(ids, default=-1) + 1
+
+
+def add_work_tokens(config: dict[str, Any], tokens: tuple[str, ...] = WORK_TOKENS) -> dict[str, Any]:
+    """Return a copy of a ``tokenizer.json`` dict with ``tokens`` appended as special added tokens.
+
+    New ids start after the last id in use, so every existing token keeps its id (the RWKV
+    checkpoints' ``20B_tokenizer.json`` compatibility); a token the tokenizer already has (a
+    Galactica tokenizer) keeps its id and is not added again, so applying this twice is a no-op.
+    """
+    result = copy.deepcopy(config)
+    added = result.setdefault("added_tokens", [])
+    present = {token["content"] for token in added}
+    vocab = result.get("model", {}).get("vocab") or {}
+    next_id = _next_id(result)
+    for content in tokens:
+        if content in present or (isinstance(vocab, dict) and content in vocab):
+            continue
+        added.append({"id": next_id, "content": content, "single_word": False, "lstrip": False,
+                      "rstrip": False, "normalized": False, "special": True})
+        next_id += 1
+    return result
+
+
 def canonical_json(config: dict[str, Any]) -> str:
     """Canonical serialization (sorted keys, no spaces) on which the tokenizer hash is taken."""
     return json.dumps(config, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -108,6 +147,8 @@ class LoadedTokenizer:
     #: SHA256 of the canonical JSON of the tokenizer in use (after digit splitting); computed once,
     #: since serializing a 50k vocabulary costs ~0.1 s.
     hash: str
+    #: How ``<work>``/``</work>`` are tokenized (None: not asked for; the legacy behaviour).
+    work_tokens: WorkTokens | None = None
 
     @property
     def vocab_size(self) -> int:
@@ -125,7 +166,13 @@ class LoadedTokenizer:
             "eos_token": self.eos_token,
             "eos_id": self.eos_id,
             "model": self.config.get("model", {}).get("type"),
+            **({"work_tokens": self.work_token_ids()} if self.work_tokens else {}),
         }
+
+    def work_token_ids(self) -> dict[str, Any]:
+        """How each work marker encodes: one new id (``added``) or the vocabulary's pieces (``text``)."""
+        ids = {token: self.tokenizer.encode(token, add_special_tokens=False).ids for token in WORK_TOKENS}
+        return {"mode": self.work_tokens, "ids": ids}
 
 
 def tokenizer_hash(config: dict[str, Any]) -> str:
@@ -170,18 +217,27 @@ def load_tokenizer(
     split_digits: bool = False,
     split_mode: SplitMode = "sequence",
     eos_token: str | None = None,
+    work_tokens: WorkTokens | None = None,
 ) -> LoadedTokenizer:
-    """Load a tokenizer from a ``tokenizer.json`` path (or hub name), optionally digit-splitting."""
+    """Load a tokenizer from a ``tokenizer.json`` path (or hub name), optionally digit-splitting.
+
+    ``work_tokens="added"`` appends ``<work>``/``</work>`` (:func:`add_work_tokens`); ``"text"``
+    leaves the tokenizer as it is and only records the choice.
+    """
     config = read_tokenizer_config(source)
     if split_digits:
         config = split_digits_config(config, split_mode)
+    if work_tokens == "added":
+        config = add_work_tokens(config)
+    elif work_tokens not in (None, "text"):
+        raise ValueError(f"work_tokens must be 'added', 'text' or None, not {work_tokens!r}")
     canonical = canonical_json(config)
     tokenizer = Tokenizer.from_str(canonical)
     token, token_id = find_eos(tokenizer, eos_token)
     return LoadedTokenizer(
         tokenizer=tokenizer, config=config, source=str(source), split_digits=split_digits,
         split_mode=split_mode, eos_token=token, eos_id=token_id,
-        hash=hashlib.sha256(canonical.encode("utf-8")).hexdigest(),
+        hash=hashlib.sha256(canonical.encode("utf-8")).hexdigest(), work_tokens=work_tokens,
     )
 
 

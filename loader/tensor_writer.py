@@ -82,20 +82,30 @@ class TokenizeSettings:
     eos_token: str | None = None
     holdout_fraction: float = 0.001
     batch_docs: int = 256
+    #: ``<work>``/``</work>``: None (legacy, nothing recorded), ``"text"`` (encoded by the existing
+    #: vocabulary; tokens unchanged, recorded in metadata.json) or ``"added"`` (two new ids after
+    #: the last one; see :func:`core.tokenizer.add_work_tokens`).
+    work_tokens: str | None = None
 
     def load(self) -> LoadedTokenizer:
         """The tokenizer, loaded once per worker process."""
-        return _cached_tokenizer(self.tokenizer, self.split_digits, self.split_mode, self.eos_token)
+        return _cached_tokenizer(self.tokenizer, self.split_digits, self.split_mode, self.eos_token,
+                                 self.work_tokens)
 
     def output_fields(self) -> dict[str, Any]:
-        """Fields that change output bytes (``batch_docs`` does not)."""
-        return {"split_digits": self.split_digits, "split_mode": self.split_mode,
-                "eos_token": self.eos_token, "holdout_fraction": self.holdout_fraction}
+        """Fields that change output bytes (``batch_docs`` does not; ``work_tokens="text"`` neither)."""
+        fields = {"split_digits": self.split_digits, "split_mode": self.split_mode,
+                  "eos_token": self.eos_token, "holdout_fraction": self.holdout_fraction}
+        if self.work_tokens == "added":
+            fields["work_tokens"] = self.work_tokens
+        return fields
 
 
 @functools.lru_cache(maxsize=4)
-def _cached_tokenizer(source: str, split_digits: bool, split_mode: str, eos: str | None) -> LoadedTokenizer:
-    return load_tokenizer(source, split_digits=split_digits, split_mode=split_mode, eos_token=eos)  # type: ignore[arg-type]
+def _cached_tokenizer(source: str, split_digits: bool, split_mode: str, eos: str | None,
+                      work_tokens: str | None = None) -> LoadedTokenizer:
+    return load_tokenizer(source, split_digits=split_digits, split_mode=split_mode, eos_token=eos,  # type: ignore[arg-type]
+                          work_tokens=work_tokens)  # type: ignore[arg-type]
 
 
 # -- which shards -----------------------------------------------------------------------------
