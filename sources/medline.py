@@ -1,0 +1,244 @@
+"""PubMed/MEDLINE abstracts: baseline and update files (``*.xml.gz``), old and new roots.
+
+Two root generations occur: ``MedlineCitationSet`` (up to 2016: ``MedlineCitation`` records
+directly under the root, ``DateCreated``) and ``PubmedArticleSet`` (``PubmedArticle`` holding a
+``MedlineCitation`` and ``PubmedData``; ``PubmedBookArticle`` for books). Both may end with
+``DeleteCitation`` lists of PMIDs.
+
+A document is the title, a blank line, then the abstract; a structured abstract keeps its labels
+(``METHODS: …``; NLM's ``UNLABELLED`` label is not a label). ``OtherAbstract`` (other
+languages, plain-language summaries) is left out. Author lists, affiliations, MeSH terms,
+grants and reference lists are metadata, not text. A non-English article's translated title
+comes in brackets (``[Title].``): the brackets are removed.
+
+Versions: within a file a later record of a PMID replaces an earlier one (``superseded_version``
+drop), a higher ``PMID/@Version`` wins over a lower one, and a ``DeleteCitation`` removes
+records of that PMID read before it (``deleted_citation``); each deletion instruction is itself
+counted (``delete_instruction``), so records_in == kept + dropped. Deciding "last wins" needs the
+whole file, so kept documents are held until the file ends: memory is bounded by one update file
+(NLM caps them at 30,000 citations), not by the run. Across files, a run keeps every file's
+survivors; ``flows.pubmed`` applies the newest-wins rule across the run's files.
+
+Parsing is streamed (``iterparse``, each record cleared after use) with DTD loading, network
+access and entity resolution off. A truncated ``.gz`` keeps every record read before the cut
+and adds one ``truncated_input`` drop.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lxml import etree
+
+from core.compressed import CODEC_ERRORS, TruncatedInputError, open_binary
+from core.document import Document, Drop, make_doc_id
+from core.steps import Record
+
+SOURCE = "pubmed_abstracts"
+RECORD_TAGS = ("PubmedArticle", "PubmedBookArticle", "MedlineCitation", "DeleteCitation", "BookDocument")
+_WS = re.compile(r"\s+")
+#: MEDLINE's ISO 639-2 article languages -> ISO 639-1 (the common ones).
+LANGUAGES = {"eng": "en", "ger": "de", "fre": "fr", "spa": "es", "ita": "it", "rus": "ru", "jpn": "ja", "chi": "zh",
+             "por": "pt", "pol": "pl", "dut": "nl", "swe": "sv", "dan": "da", "nor": "no", "fin": "fi", "cze": "cs",
+             "hun": "hu", "tur": "tr", "kor": "ko", "heb": "he", "gre": "el", "ukr": "uk", "rum": "ro"}
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One citation as read: PMID, version, title, abstract parts and metadata."""
+
+    pmid: str
+    version: int
+    title: str
+    abstract: list[tuple[str | None, str]]
+    journal: str | None
+    year: str | None
+    article_language: str | None
+    copyright: str | None
+    kind: str
+
+    def text(self) -> str:
+        """Title, blank line, abstract parts (``LABEL: text`` for labelled ones)."""
+        parts = [f"{label}: {text}" if label else text for label, text in self.abstract]
+        return "\n\n".join(p for p in [self.title, "\n".join(parts)] if p)
+
+
+def _text(node: Any) -> str:
+    return _WS.sub(" ", "".join(node.itertext())).strip() if node is not None else ""
+
+
+def _title(raw: str) -> str:
+    """Remove the brackets NLM puts around a translated title (``[Title].``)."""
+    if raw.startswith("[") and (raw.endswith("].") or raw.endswith("]")):
+        inner = raw[1:raw.rindex("]")]
+        return inner + ("." if raw.endswith(".") and not inner.endswith((".", "?", "!")) else "")
+    return raw
+
+
+def _abstract(container: Any) -> tuple[list[tuple[str | None, str]], str | None]:
+    abstract = container.find("Abstract") if container is not None else None
+    if abstract is None:
+        return [], None
+    parts: list[tuple[str | None, str]] = []
+    for node in abstract.findall("AbstractText"):
+        text = _text(node)
+        if not text:
+            continue
+        label = (node.get("Label") or "").strip()
+        parts.append((None if not label or label.upper() == "UNLABELLED" else label, text))
+    return parts, _text(abstract.find("CopyrightInformation")) or None
+
+
+def parse_citation(record: Any) -> Citation:
+    """A ``PubmedArticle``, ``PubmedBookArticle`` or bare ``MedlineCitation`` element as a Citation."""
+    tag = record.tag
+    if tag == "PubmedBookArticle":
+        book = record.find("BookDocument")
+        pmid_node = book.find("PMID")
+        title = _text(book.find("ArticleTitle")) or _text(book.find("Book/BookTitle"))
+        parts, copyright_ = _abstract(book)
+        year = _text(book.find("Book/PubDate/Year")) or None
+        return Citation(pmid_node.text.strip(), int(pmid_node.get("Version") or 1), _title(title), parts,
+                        _text(book.find("Book/BookTitle")) or None, year,
+                        _text(book.find("Language")) or None, copyright_, "book")
+    citation = record.find("MedlineCitation") if tag == "PubmedArticle" else record
+    pmid_node = citation.find("PMID")
+    if pmid_node is None or not (pmid_node.text or "").strip():
+        raise ValueError("record without PMID")
+    article = citation.find("Article")
+    if article is None:
+        raise ValueError(f"PMID {pmid_node.text.strip()}: no Article element")
+    parts, copyright_ = _abstract(article)
+    year = (_text(article.find("Journal/JournalIssue/PubDate/Year"))
+            or _text(article.find("Journal/JournalIssue/PubDate/MedlineDate"))[:4] or None)
+    return Citation(
+        pmid=pmid_node.text.strip(), version=int(pmid_node.get("Version") or 1),
+        title=_title(_text(article.find("ArticleTitle")) or _text(article.find("VernacularTitle"))),
+        abstract=parts, journal=_text(article.find("Journal/Title")) or None, year=year,
+        article_language=_text(article.find("Language")) or None, copyright=copyright_, kind="article",
+    )
+
+
+def citation_document(cit: Citation, file: str, root: str) -> Document:
+    """A Citation as a pipeline Document (English: MEDLINE titles and abstracts are in English)."""
+    language = cit.article_language or ""
+    return Document(
+        id=make_doc_id(SOURCE, f"{cit.pmid}.{cit.version}"), text=cit.text(), source=SOURCE,
+        meta={"pmid": cit.pmid, "pmid_version": cit.version, "title": cit.title, "journal": cit.journal,
+              "year": cit.year, "article_language": LANGUAGES.get(language, language or None),
+              "abstract_labels": [label for label, _ in cit.abstract if label], "copyright": cit.copyright,
+              "kind": cit.kind, "root": root, "file": file, "language": "en"},
+    )
+
+
+class _FileState:
+    """Survivors of one file, by PMID, in first-seen order (see the module docstring)."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.kept: dict[str, Document] = {}
+
+    def add(self, doc: Document) -> Drop | None:
+        pmid = str(doc.meta["pmid"])
+        old = self.kept.get(pmid)
+        if old is None:
+            self.kept[pmid] = doc
+            return None
+        if int(old.meta["pmid_version"]) > int(doc.meta["pmid_version"]):
+            return Drop("superseded_version", f"{self.file}:PMID {pmid} v{doc.meta['pmid_version']}")
+        self.kept[pmid] = doc
+        return Drop("superseded_version", f"{self.file}:PMID {pmid} v{old.meta['pmid_version']}")
+
+    def delete(self, pmid: str) -> Drop | None:
+        old = self.kept.pop(pmid, None)
+        return Drop("deleted_citation", f"{self.file}:PMID {pmid}") if old is not None else None
+
+
+def _clear(elem: Any) -> None:
+    """Free a finished record and the siblings before it (constant memory on big files)."""
+    elem.clear(keep_tail=False)
+    parent = elem.getparent()
+    if parent is not None:
+        while elem.getprevious() is not None:
+            del parent[0]
+
+
+def iter_medline(path: Path, require_abstract: bool = True, max_record_chars: int = 1_000_000
+                 ) -> Iterator[Record]:
+    """Yield the file's surviving Documents (at its end) and a Drop for every record not kept."""
+    file = path.name
+    state = _FileState(file)
+    root_tag = "unknown"
+    number = 0
+    try:
+        with open_binary(path) as stream:
+            events = etree.iterparse(stream, events=("start", "end"), resolve_entities=False, no_network=True,
+                                     load_dtd=False, huge_tree=False, remove_comments=True)
+            depth = 0
+            for event, elem in events:
+                if event == "start":
+                    depth += 1
+                    if depth == 1:
+                        root_tag = elem.tag
+                    continue
+                depth -= 1
+                if depth != 1 and not (depth == 2 and elem.tag == "BookDocument"):
+                    continue
+                number += 1
+                yield from _record(elem, state, file, root_tag, number, require_abstract, max_record_chars)
+                _clear(elem)
+    except (*CODEC_ERRORS, TruncatedInputError, zlib.error, etree.XMLSyntaxError) as exc:
+        reason = "truncated_input" if _is_truncation(exc) else "xml_error"
+        yield from state.kept.values()
+        yield Drop(reason, f"{file}:record {number + 1}",
+                   f"{file}: unreadable after record {number}: {type(exc).__name__}: {exc}")
+        return
+    yield from state.kept.values()
+
+
+def _is_truncation(exc: BaseException) -> bool:
+    if not isinstance(exc, etree.XMLSyntaxError):
+        return True
+    message = str(exc).lower()
+    return any(s in message for s in ("premature end", "end of data", "not properly terminated", "eof"))
+
+
+def _record(elem: Any, state: _FileState, file: str, root: str, number: int, require_abstract: bool,
+            max_chars: int) -> Iterator[Drop]:
+    tag = elem.tag
+    where = f"{file}:record {number}"
+    if tag == "DeleteCitation":
+        for pmid_node in elem.findall("PMID"):
+            pmid = (pmid_node.text or "").strip()
+            yield Drop("delete_instruction", f"{file}:delete PMID {pmid}")
+            removed = state.delete(pmid)
+            if removed is not None:
+                yield removed
+        return
+    if tag not in RECORD_TAGS or tag == "BookDocument":
+        yield Drop("unknown_record", where, f"{where}: unexpected <{tag}>")
+        return
+    try:
+        cit = parse_citation(elem)
+    except (ValueError, AttributeError) as exc:
+        yield Drop("bad_record", where, f"{where}: {exc}")
+        return
+    where = f"{file}:PMID {cit.pmid}"
+    if require_abstract and not cit.abstract:
+        yield Drop("no_abstract", where)
+        return
+    if not cit.title and not cit.abstract:
+        yield Drop("empty_text", where)
+        return
+    doc = citation_document(cit, file, root)
+    if len(doc.text) > max_chars:
+        yield Drop("too_large", where, f"{where}: {len(doc.text)} characters > {max_chars}")
+        return
+    replaced = state.add(doc)
+    if replaced is not None:
+        yield replaced

@@ -1,0 +1,221 @@
+"""PubMed Central Open Access full text and PubMed/MEDLINE abstracts as pipeline recipes.
+
+PubMed Central inputs, each one pipeline input (one Prefect task):
+
+* a single article: ``.nxml`` / ``.xml`` (optionally ``.gz``);
+* a PMC bulk package: ``.tar.gz`` / ``.tgz`` / ``.tar`` (``oa_comm_xml.PMC00xxxxxxx.baseline.*.tar.gz``
+  with ``PMC…/PMC123.xml`` members, the older ``comm_use.A-B.xml.tar.gz`` with ``Journal/x.nxml``,
+  or a per-article package holding the ``.nxml`` beside PDFs and images);
+* an article list ``*.pmc.json`` (``{"files": [...]}``, written by ``flows.pubmed`` to batch
+  many single files into one task).
+
+Packages are *streamed* (``tarfile`` mode ``r|*``): one member is in memory at a time, and only
+if its declared size is within ``max_article_bytes``; members that are not articles (images,
+PDFs) are not records. Member names are only used as labels: nothing is ever written or opened
+by a member's path. A package cut short keeps every article read before the cut and adds one
+``truncated_input`` drop.
+
+Per article: the size bound (``too_large``), a parse (``xml_error``), entity declarations
+(``unsafe_xml``, never resolved), a time bound on rendering (``timeout``), no text
+(``empty_text``), and the licence filter (``license_noncommercial`` / ``license_unknown`` when
+``commercial_only``). See :mod:`sources.pubmed_jats` for the text and :mod:`sources.medline`
+for the abstracts.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import tarfile
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lxml import etree
+
+from core.compressed import CODEC_ERRORS, TruncatedInputError
+from core.document import Document, Drop, InputSpec, make_doc_id
+from core.steps import MinLength, Record, Step
+from sources import medline
+from sources.pubmed_jats import (
+    DeadlineError,
+    TableMode,
+    UnsafeXmlError,
+    article_meta,
+    parse_article,
+    render,
+)
+
+CENTRAL = "pubmed_central"
+ABSTRACTS = medline.SOURCE
+LIST_SUFFIX = ".pmc.json"
+LIST_FORMAT = "kinda-pmc-list/1"
+ARTICLE_SUFFIXES = (".nxml", ".xml", ".nxml.gz", ".xml.gz")
+TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tar.xz")
+
+
+@dataclass(frozen=True)
+class CentralSettings:
+    """How PMC articles are read and which are kept."""
+
+    table_mode: TableMode = "linearize"
+    commercial_only: bool = False
+    max_article_bytes: int = 32 * 1024 * 1024
+    max_article_seconds: float = 10.0
+    min_chars: int = 200
+
+
+def is_package(name: str) -> bool:
+    """True for a PMC bulk or per-article package (a tar archive)."""
+    return name.lower().endswith(TAR_SUFFIXES)
+
+
+def is_article_name(name: str) -> bool:
+    """True for a member or file name that holds one article."""
+    return name.lower().endswith(ARTICLE_SUFFIXES)
+
+
+def list_payload(files: Sequence[Path]) -> dict[str, Any]:
+    """The content of an article list (see :func:`flows._source_flow.write_input_lists`)."""
+    return {"format": LIST_FORMAT, "files": [str(Path(f).resolve()) for f in files]}
+
+
+def article_record(data: bytes, where: str, settings: CentralSettings) -> Record:
+    """One article's bytes -> a Document, or a Drop naming ``where`` (file or ``package:member``)."""
+    if len(data) > settings.max_article_bytes:
+        return Drop("too_large", where, f"{where}: {len(data)} bytes > {settings.max_article_bytes}")
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            return Drop("truncated_input", where, f"{where}: {type(exc).__name__}: {exc}")
+    try:
+        root = parse_article(data)
+    except UnsafeXmlError as exc:
+        return Drop("unsafe_xml", where, f"{where}: {exc}")
+    except (etree.XMLSyntaxError, ValueError) as exc:
+        return Drop("xml_error", where, f"{where}: {type(exc).__name__}: {exc}")
+    try:
+        article = render(root, settings.table_mode, settings.max_article_seconds)
+    except DeadlineError as exc:
+        return Drop("timeout", where, f"{where}: {exc}")
+    except ValueError as exc:
+        return Drop("not_an_article", where, f"{where}: {exc}")
+    if not article.text.strip():
+        return Drop("empty_text", where)
+    if settings.commercial_only and not article.licence["commercial"]:
+        key = article.licence["key"]
+        return Drop("license_unknown" if key == "unknown" else "license_noncommercial", where)
+    local_id = article.ids.get("pmc") or article.ids.get("pmid") or article.ids.get("doi") or where
+    return Document(id=make_doc_id(CENTRAL, f"PMC{local_id}" if local_id.isdigit() else local_id),
+                    text=article.text, source=CENTRAL, meta=article_meta(article, where))
+
+
+def iter_package(path: Path, settings: CentralSettings) -> Iterator[Record]:
+    """Stream a PMC tar package: one record per article member; never write a member anywhere."""
+    number = 0
+    name = path.name
+    try:
+        with tarfile.open(path, mode="r|*") as archive:
+            for member in archive:
+                if not is_article_name(member.name):
+                    continue
+                number += 1
+                where = f"{name}:{member.name}"
+                if not member.isfile():
+                    yield Drop("not_a_file", where, f"{where}: a tar {'link' if member.issym() or member.islnk() else 'entry'}"
+                               " where an article was expected")
+                    continue
+                if member.size > settings.max_article_bytes:
+                    yield Drop("too_large", where, f"{where}: {member.size} bytes > {settings.max_article_bytes}")
+                    continue
+                handle = archive.extractfile(member)
+                data = handle.read() if handle is not None else b""
+                yield article_record(data, where, settings)
+    except (*CODEC_ERRORS, TruncatedInputError, tarfile.TarError) as exc:
+        yield Drop("truncated_input", f"{name}:article {number + 1}",
+                   f"{name}: unreadable after {number} articles: {type(exc).__name__}: {exc}")
+
+
+def _read_file(path: Path, where: str, settings: CentralSettings) -> Record:
+    try:
+        size = path.stat().st_size
+        if size > settings.max_article_bytes and not path.name.endswith(".gz"):
+            return Drop("too_large", where, f"{where}: {size} bytes > {settings.max_article_bytes}")
+        data = path.read_bytes()
+    except OSError as exc:
+        return Drop("unreadable", where, f"{where}: {exc}")
+    return article_record(data, where, settings)
+
+
+def iter_central(path: Path, settings: CentralSettings) -> Iterator[Record]:
+    """Every article of one PMC input (single file, package or article list)."""
+    name = path.name
+    if name.endswith(LIST_SUFFIX):
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+            files = [Path(f) for f in payload["files"]]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            yield Drop("bad_input_list", name, f"{name}: {type(exc).__name__}: {exc}")
+            return
+        for file in files:
+            if is_package(file.name):
+                yield from iter_package(file, settings)
+            else:
+                yield _read_file(file, file.name, settings)
+        return
+    if is_package(name):
+        yield from iter_package(path, settings)
+        return
+    yield _read_file(path, name, settings)
+
+
+@dataclass(frozen=True)
+class PubmedCentralRecipe:
+    """PubMed Central OA full text as a :class:`core.pipeline.SourceRecipe`."""
+
+    settings: CentralSettings = CentralSettings()
+    name: str = CENTRAL
+
+    def input_language(self, spec: InputSpec) -> str | None:
+        """PMC OA is overwhelmingly English; each article says (``xml:lang``), default ``en``."""
+        return None
+
+    def read(self, spec: InputSpec) -> Iterator[Record]:
+        """Articles of one input."""
+        yield from iter_central(spec.path, self.settings)
+
+    def steps(self) -> Sequence[Step]:
+        """A length floor: what is left of an abstract-only stub is not a paper."""
+        return [MinLength(self.settings.min_chars)]
+
+    def partition(self, doc: Document) -> str:
+        """By the article's language."""
+        return doc.language or "und"
+
+
+@dataclass(frozen=True)
+class PubmedAbstractsRecipe:
+    """PubMed/MEDLINE titles and abstracts as a :class:`core.pipeline.SourceRecipe`."""
+
+    require_abstract: bool = True
+    max_record_chars: int = 1_000_000
+    name: str = ABSTRACTS
+
+    def input_language(self, spec: InputSpec) -> str | None:
+        """MEDLINE titles and abstracts are English (other languages sit in OtherAbstract, not read)."""
+        return "en"
+
+    def read(self, spec: InputSpec) -> Iterator[Record]:
+        """Citations of one baseline or update file."""
+        yield from medline.iter_medline(spec.path, self.require_abstract, self.max_record_chars)
+
+    def steps(self) -> Sequence[Step]:
+        """None: NLM's records are already curated."""
+        return []
+
+    def partition(self, doc: Document) -> str:
+        """All English."""
+        return doc.language or "en"
