@@ -16,6 +16,15 @@ Encodings: UTF-8 (with or without BOM); otherwise the header's ``Character set e
 ends are normalized to ``\\n``; the credit paragraph right after the start marker
 (``Produced by …``, ``E-text prepared by …``, ``Transcribed from …``) is removed as well.
 
+Early releases (1991-1993) have no start marker: the file opens with free-form paragraphs about
+the etext ("This is the February 1992 Project Gutenberg release of: …", notes on the edition,
+the small print, addresses) and may close with more of them. For those, :func:`strip_early_matter`
+removes the leading and trailing paragraphs that are PG matter and keeps the book from its first
+real line: the leading matter ends at the last PG paragraph that is followed by a long stretch
+(:data:`BOOK_RUN_CHARS`) of text that names none of PG's words, so a short note *between* two PG
+paragraphs ("Introduction (one page)") goes with them. Only when no such stretch exists, i.e.
+no book text can be told apart from PG matter, is the file dropped (``pg_start_marker_missing``).
+
 A file without a PG header is dropped as ``no_pg_header`` by default: in a PG mirror such files
 are indexes and readmes, not books. ``keep_without_header=True`` keeps them whole (use it to
 read a Books3-like folder of plain books).
@@ -24,6 +33,7 @@ read a Books3-like folder of plain books).
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import gzip
 import json
 import re
@@ -58,6 +68,25 @@ _END = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _PG_MENTION = re.compile(r"project gutenberg", re.IGNORECASE)
+#: Words that mark a paragraph of an early release as PG matter, not the book: the project, the
+#: etext, the licence and disclaimers, and the ways to reach PG (mail, FTP, listserver, donations).
+_PG_MATTER = re.compile(
+    r"project\s+gutenberg|\bgutenberg\b|\be-?texts?\b|\be-?books?\b|small\s+print|\*END\*"
+    r"|\bpublic\s+domain\b|\bcopyright|\blistserv|\bftp\b|\binternet\b|\bbitnet\b|\bcompuserve\b"
+    r"|[\w.-]+@[\w.-]+\.\w+|\bdonations?\b|\btax[ -]deductible\b|illinois\s+benedictine|\bmichael\s+s\.?\s+hart\b"
+    r"|\broyalt(?:y|ies)\b|\bdisclaimer\b|\bwarrant(?:y|ies)\b|\bliabilit(?:y|ies)\b",
+    re.IGNORECASE,
+)
+#: "… Project Gutenberg release of: <Title> by <Author>" / "Project Gutenberg Etext of <Title>, by <Author>":
+#: how early releases name their book, before header fields existed.
+_EARLY_TITLE = re.compile(
+    r"Project Gutenberg(?:'s)?[ \t]+(?:release|e-?text|edition)[ \t]+of:?[ \t]*(?:\n[ \t]*)*"
+    r"([^\n*]+?)(?:,?[ \t]+by[ \t]+([^\n*]+?))?[ \t*]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+#: Characters of consecutive non-PG paragraphs that mark where the book itself begins (or ends).
+BOOK_RUN_CHARS = 2_000
 _FIELD = re.compile(r"^(Title|Author|Language|Character set encoding|Release Date|Posting Date|Translator|Editor)"
                     r"[ \t]*:[ \t]*(.*)$", re.IGNORECASE | re.MULTILINE)
 _EBOOK_NUMBER = re.compile(r"\[E-?(?:Book|Text) #(\d+)\]", re.IGNORECASE)
@@ -182,6 +211,83 @@ def strip_gutenberg(text: str) -> StrippedBook:
     )
 
 
+def _paragraphs(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` offsets of the non-blank paragraphs (lines of only spaces count as blank)."""
+    spans = []
+    position = 0
+    for gap in _PARAGRAPH_BREAK.finditer(text):
+        if text[position: gap.start()].strip():
+            spans.append((position, gap.start()))
+        position = gap.end()
+    if text[position:].strip():
+        spans.append((position, len(text)))
+    return spans
+
+
+def _is_matter(paragraph: str) -> bool:
+    """PG matter: names the project, its etexts or licence, or is a header field (``Title: …``)."""
+    return bool(_PG_MATTER.search(paragraph) or _FIELD.match(paragraph.strip()))
+
+
+def _matter_boundary(texts: Sequence[str], limit: int) -> int | None:
+    """How many paragraphs (from the front of ``texts``) are PG matter; None if the book never starts.
+
+    The matter ends at the last PG paragraph followed by :data:`BOOK_RUN_CHARS` of paragraphs
+    that name nothing of PG's. Only the first ``limit`` characters are looked at.
+    """
+    last_matter = -1
+    run = 0
+    seen = 0
+    for index, paragraph in enumerate(texts):
+        if _is_matter(paragraph):
+            last_matter, run = index, 0
+        else:
+            run += len(paragraph.strip())
+            if run >= BOOK_RUN_CHARS:
+                return last_matter + 1
+        seen += len(paragraph)
+        if seen > limit:
+            break
+    return None
+
+
+def _trailing_matter(texts: Sequence[str]) -> int:
+    """How many paragraphs at the end are PG matter (closing notes, small print, addresses)."""
+    found = _matter_boundary(texts[::-1], HEADER_SCAN_CHARS)
+    if found is not None:
+        return found
+    count = 0  # a short book: only the PG paragraphs right at the end
+    while count < len(texts) and _is_matter(texts[-1 - count]):
+        count += 1
+    return count
+
+
+def early_title(head: str) -> tuple[str | None, str | None]:
+    """Title and author as an early release's first lines name them (None, None when they do not)."""
+    match = _EARLY_TITLE.search(head[:3_000])
+    if not match:
+        return None, None
+    return match.group(1).strip() or None, (match.group(2) or "").strip() or None
+
+
+def strip_early_matter(text: str) -> str | None:
+    """The book inside an early (start-marker-less) PG release, or None when none can be told apart.
+
+    ``text`` has ``\\n`` line ends. Leading and trailing paragraphs of PG matter are removed
+    (see the module docstring); the book keeps its own line breaks and indentation.
+    """
+    spans = _paragraphs(text)
+    texts = [text[a:b] for a, b in spans]
+    first = _matter_boundary(texts, HEADER_SCAN_CHARS)
+    if first is None:
+        return None
+    last = len(spans) - _trailing_matter(texts[first:])
+    if last <= first:
+        return None
+    body = text[spans[first][0]: spans[last - 1][1]]
+    return body.rstrip() + "\n" if body.strip() else None
+
+
 def normalize_newlines(text: str) -> str:
     """CRLF and lone CR -> LF."""
     return text.replace("\r\n", "\n").replace("\r", "\n")
@@ -224,17 +330,27 @@ def read_book(path: Path, settings: BookSettings, where: str) -> Record:
     text, codec = decode_book(data)
     book = strip_gutenberg(normalize_newlines(text))
     header = book.header
-    if not book.start_found and not settings.keep_without_header:
+    early = None
+    if not book.start_found and book.has_header:
+        early = strip_early_matter(book.text)
+    if not book.start_found and early is None and not settings.keep_without_header:
         reason = "pg_start_marker_missing" if book.has_header else "no_pg_header"
         return Drop(reason, label, language=header.language)
-    body = book.text if book.start_found else normalize_newlines(text).strip() + "\n"
+    if book.start_found:
+        body = book.text
+    else:
+        body = early if early is not None else normalize_newlines(text).strip() + "\n"
+    if early is not None and header.title is None:
+        title, author = early_title(book.text)
+        header = dataclasses.replace(header, title=title, author=header.author or author)
     number = ebook_number(path, header)
     local_id = f"gutenberg/{number}" if number and book.has_header else f"file/{path.name}"
     meta: dict[str, Any] = {
         "title": header.title, "author": header.author, "language": header.language,
         "language_name": header.language_name, "release": header.release, "ebook_number": number,
         "encoding": codec, "declared_encoding": header.encoding, "file": path.name,
-        "pg_header": book.start_found, "pg_footer": book.end_found,
+        "pg_header": book.start_found or early is not None, "pg_footer": book.end_found,
+        "pg_early_release": early is not None,
         "url": f"https://www.gutenberg.org/ebooks/{number}" if number and book.has_header else None,
     }
     return Document(id=make_doc_id(SOURCE, local_id), text=body, source=SOURCE, meta=meta)

@@ -91,10 +91,60 @@ def test_no_header_dropped_or_kept_per_config(tmp_path: Path) -> None:
     assert kept.meta["pg_header"] is False and kept.meta["url"] is None
 
 
-def test_header_without_start_marker(tmp_path: Path) -> None:
+def test_header_without_start_marker_keeps_the_book(tmp_path: Path) -> None:
     path = write(tmp_path, "odd.txt", ("The Project Gutenberg EBook of X\n\nTitle: X\n\n" + BODY).encode())
-    drop = read_book(path, BookSettings(), "x")
-    assert isinstance(drop, Drop) and drop.reason == "pg_start_marker_missing"
+    doc = read_book(path, BookSettings(), "x")
+    assert isinstance(doc, Document) and doc.text == BODY.strip("\n") + "\n"
+    assert doc.meta["title"] == "X" and doc.meta["pg_early_release"]
+
+
+def test_only_pg_matter_is_dropped(tmp_path: Path) -> None:
+    """A file whose every paragraph is about PG (an index, a licence) has no book to keep."""
+    notes = "\n\n".join(f"Project Gutenberg etext list, part {i}: see the small print at ftp.example.edu"
+                         for i in range(200))
+    drop = read_book(write(tmp_path, "index.txt", notes.encode()), BookSettings(), "x")
+    assert isinstance(drop, Drop) and drop.reason == "pg_start_marker_missing" and "index.txt" in drop.record
+
+
+#: The real February 1992 release of Paradise Lost (PG etext #20, the Canterbury Corpus' plrabn12.txt):
+#: its whole free-form header as released, the first 49 lines of Book I and the last 10 lines of the
+#: poem, with the cut marked " [...]". Public domain; no start marker, no licence.
+PARADISE_LOST = Path(__file__).parent / "data" / "plrabn12-excerpt.txt"
+
+
+def test_real_early_release_is_cleaned_not_dropped() -> None:
+    doc = read_book(PARADISE_LOST, BookSettings(), "x")
+    assert isinstance(doc, Document), doc
+    assert doc.text.startswith("Paradise Lost \n")  # the book from its first real line
+    assert "Of Man's first disobedience, and the fruit" in doc.text
+    assert doc.text.endswith("Through Eden took their solitary way. \n \n[The End]\n")
+    for matter in ("Gutenberg", "etext", "Introduction  (one page)", "IBM cards", "listserver"):
+        assert matter not in doc.text, matter
+    assert (doc.meta["title"], doc.meta["author"]) == ("Paradise Lost", "John Milton")
+    assert doc.meta["pg_header"] and doc.meta["pg_early_release"] and not doc.meta["pg_footer"]
+
+
+def test_early_release_trailing_matter_removed(tmp_path: Path) -> None:
+    """Closing paragraphs about the etext (notes, addresses, small print) go; the poem stays whole."""
+    text = PARADISE_LOST.read_text(encoding="utf-8") + (
+        "\n\nThis etext was prepared for Project Gutenberg; please send corrections to\n"
+        "hart@vmd.cso.uiuc.edu or to the Illinois Benedictine College address.\n\n"
+        "**Tax-deductible donations can be sent to Project Gutenberg**\n"
+    )
+    doc = read_book(write(tmp_path, "plrabn12.txt", text.replace("\n", "\r\n").encode("latin-1")), BookSettings(), "x")
+    assert isinstance(doc, Document)
+    assert doc.text.endswith("[The End]\n") and "hart@" not in doc.text and "donations" not in doc.text
+
+
+def test_early_release_through_the_recipe_balances(tmp_path: Path) -> None:
+    listing = tmp_path / "l.books.json"
+    files = [PARADISE_LOST, write(tmp_path, "index.txt", b"Project Gutenberg etext index\n\nftp.example.edu")]
+    listing.write_text(json.dumps(book_list_payload(files)))
+    recipe = GutenbergRecipe()
+    stats = StepStats()
+    docs = list(run_steps(recipe.read(InputSpec(str(listing), listing, listing.name)), recipe.steps(), stats))
+    assert [d.meta["title"] for d in docs] == ["Paradise Lost"]
+    assert stats.records_in == 2 and stats.balanced()
 
 
 def test_bad_inputs_are_reasoned_drops(tmp_path: Path) -> None:
