@@ -1,0 +1,231 @@
+"""Step-by-step reasoning as Galactica's ``<work>`` documents (G.2, seed A.6): GSM8K and GSM8K-Socratic.
+
+Galactica (Taylor et al. 2022, section 3.1.1) wraps step-by-step reasoning in a ``<work>`` block
+and states the result after it, so a model learns to "think" inside the block and answer outside
+it. A GSM8K row ``{"question", "answer"}`` has its steps on ``\\n``-separated lines, calculator
+annotations ``<<48/2=24>>`` before the numbers they produce, and a last line ``#### 72``. It
+becomes::
+
+    Question: Natalia sold clips to 48 of her friends in April, ...
+
+    <work>
+    Natalia sold 48/2 = 24 clips in May.
+    Natalia sold 48+24 = 72 clips altogether in April and May.
+    </work>
+
+    Answer: 72
+
+Calculator annotations (setting ``annotations``):
+
+* ``strip`` (default): removed, so the work block reads as a person writes it (``48/2 = 24``); the
+  annotation only repeats the computation on its left and the number on its right, and a model
+  without a calculator at inference gains nothing from the markup;
+* ``keep``: left verbatim inside the work block (``48/2 = <<48/2=24>>24``), as the explicit
+  computation GSM8K's calculator-using models were trained on.
+
+The Socratic variant puts a sub-question before each step (``How many ...? ** step``); both are
+kept, the sub-question on its own line, then its step. The final answer is written as the
+dataset gives it (``2,125`` keeps its comma); ``meta.answer_number`` holds it without thousands
+separators for exact-match evaluation.
+
+Inputs: JSON lines (plain or compressed, as the GSM8K repository ships them) or Parquet with
+``question``/``answer`` columns (the Hugging Face export). A line that is not JSON
+(``malformed_json``), a row without both fields (``malformed_row``), an answer without a
+``#### N`` last line (``no_final_answer``), an unclosed annotation (``malformed_annotation``),
+a text already containing ``<work>`` (``work_token_in_text``, it would make the block
+ambiguous) or a row over ``max_chars`` (``too_large``, the size bound; every step is linear
+in the text) is a counted drop naming the file and line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from core.compressed import CODEC_ERRORS, open_binary
+from core.document import Document, Drop, InputSpec, make_doc_id
+from core.steps import Record, Step
+
+SOURCE = "reasoning"
+WORK_OPEN = "<work>"
+WORK_CLOSE = "</work>"
+
+AnnotationMode = Literal["strip", "keep"]
+
+#: A GSM8K calculator annotation: ``<<expression=value>>`` (no nesting).
+ANNOTATION = re.compile(r"<<([^<>\n]*)>>")
+#: The final line: ``#### 72`` (the number may carry commas, a sign, a decimal point, a unit).
+FINAL_LINE = re.compile(r"^####\s*(.+?)\s*$")
+#: The Socratic variant's separator between a sub-question and its step.
+SOCRATIC_SEPARATOR = " ** "
+
+
+@dataclass(frozen=True)
+class ReasoningSettings:
+    """How rows become documents (see the module docstring)."""
+
+    annotations: AnnotationMode = "strip"
+    dataset: str = "gsm8k"
+    max_chars: int = 100_000
+
+
+@dataclass(frozen=True)
+class Solution:
+    """A parsed GSM8K answer: the reasoning lines, the final answer, the variant."""
+
+    steps: tuple[str, ...]
+    answer: str
+    socratic: bool
+
+
+def strip_annotations(text: str) -> str:
+    """``48/2 = <<48/2=24>>24`` -> ``48/2 = 24``."""
+    return ANNOTATION.sub("", text)
+
+
+def answer_number(answer: str) -> str:
+    """The final answer without thousands separators (``2,125`` -> ``2125``), for exact match."""
+    return re.sub(r"(?<=\d),(?=\d{3}\b)", "", answer).strip()
+
+
+def parse_answer(answer: str) -> Solution | str:
+    """Split a GSM8K answer into steps and final answer; a string is the drop reason."""
+    lines = [line.strip() for line in answer.replace("\r\n", "\n").split("\n")]
+    lines = [line for line in lines if line]
+    if not lines:
+        return "no_final_answer"
+    match = FINAL_LINE.match(lines[-1])
+    if match is None or any(line.startswith("####") for line in lines[:-1]):
+        return "no_final_answer"
+    steps = lines[:-1]
+    socratic = bool(steps) and all(SOCRATIC_SEPARATOR in step for step in steps)
+    return Solution(tuple(steps), match.group(1), socratic)
+
+
+def render_step(step: str, socratic: bool, annotations: AnnotationMode) -> str:
+    """One reasoning step as it appears in the work block."""
+    if annotations == "strip":
+        step = strip_annotations(step)
+    if socratic:
+        question, _, body = step.partition(SOCRATIC_SEPARATOR)
+        return f"{question.strip()}\n{body.strip()}"
+    return step
+
+
+def format_work_document(question: str, solution: Solution, annotations: AnnotationMode = "strip") -> str:
+    """The Galactica layout: question, the ``<work>`` block with the steps, the answer after it."""
+    work = "\n".join(render_step(step, solution.socratic, annotations) for step in solution.steps)
+    block = f"{WORK_OPEN}\n{work}\n{WORK_CLOSE}" if work else f"{WORK_OPEN}\n{WORK_CLOSE}"
+    return f"Question: {question.strip()}\n\n{block}\n\nAnswer: {solution.answer}"
+
+
+def _unclosed_annotation(text: str) -> bool:
+    rest = ANNOTATION.sub("", text)
+    return "<<" in rest or ">>" in rest
+
+
+def row_record(row: Any, where: str, settings: ReasoningSettings) -> Record:
+    """One ``{question, answer}`` row -> a Document or a Drop."""
+    if not isinstance(row, Mapping):
+        return Drop("malformed_json", where, f"a JSON {type(row).__name__}, not an object")
+    question, answer = row.get("question"), row.get("answer")
+    if not isinstance(question, str) or not isinstance(answer, str) or not question.strip():
+        return Drop("malformed_row", where, "needs string 'question' and 'answer' fields")
+    if len(question) + len(answer) > settings.max_chars:
+        return Drop("too_large", where)
+    if WORK_OPEN in question or WORK_CLOSE in question or WORK_OPEN in answer or WORK_CLOSE in answer:
+        return Drop("work_token_in_text", where)
+    if _unclosed_annotation(answer):
+        return Drop("malformed_annotation", where, "a '<<' or '>>' without its pair")
+    solution = parse_answer(answer)
+    if isinstance(solution, str):
+        return Drop(solution, where)
+    variant = "socratic" if solution.socratic else "main"
+    digest = hashlib.sha256(question.strip().encode("utf-8")).hexdigest()[:24]
+    meta = {
+        "language": "en", "dataset": settings.dataset, "variant": variant, "annotations": settings.annotations,
+        "answer": solution.answer, "answer_number": answer_number(solution.answer), "steps": len(solution.steps),
+        "calculator_annotations": len(ANNOTATION.findall(answer)), "input": where,
+    }
+    text = format_work_document(question, solution, settings.annotations)
+    doc_id = make_doc_id(SOURCE, f"{settings.dataset}/{variant}/{digest}")
+    return Document(id=doc_id, text=text, source=SOURCE, meta=meta)
+
+
+def read_jsonl(spec: InputSpec, settings: ReasoningSettings) -> Iterator[Record]:
+    """GSM8K JSON lines (``train.jsonl``, ``test_socratic.jsonl``, compressed or not)."""
+    number = 0
+    try:
+        with open_binary(spec.path) as stream:
+            for number, line in enumerate(stream, start=1):
+                if not line.strip():
+                    continue
+                where = f"{spec.location}: line {number}"
+                try:
+                    row = json.loads(line)
+                except ValueError as exc:
+                    yield Drop("malformed_json", where, f"{type(exc).__name__}: {exc}")
+                    continue
+                yield row_record(row, where, settings)
+    except CODEC_ERRORS as exc:
+        yield Drop("truncated_input", f"{spec.location}: after line {number}", f"{type(exc).__name__}: {exc}")
+
+
+def read_parquet(spec: InputSpec, settings: ReasoningSettings) -> Iterator[Record]:
+    """The Hugging Face Parquet export (``question``, ``answer`` columns), one row group at a time."""
+    try:
+        parquet = pq.ParquetFile(spec.path)
+    except (OSError, pa.ArrowException) as exc:
+        yield Drop("unreadable_input", f"{spec.location}: file", f"{type(exc).__name__}: {exc}")
+        return
+    missing = [c for c in ("question", "answer") if c not in parquet.schema_arrow.names]
+    if missing:
+        for row in range(parquet.metadata.num_rows):
+            yield Drop("missing_column", f"{spec.location}: row {row}", f"missing column(s) {', '.join(missing)}")
+        return
+    row = 0
+    for group in range(parquet.metadata.num_row_groups):
+        end = row + parquet.metadata.row_group(group).num_rows
+        try:
+            for batch in parquet.iter_batches(batch_size=1024, row_groups=[group], columns=["question", "answer"]):
+                for item in batch.to_pylist():
+                    yield row_record(item, f"{spec.location}: row {row}", settings)
+                    row += 1
+        except (OSError, pa.ArrowException) as exc:
+            for lost in range(row, end):
+                yield Drop("corrupt_row_group", f"{spec.location}: row {lost}", f"row group {group}: {exc}")
+        row = end
+
+
+@dataclass
+class ReasoningRecipe:
+    """The ``reasoning`` source for :mod:`core.pipeline`."""
+
+    settings: ReasoningSettings = field(default_factory=ReasoningSettings)
+    name: str = SOURCE
+
+    def input_language(self, spec: InputSpec) -> str | None:
+        """GSM8K is English."""
+        return "en"
+
+    def read(self, spec: InputSpec) -> Iterator[Record]:
+        """JSON lines, or Parquet by file name."""
+        if Path(spec.path).name.lower().endswith((".parquet", ".pq")):
+            return read_parquet(spec, self.settings)
+        return read_jsonl(spec, self.settings)
+
+    def steps(self) -> list[Step]:
+        """Formatting happens in the reader; no filter follows (the rows are curated)."""
+        return []
+
+    def partition(self, doc: Document) -> str:
+        """One directory per dataset variant (``main``, ``socratic``)."""
+        return str(doc.meta.get("variant") or "main")
