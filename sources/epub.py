@@ -1,0 +1,400 @@
+"""EPUB 2 and 3 to text: the spine's content documents in order, without navigation or boilerplate.
+
+The OPF package is found through ``META-INF/container.xml`` (never by the position of the
+``mimetype`` entry: Debian's EPUBs put ``container.xml`` first). The spine gives the reading
+order; each content document is read once, at its first spine position (EPUB 2 files such as the
+Live Systems Manual list the same file many times with ``#fragment`` hrefs). Left out:
+
+* the EPUB 3 nav document (``properties="nav"``) and the NCX (not content);
+* spine items with ``linear="no"`` (auxiliary content: the Ubuntu Packaging Guide puts its
+  translations there), unless ``include_nonlinear``;
+* boilerplate pages named by the EPUB 2 ``<guide>`` or the EPUB 3 landmarks (cover, title page,
+  table of contents, copyright page, colophon, index) and Sphinx's ``genindex``/``search`` pages.
+
+XHTML becomes text block by block (headings, paragraphs, list items, table rows, ``<pre>`` kept
+verbatim); ``<math>`` (MathML) becomes linear text: its ``alttext`` or TeX annotation when there
+is one, else a reading of the presentation markup (``a/b``, ``x^2``, ``sqrt(x)``).
+
+Safety: XML is parsed without DTDs, entities or network; every member is read with a size bound
+(a zip bomb ends as ``zip_bomb``, not a full disk or memory), hrefs are resolved inside the zip's
+own namespace (``../../etc/passwd`` is ``href_outside_package``, never opened on disk).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from lxml import etree
+from lxml import html as lxml_html
+
+CONTAINER = "META-INF/container.xml"
+OPF_NS = "http://www.idpf.org/2007/opf"
+DC_NS = "http://purl.org/dc/elements/1.1/"
+OPS_NS = "http://www.idpf.org/2007/ops"
+MATHML_NS = "http://www.w3.org/1998/Math/MathML"
+XHTML_TYPES = {"application/xhtml+xml", "text/html", "application/x-dtbook+xml"}
+BOILERPLATE_TYPES = {"cover", "title-page", "titlepage", "toc", "copyright-page", "colophon", "index", "loi",
+                     "lot", "lof", "dedication-page", "acknowledgements", "imprint", "imprimatur"}
+_BOILERPLATE_NAMES = re.compile(r"(?:^|/)(?:cover|titlepage|title_page|toc|copyright|colophon|genindex|search|"
+                                r"py-modindex|nav)(?:[-_.]\w*)?\.x?html?$", re.I)
+BLOCKS = {"p", "div", "h1", "h2", "h3", "h4", "h5", "h6", "li", "dt", "dd", "tr", "blockquote", "section",
+          "article", "figcaption", "caption", "pre", "table", "ul", "ol", "dl", "header", "footer", "aside",
+          "hr", "br", "body", "figure", "address", "main", "nav"}
+SKIP = {"script", "style", "head", "title", "svg", "object", "embed", "iframe", "noscript", "nav"}
+#: Page furniture inside content documents: navigation bars (Sphinx's ``related``), sidebars, footers.
+SKIP_ROLES = {"navigation", "doc-toc", "doc-pagelist", "doc-pagebreak"}
+SKIP_CLASSES = {"related", "sphinxsidebar", "footer", "headerlink", "navheader", "navfooter"}
+#: A content document whose text is mostly links is a table of contents (e.g. a ``index.xhtml`` TOC).
+LINK_PAGE_SHARE = 0.6
+LINK_PAGE_MIN_LINKS = 10
+_NUMBER_BLOCK = re.compile(r"^\[?\d{1,5}\]?$")
+_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False,
+                          remove_comments=True, remove_pis=True, recover=True)
+
+
+class EpubError(Exception):
+    """A whole EPUB cannot be read; ``reason`` is the drop reason."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class EpubSettings:
+    """Bounds and choices for EPUBs (defaults in ``configs/science_books.yaml``)."""
+
+    max_member_bytes: int = 32 * 1024 * 1024
+    max_total_bytes: int = 512 * 1024 * 1024
+    max_ratio: float = 200.0  # uncompressed / compressed size of one member; above it: a zip bomb
+    max_members: int = 20_000
+    include_nonlinear: bool = False
+
+
+@dataclass
+class EpubText:
+    """A book's text, its metadata and what was left out."""
+
+    text: str
+    title: str | None = None
+    creator: str | None = None
+    language: str | None = None
+    version: str | None = None
+    chapters: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    math: int = 0
+
+
+def _local(tag: Any) -> str:
+    return etree.QName(tag).localname if isinstance(tag, str) else ""
+
+
+def resolve_href(base_dir: str, href: str) -> str | None:
+    """A package-relative href as a zip member name, or None if it escapes the package."""
+    path = unquote(urlsplit(href).path)
+    if not path or path.startswith("/") or "\\" in path or re.match(r"^[A-Za-z]:", path):
+        return None
+    joined = posixpath.normpath(posixpath.join(base_dir, path))
+    if joined.startswith("../") or joined == ".." or joined.startswith("/"):
+        return None
+    return joined
+
+
+class BoundedZip:
+    """A zip whose members are read with size and ratio bounds."""
+
+    def __init__(self, path: Path, settings: EpubSettings) -> None:
+        try:
+            self.zip = zipfile.ZipFile(path)
+        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+            raise EpubError("not_a_zip", f"{type(exc).__name__}: {exc}") from exc
+        infos = self.zip.infolist()
+        if len(infos) > settings.max_members:
+            raise EpubError("zip_bomb", f"{len(infos)} members (limit {settings.max_members})")
+        if sum(i.file_size for i in infos) > settings.max_total_bytes:
+            raise EpubError("zip_bomb", f"declared size {sum(i.file_size for i in infos)} bytes "
+                                        f"(limit {settings.max_total_bytes})")
+        self.infos = {i.filename: i for i in infos}
+        self.settings = settings
+        self.read_total = 0
+
+    def read(self, name: str) -> bytes:
+        """A member's bytes; EpubError for a bomb (declared or actual size over the bounds)."""
+        info = self.infos.get(name)
+        if info is None:
+            raise KeyError(name)
+        limit = self.settings.max_member_bytes
+        if info.file_size > limit or info.file_size > self.settings.max_ratio * max(info.compress_size, 1024):
+            raise EpubError("zip_bomb", f"{name}: {info.file_size} bytes from {info.compress_size}")
+        try:
+            with self.zip.open(info) as handle:
+                data = handle.read(limit + 1)  # the header may lie: never read more than the bound
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+            raise EpubError("broken_epub", f"{name}: {type(exc).__name__}: {exc}") from exc
+        if len(data) > limit:
+            raise EpubError("zip_bomb", f"{name}: more than {limit} bytes when decompressed")
+        self.read_total += len(data)
+        if self.read_total > self.settings.max_total_bytes:
+            raise EpubError("zip_bomb", f"more than {self.settings.max_total_bytes} bytes decompressed in all")
+        return data
+
+    def close(self) -> None:
+        self.zip.close()
+
+
+def _parse_xml(data: bytes, name: str) -> Any:
+    try:
+        root = etree.fromstring(data, _PARSER)
+    except etree.XMLSyntaxError as exc:
+        raise EpubError("broken_epub", f"{name}: {exc}") from exc
+    if root is None:
+        raise EpubError("broken_epub", f"{name}: empty XML")
+    return root
+
+
+def opf_path(book: BoundedZip) -> str:
+    """The package document's member name, from ``META-INF/container.xml``."""
+    if CONTAINER not in book.infos:
+        raise EpubError("no_container", f"{CONTAINER} is missing")
+    root = _parse_xml(book.read(CONTAINER), CONTAINER)
+    for element in root.iter():
+        if _local(element.tag) == "rootfile" and element.get("full-path"):
+            media = element.get("media-type", "application/oebps-package+xml")
+            if media == "application/oebps-package+xml":
+                resolved = resolve_href("", element.get("full-path", ""))
+                if resolved is None:
+                    raise EpubError("href_outside_package", f"rootfile {element.get('full-path')!r}")
+                return resolved
+    raise EpubError("no_package", f"{CONTAINER} names no OPF rootfile")
+
+
+@dataclass
+class SpineItem:
+    """A content document to read, in spine order."""
+
+    name: str
+    media_type: str
+
+
+def _first_text(root: Any, ns: str, tag: str) -> str | None:
+    found = root.find(f".//{{{ns}}}{tag}")
+    return " ".join(found.text.split()) if found is not None and found.text and found.text.strip() else None
+
+
+def _landmark_hrefs(book: BoundedZip, nav_name: str | None) -> set[str]:
+    """Members that the EPUB 3 landmarks nav marks as boilerplate."""
+    if nav_name is None or nav_name not in book.infos:
+        return set()
+    root = _parse_xml(book.read(nav_name), nav_name)
+    out: set[str] = set()
+    base = posixpath.dirname(nav_name)
+    for nav in root.iter(f"{{{'http://www.w3.org/1999/xhtml'}}}nav", "nav"):
+        if nav.get(f"{{{OPS_NS}}}type") != "landmarks":
+            continue
+        for anchor in nav.iter(f"{{{'http://www.w3.org/1999/xhtml'}}}a", "a"):
+            kind = anchor.get(f"{{{OPS_NS}}}type", "")
+            target = resolve_href(base, anchor.get("href", ""))
+            if kind in BOILERPLATE_TYPES and target:
+                out.add(target)
+    return out
+
+
+def read_package(book: BoundedZip, settings: EpubSettings, result: EpubText) -> list[SpineItem]:
+    """Metadata into ``result``; the spine's content documents, each once, boilerplate left out."""
+    name = opf_path(book)
+    if name not in book.infos:
+        raise EpubError("no_package", f"OPF {name} is not in the zip")
+    root = _parse_xml(book.read(name), name)
+    base = posixpath.dirname(name)
+    result.version = root.get("version")
+    result.title = _first_text(root, DC_NS, "title")
+    result.creator = _first_text(root, DC_NS, "creator")
+    result.language = _first_text(root, DC_NS, "language")
+    manifest: dict[str, tuple[str | None, str, str]] = {}
+    nav_name = None
+    for item in root.iter(f"{{{OPF_NS}}}item"):
+        target = resolve_href(base, item.get("href", ""))
+        properties = (item.get("properties") or "").split()
+        manifest[item.get("id", "")] = (target, item.get("media-type", ""), " ".join(properties))
+        if "nav" in properties:
+            nav_name = target
+        if target is None:
+            result.skipped["href_outside_package"] = result.skipped.get("href_outside_package", 0) + 1
+    boilerplate = _landmark_hrefs(book, nav_name)
+    for reference in root.iter(f"{{{OPF_NS}}}reference"):
+        target = resolve_href(base, reference.get("href", ""))
+        if target and reference.get("type", "").lower() in BOILERPLATE_TYPES and reference.get("type", "").lower() != "text":
+            boilerplate.add(target)
+    spine: list[SpineItem] = []
+    seen: set[str] = set()
+
+    def skip(reason: str) -> None:
+        result.skipped[reason] = result.skipped.get(reason, 0) + 1
+
+    for itemref in root.iter(f"{{{OPF_NS}}}itemref"):
+        target, media, properties = manifest.get(itemref.get("idref", ""), (None, "", ""))
+        if target is None:
+            skip("spine_item_missing" if itemref.get("idref", "") not in manifest else "href_outside_package")
+        elif target in seen:
+            continue
+        elif itemref.get("linear", "yes") == "no" and not settings.include_nonlinear:
+            skip("nonlinear")
+        elif target == nav_name or "nav" in properties.split():
+            skip("navigation")
+        elif target in boilerplate or _BOILERPLATE_NAMES.search(target):
+            skip("boilerplate")
+        elif media not in XHTML_TYPES:
+            skip("not_xhtml")
+        elif target not in book.infos:
+            skip("spine_item_missing")
+        else:
+            spine.append(SpineItem(target, media))
+        if target:
+            seen.add(target)
+    return spine
+
+
+# -- MathML and XHTML to text -----------------------------------------------------------------
+_MATH_OPS = {"mfrac": "({0})/({1})", "msup": "{0}^{1}", "msub": "{0}_{1}", "msubsup": "{0}_{1}^{2}",
+             "mroot": "root({1})({0})", "munder": "{0}_{1}", "mover": "{0}^{1}", "munderover": "{0}_{1}^{2}"}
+
+
+def mathml_text(element: Any) -> str:
+    """MathML as linear text: the author's ``alttext`` or TeX annotation, else the markup read out."""
+    alt = element.get("alttext")
+    if alt and alt.strip():
+        return " ".join(alt.split())
+    for annotation in element.iter(f"{{{MATHML_NS}}}annotation", "annotation"):
+        if "tex" in (annotation.get("encoding") or "").lower() and annotation.text:
+            return " ".join(annotation.text.split())
+    return " ".join(_math_node(element).split())
+
+
+def _math_node(element: Any) -> str:
+    name = _local(element.tag)
+    if name in ("annotation", "annotation-xml"):
+        return ""
+    if name == "semantics":
+        children = [c for c in element if _local(c.tag) not in ("annotation", "annotation-xml")]
+        return "".join(_math_node(c) for c in children)
+    parts = [_math_node(child) for child in element]
+    if name in _MATH_OPS and len(parts) >= _MATH_OPS[name].count("{"):
+        wrapped = [p if len(p) <= 1 or name in ("mfrac", "mroot") else f"({p})" for p in parts]
+        return _MATH_OPS[name].format(*wrapped)
+    if name == "msqrt":
+        return f"sqrt({''.join(parts)})"
+    if name in ("mi", "mn", "mo", "mtext", "ms"):
+        text = "".join(element.itertext()).strip()
+        return f" {text} " if name == "mo" and text in "=+<>≤≥≠−-×·∈→" and text else text
+    if name == "mtr":
+        return " & ".join(parts) + "; "
+    return "".join(parts)
+
+
+def _is_furniture(element: Any) -> bool:
+    """Navigation bars, sidebars and footers inside a content document."""
+    if element.get("role") in SKIP_ROLES or element.get(f"{{{OPS_NS}}}type") in ("toc", "landmarks", "page-list"):
+        return True
+    classes = element.get("class")
+    return bool(classes) and not SKIP_CLASSES.isdisjoint(classes.split())
+
+
+@dataclass
+class Chapter:
+    """One content document as text blocks, with its formula and link counts."""
+
+    blocks: list[str]
+    formulas: int = 0
+    links: int = 0
+    link_chars: int = 0
+
+    def is_link_page(self) -> bool:
+        """Mostly links: a table of contents or an index, not content."""
+        total = sum(len(b) for b in self.blocks)
+        return self.links >= LINK_PAGE_MIN_LINKS and self.link_chars >= LINK_PAGE_SHARE * max(total, 1)
+
+
+def xhtml_blocks(data: bytes, name: str) -> Chapter:
+    """A content document's text blocks in order, and how many formulas and links it had."""
+    try:
+        root = etree.fromstring(data, _PARSER)
+    except etree.XMLSyntaxError:
+        root = None
+    if root is None:  # not well-formed XML: read it as HTML instead
+        try:
+            root = lxml_html.document_fromstring(data)
+        except (etree.ParserError, ValueError) as exc:
+            raise EpubError("broken_chapter", f"{name}: {exc}") from exc
+    body = next((e for e in root.iter() if _local(e.tag) == "body"), root)
+    chapter = Chapter([])
+    blocks = chapter.blocks
+    current: list[str] = []
+
+    def flush() -> None:
+        text = " ".join("".join(current).split())
+        if text and not _NUMBER_BLOCK.match(text):  # paragraph numbers (SiSU's "ocn" labels), page numbers
+            blocks.append(text)
+        current.clear()
+
+    def walk(element: Any) -> None:
+        tag = _local(element.tag)
+        if tag in SKIP or not isinstance(element.tag, str) or _is_furniture(element):
+            pass
+        elif tag == "math":
+            chapter.formulas += 1
+            current.append(" " + mathml_text(element) + " ")
+        elif tag == "pre":
+            flush()
+            code = "".join(element.itertext()).strip("\n")
+            if code.strip():
+                blocks.append(code)
+        else:
+            if tag == "a":
+                chapter.links += 1
+                chapter.link_chars += len(" ".join("".join(element.itertext()).split()))
+            block = tag in BLOCKS
+            if block:
+                flush()
+            if element.text:
+                current.append(element.text)
+            for child in element:
+                walk(child)
+            if tag in ("td", "th"):
+                current.append(" ")
+            if block:
+                flush()
+        if element.tail:
+            current.append(element.tail)
+
+    walk(body)
+    flush()
+    return chapter
+
+
+def read_epub(path: Path, settings: EpubSettings) -> EpubText:
+    """A whole EPUB as text (raises :class:`EpubError` with the drop reason)."""
+    book = BoundedZip(path, settings)
+    try:
+        result = EpubText(text="")
+        chapters: list[str] = []
+        for item in read_package(book, settings, result):
+            chapter = xhtml_blocks(book.read(item.name), item.name)
+            if chapter.is_link_page():
+                result.skipped["link_page"] = result.skipped.get("link_page", 0) + 1
+                continue
+            result.math += chapter.formulas
+            if chapter.blocks:
+                chapters.append("\n\n".join(chapter.blocks))
+        result.chapters = len(chapters)
+        result.text = "\n\n".join(chapters) + "\n" if chapters else ""
+        return result
+    finally:
+        book.close()
+
