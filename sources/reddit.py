@@ -130,20 +130,28 @@ def line_blocks(chunks: Iterable[bytes], block_bytes: int = BLOCK_BYTES) -> Iter
     """Regroup decompressed chunks into blocks of whole lines (about ``block_bytes`` each).
 
     The tail after the last newline waits for the next chunk; whatever is left at the end (a
-    last line without newline) comes out as a final block.
+    last line without newline) comes out as a final block. When the stream fails (a truncated
+    frame), the whole lines read so far still come out before the error goes on; the cut-off
+    partial line is the truncated record.
     """
     pending: list[bytes] = []
     size = 0
-    for chunk in chunks:
-        pending.append(chunk)
-        size += len(chunk)
-        if size < block_bytes:
-            continue
+    try:
+        for chunk in chunks:
+            pending.append(chunk)
+            size += len(chunk)
+            if size < block_bytes:
+                continue
+            data = b"".join(pending)
+            cut = data.rfind(b"\n") + 1
+            if cut:
+                yield data[:cut]
+            pending, size = [data[cut:]], len(data) - cut
+    except Exception:
         data = b"".join(pending)
-        cut = data.rfind(b"\n") + 1
-        if cut:
-            yield data[:cut]
-        pending, size = [data[cut:]], len(data) - cut
+        if data.rfind(b"\n") >= 0:
+            yield data[: data.rfind(b"\n") + 1]
+        raise
     data = b"".join(pending)
     if data:
         yield data if data.endswith(b"\n") else data + b"\n"
