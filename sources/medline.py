@@ -242,3 +242,117 @@ def _record(elem: Any, state: _FileState, file: str, root: str, number: int, req
     replaced = state.add(doc)
     if replaced is not None:
         yield replaced
+
+
+# -- across files: newest version wins, deletions reach back ---------------------------------
+#: Columns of the per-input PMID index the cross-file rule reads.
+PMID_INDEX = "pmids.parquet"
+DELETE_INDEX = "deletes.parquet"
+
+
+def deleted_pmids(path: Path) -> list[str]:
+    """The PMIDs a file's ``DeleteCitation`` lists name (streamed; a cut-off file gives what was read)."""
+    pmids: list[str] = []
+    try:
+        with open_binary(path) as stream:
+            for _, elem in etree.iterparse(stream, events=("end",), tag="DeleteCitation", resolve_entities=False,
+                                           no_network=True, load_dtd=False, huge_tree=False):
+                pmids.extend((n.text or "").strip() for n in elem.findall("PMID"))
+                _clear(elem)
+    except (*CODEC_ERRORS, TruncatedInputError, zlib.error, etree.XMLSyntaxError):
+        pass  # the reader already recorded the truncation as a drop
+    return [p for p in pmids if p]
+
+
+def write_pmid_index(out: Path, source: str, key: str, input_path: Path) -> int:
+    """Index one staged input: (ordinal, id, pmid, version) of its documents and its deletions.
+
+    Written beside the staging shards so the run-wide rule (:func:`cross_file_drops`) runs in
+    DuckDB, out of core, whatever the number of citations.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from core.atomic import atomic_path
+    from core.layout import staging_dir
+    from core.shards import read_documents
+
+    stage = staging_dir(out, source, key)
+    rows: dict[str, list[Any]] = {"input_key": [], "ordinal": [], "id": [], "pmid": [], "version": []}
+    ordinal = 0
+    for part in sorted(stage.glob("part-*.parquet")):
+        for doc in read_documents(part):
+            rows["input_key"].append(key)
+            rows["ordinal"].append(ordinal)
+            rows["id"].append(doc.id)
+            rows["pmid"].append(str(doc.meta.get("pmid")))
+            rows["version"].append(int(doc.meta.get("pmid_version") or 1))
+            ordinal += 1
+    schema = pa.schema([("input_key", pa.string()), ("ordinal", pa.int64()), ("id", pa.string()),
+                        ("pmid", pa.string()), ("version", pa.int64())])
+    stage.mkdir(parents=True, exist_ok=True)
+    with atomic_path(stage / PMID_INDEX) as tmp:
+        pq.write_table(pa.table(rows, schema=schema), tmp)
+    deletes = deleted_pmids(input_path)
+    with atomic_path(stage / DELETE_INDEX) as tmp:
+        pq.write_table(pa.table({"input_key": [key] * len(deletes), "pmid": deletes},
+                                schema=pa.schema([("input_key", pa.string()), ("pmid", pa.string())])), tmp)
+    return ordinal
+
+
+def cross_file_drops(out: Path, source: str, keys: list[str]) -> list[dict[str, Any]]:
+    """Drop-list rows for citations a later file replaced or deleted (inputs ranked by key).
+
+    NLM numbers baseline and update files in release order (``pubmed24n0001`` … ``n1219`` then
+    updates ``n1220`` …), so a later key is a newer file. For each PMID the record with the
+    highest (version, file rank, position) wins; the others are ``superseded_version``. A
+    ``DeleteCitation`` in file *k* removes that PMID's records in files before *k*
+    (``deleted_citation``); a record re-added after the deletion survives.
+    """
+    import duckdb
+
+    from core.layout import duplicates_path, staging_dir
+
+    ranked = [(rank, key, staging_dir(out, source, key)) for rank, key in enumerate(sorted(keys))]
+    present = [(rank, key, stage) for rank, key, stage in ranked if (stage / PMID_INDEX).exists()]
+    if not present:
+        return []
+    con = duckdb.connect()
+    try:
+        con.execute("CREATE TEMP TABLE ranks (input_key VARCHAR, rank INTEGER)")
+        con.executemany("INSERT INTO ranks VALUES (?, ?)", [[key, rank] for rank, key, _ in present])
+        pmid_files = [str(stage / PMID_INDEX) for _, _, stage in present]
+        delete_files = [str(stage / DELETE_INDEX) for _, _, stage in present if (stage / DELETE_INDEX).exists()]
+        deletes_sql = ("SELECT d.pmid, max(r.rank) AS del_rank, arg_max(d.input_key, r.rank) AS del_key "
+                       "FROM read_parquet(?) d JOIN ranks r USING (input_key) GROUP BY d.pmid"
+                       if delete_files else
+                       "SELECT ''::VARCHAR AS pmid, 0 AS del_rank, ''::VARCHAR AS del_key WHERE false")
+        dropped = duplicates_path(out, source)
+        con.execute("CREATE TEMP TABLE dropped AS " + (
+            "SELECT input_key, ordinal FROM read_parquet(?)" if dropped.exists() else
+            "SELECT ''::VARCHAR AS input_key, 0::BIGINT AS ordinal WHERE false"), [str(dropped)] if dropped.exists() else [])
+        params: list[Any] = [pmid_files] + ([delete_files] if delete_files else [])
+        # documents already on the drop list (exact duplicates) neither win nor get a second reason
+        result = con.execute(
+            "WITH e AS (SELECT p.*, r.rank FROM read_parquet(?) p JOIN ranks r USING (input_key) "
+            "           ANTI JOIN dropped x ON p.input_key = x.input_key AND p.ordinal = x.ordinal), "
+            f"d AS ({deletes_sql}), "
+            "w AS (SELECT e.*, row_number() OVER win AS n, first_value(id) OVER win AS winner FROM e "
+            "      WINDOW win AS (PARTITION BY pmid ORDER BY version DESC, rank DESC, ordinal DESC)) "
+            "SELECT w.input_key, w.ordinal, w.id, w.pmid, w.winner, d.del_rank > w.rank AS deleted, d.del_key "
+            "FROM w LEFT JOIN d USING (pmid) WHERE n > 1 OR d.del_rank > w.rank ORDER BY w.input_key, w.ordinal",
+            params,
+        ).fetchall()
+    finally:
+        con.close()
+    rows = []
+    for input_key, ordinal, doc_id, pmid, winner, deleted, del_key in result:
+        if deleted:
+            rows.append({"input_key": input_key, "ordinal": ordinal, "id": doc_id, "step": "pubmed_versions",
+                         "reason": "deleted_citation", "matched_id": None,
+                         "detail": f"PMID {pmid} deleted by {del_key}"})
+        else:
+            rows.append({"input_key": input_key, "ordinal": ordinal, "id": doc_id, "step": "pubmed_versions",
+                         "reason": "superseded_version", "matched_id": winner,
+                         "detail": f"PMID {pmid}: a newer record replaces this one"})
+    return rows

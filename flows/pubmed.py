@@ -1,0 +1,157 @@
+"""PubMed flow (G.2 extension A.1): PMC OA full text and PubMed/MEDLINE abstracts -> shards + manifest.
+
+    python -m flows.pubmed --central 'oa_bulk/oa_comm_xml.*.tar.gz' --out data/
+    python -m flows.pubmed --central 'articles/**/*.nxml' --abstracts 'baseline/pubmed24n*.xml.gz' --out data/
+    python -m flows.pubmed --abstracts 'baseline/*.xml.gz' --abstracts 'updatefiles/*.xml.gz' --out data/
+
+Two sources, each its own sub-flow and manifest run: ``pubmed_central`` (one task per bulk
+package; single ``.nxml`` files are batched ``articles_per_input`` to a task through article
+lists) and ``pubmed_abstracts`` (one task per baseline/update file). For the abstracts, a phase
+between the run-wide exact dedup and finalize applies MEDLINE's versioning across files: the
+newest record of a PMID wins (``superseded_version``) and a ``DeleteCitation`` removes that
+PMID's records in earlier files (``deleted_citation``); see :mod:`sources.medline`.
+
+Both are Pile (v1) subsets (``PubMed Central``, ``PubMed Abstracts``): they belong in G.2 and go
+through the Pile reference dedup with every other source.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from pydantic import Field
+
+from core import pipeline
+from core.config import PipelineConfig
+from flows._cli import Flag, FlowCLI
+from flows._recorder import current_run_id
+from flows._runtime import make_task_runner
+from flows._source_flow import (
+    SourcePhases,
+    SourceRunSummary,
+    expand_locations,
+    print_summary,
+    run_source,
+    write_input_lists,
+)
+from sources import medline
+from sources.pubmed import (
+    LIST_SUFFIX,
+    CentralSettings,
+    PubmedAbstractsRecipe,
+    PubmedCentralRecipe,
+    is_package,
+    list_payload,
+)
+
+
+class PubmedConfig(PipelineConfig):
+    """Settings of both PubMed recipes (defaults in ``configs/pubmed.yaml``)."""
+
+    RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {
+        "central", "abstracts", "articles_per_input"}
+
+    central: list[str] = Field(default_factory=list, description="PMC .nxml/.xml files or .tar.gz packages")
+    abstracts: list[str] = Field(default_factory=list, description="MEDLINE/PubMed baseline and update .xml.gz")
+    articles_per_input: int = Field(500, gt=0, description="single PMC article files per task")
+    table_mode: Literal["linearize", "drop"] = "linearize"
+    commercial_only: bool = Field(False, description="keep only articles under CC0, public domain, CC BY, CC BY-SA")
+    max_article_bytes: int = Field(32 * 1024 * 1024, gt=0)
+    max_article_seconds: float = Field(10.0, gt=0)
+    min_chars: int = Field(200, ge=0)
+    require_abstract: bool = True
+    max_record_chars: int = Field(1_000_000, gt=0)
+    cross_file_versions: bool = Field(True, description="newest PMID record wins across the run's files")
+
+    def input_patterns(self) -> list[str]:
+        """Both input lists are checked before a run."""
+        return [*self.central, *self.abstracts]
+
+    def central_recipe(self) -> PubmedCentralRecipe:
+        """The PMC recipe."""
+        return PubmedCentralRecipe(CentralSettings(self.table_mode, self.commercial_only, self.max_article_bytes,
+                                                   self.max_article_seconds, self.min_chars))
+
+    def abstracts_recipe(self) -> PubmedAbstractsRecipe:
+        """The MEDLINE recipe."""
+        return PubmedAbstractsRecipe(self.require_abstract, self.max_record_chars)
+
+    def central_locations(self) -> list[str]:
+        """Packages one per task; single article files batched into article lists."""
+        files = expand_locations(self.central) if self.central else []
+        packages = [f for f in files if is_package(Path(f).name)]
+        singles = [Path(f) for f in files if not is_package(Path(f).name)]
+        lists = write_input_lists(Path(self.out).resolve() / "_inputs" / "pubmed_central", "pmc", LIST_SUFFIX,
+                                  singles, self.articles_per_input, list_payload) if singles else []
+        return packages + lists
+
+
+@task(name="pmid-index", cache_policy=NO_CACHE, task_run_name="pmids {key}")
+def pmid_index_task(out: Path, source: str, key: str, path: Path) -> int:
+    """Index one staged MEDLINE input (see :func:`sources.medline.write_pmid_index`)."""
+    return medline.write_pmid_index(out, source, key, path)
+
+
+@task(name="pmid-versions", cache_policy=NO_CACHE)
+def pmid_versions_task(ctx: pipeline.RunContext, keys: list[str]) -> int:
+    """Put superseded and deleted citations on the run's drop list."""
+    return pipeline.add_drops(ctx, medline.cross_file_drops(ctx.out, ctx.source, keys))
+
+
+def version_phases(locations: list[str]) -> SourcePhases:
+    """The cross-file versioning phase of the abstracts run."""
+    paths = {Path(loc).name: Path(loc) for loc in locations}
+
+    def after_dedup(ctx: pipeline.RunContext, keys: list[str]) -> None:
+        futures = [pmid_index_task.submit(ctx.out, ctx.source, key, paths[key]) for key in keys if key in paths]
+        indexed = sum(f.result() for f in futures)
+        added = pmid_versions_task.submit(ctx, keys).result()
+        get_run_logger().info("PMID versions across %d files (%d citations): %d superseded or deleted",
+                              len(keys), indexed, added)
+
+    return SourcePhases(after_dedup=after_dedup)
+
+
+@flow(name="pubmed_central", log_prints=True)
+def pubmed_central_flow(config: PubmedConfig) -> SourceRunSummary:
+    """PubMed Central OA full text."""
+    return run_source("pubmed_central", config, config.central_recipe(), config.central_locations())
+
+
+@flow(name="pubmed_abstracts", log_prints=True)
+def pubmed_abstracts_flow(config: PubmedConfig) -> SourceRunSummary:
+    """PubMed/MEDLINE titles and abstracts."""
+    locations = expand_locations(config.abstracts)
+    phases = version_phases(locations) if config.cross_file_versions else None
+    return run_source("pubmed_abstracts", config, config.abstracts_recipe(), locations, phases=phases)
+
+
+@flow(name="pubmed", log_prints=True)
+def pubmed_flow(config: PubmedConfig) -> SourceRunSummary:
+    """Both PubMed sources as sub-flows (see the module docstring); records of both are returned."""
+    if not config.central and not config.abstracts:
+        raise ValueError("no input: give --central (PMC articles or packages) and/or --abstracts (MEDLINE files)")
+    out = Path(config.out).resolve()
+    records = []
+    runner = make_task_runner(config)
+    if config.central:
+        records += pubmed_central_flow.with_options(task_runner=runner)(config).records
+    if config.abstracts:
+        records += pubmed_abstracts_flow.with_options(task_runner=make_task_runner(config))(config).records
+    return SourceRunSummary(current_run_id(), out, records)
+
+
+cli = FlowCLI(pubmed_flow, PubmedConfig, "pubmed.yaml", __doc__, report=print_summary, flags=[
+    Flag("--central", "central", "PMC .nxml/.xml article or .tar.gz package; path or glob (repeatable)", many=True),
+    Flag("--abstracts", "abstracts", "MEDLINE/PubMed .xml.gz file; path or glob (repeatable)", many=True),
+    Flag("--commercial-only", "commercial_only", "keep only commercial-use licences", switch=True),
+    Flag("--table-mode", "table_mode", "table bodies: linearize or drop", choices=["linearize", "drop"]),
+])
+parse_args, run, main = cli.parse_args, cli.run, cli.main
+
+if __name__ == "__main__":
+    sys.exit(main())
