@@ -12,6 +12,7 @@ import gzip
 import io
 import lzma
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -44,6 +45,37 @@ def open_binary(path: Path) -> BinaryIO:
     if name.endswith(".zst"):
         return io.BufferedReader(_ZstdFrames(path), buffer_size=1 << 20)
     return open(path, "rb")
+
+
+def read_blocks(stream: BinaryIO, block_size: int = 1 << 20) -> Iterator[bytes]:
+    """Yield ``stream`` in blocks of about ``block_size`` bytes, keeping the data before a cut.
+
+    ``stream.read(n)`` on a gzip/bz2/xz stream that ends early raises ``EOFError`` and throws
+    away everything it had decompressed for that call, up to a whole block of good data. Here a
+    block is assembled from ``read1`` calls (one decompressor step each), so on a codec error the
+    partial block is yielded first and then :class:`TruncatedInputError` is raised: the caller
+    keeps every byte the codec could produce and still learns that the input was cut.
+    """
+    read = getattr(stream, "read1", stream.read)
+    while True:
+        parts: list[bytes] = []
+        size = 0
+        try:
+            while size < block_size:
+                part = read(block_size - size)
+                if not part:
+                    break
+                parts.append(part)
+                size += len(part)
+        except CODEC_ERRORS as exc:
+            if parts:
+                yield b"".join(parts)
+            raise TruncatedInputError(f"{type(exc).__name__}: {exc}") from exc
+        if not parts:
+            return
+        yield b"".join(parts) if len(parts) > 1 else parts[0]
+        if size < block_size:
+            return
 
 
 class _ZstdFrames(io.RawIOBase):

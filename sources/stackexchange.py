@@ -42,7 +42,8 @@ from lxml import etree
 from py7zr.io import Py7zIO, WriterFactory
 
 from core.atomic import write_json_atomic
-from core.compressed import CODEC_ERRORS, open_binary
+from core.bounded import DEFAULT_TIMEOUT_S, BoundedCleaner
+from core.compressed import CODEC_ERRORS, open_binary, read_blocks
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import Filter, Record, Step
 
@@ -84,6 +85,8 @@ class SiteFile:
 
 def site_file(path: Path) -> SiteFile:
     """``stackoverflow.com-Posts.7z`` -> (stackoverflow.com, Posts); ``x.stackexchange.com.7z`` -> (x..., None)."""
+    if path.is_dir():  # an extracted site dump: the folder names the site
+        return SiteFile(path.name, None)
     name = path.name
     for suffix in (".gz", ".bz2", ".zst", ".xz"):
         if name.lower().endswith(suffix):
@@ -221,14 +224,23 @@ class RefusedInput(Exception):
 
 _ENTITY_DECLARATION = re.compile(rb"<!ENTITY", re.I)
 _ROOT_START = re.compile(rb"<(?:posts|row)\b")
+#: Where one row ends: the next row's start tag, or the root's end tag. A raw ``<`` cannot occur
+#: inside a well-formed attribute value, so neither can appear inside a row.
+_ROW_BOUNDARY = re.compile(rb"<row[\s/>]|</posts\s*>")
+_ROW_ID = re.compile(rb"\bId=\"(\d{1,20})\"")
+#: A row (one post with its attributes) larger than this is dropped unparsed as ``record_too_large``.
+#: The largest real posts are a few hundred KB (bodies are capped at 30,000 characters); the bound
+#: stays under libxml2's 10 MB attribute limit so the parser never meets a value it would refuse.
+MAX_ROW_BYTES = 8 << 20
 
 
 @dataclass
 class RowProblem:
-    """An unreadable row: where, and why."""
+    """An unreadable row: where, why (``reason`` is the Drop reason), and what went wrong."""
 
     row: int
     detail: str
+    reason: str = "malformed_row"
 
 
 def _int_or_none(value: str | None) -> int | None:
@@ -242,74 +254,179 @@ def parse_tags(value: str | None) -> list[str]:
     return re.findall(r"[^<>|]+", value or "")
 
 
-class PostsSink:
-    """Receives ``Posts.xml`` bytes in chunks, writes rows to Parquet batches under ``directory``."""
+def _row_label(data: bytes | bytearray) -> str:
+    """``Id=123`` from a row's first bytes, so a bad row can be found in the dump."""
+    match = _ROW_ID.search(data, 0, 4096)
+    return f"Id={match.group(1).decode()}" if match else "Id unknown"
 
-    def __init__(self, directory: Path, batch_rows: int = 20_000, max_problems: int = 1_000) -> None:
+
+class PostsSink:
+    """Receives ``Posts.xml`` bytes in chunks, writes rows to Parquet batches under ``directory``.
+
+    Rows are recovered one by one: the byte stream is split at row start tags and each row is
+    parsed as its own small XML element, so one bad row (invalid UTF-8, a broken attribute, a
+    post past :data:`MAX_ROW_BYTES`) is one :class:`RowProblem` and the next row parses as usual.
+    One streaming XML parser over the whole file, as before, stops at the first error and loses
+    every later row of the site. Parsing rows separately also means no entity declared in the
+    prolog can ever be expanded inside a row (and declaring one is refused outright).
+    Memory: at most one row plus one fed chunk is buffered.
+    """
+
+    def __init__(self, directory: Path, batch_rows: int = 20_000, max_problems: int = 1_000,
+                 max_row_bytes: int = MAX_ROW_BYTES) -> None:
         self.directory = directory
         self.batch_rows = batch_rows
         self.max_problems = max_problems
-        self.parser = etree.XMLPullParser(
-            events=("end",), tag="row", resolve_entities=False, load_dtd=False, no_network=True,
-            huge_tree=False, remove_comments=True, remove_pis=True,
+        self.max_row_bytes = max_row_bytes
+        self.row_parser = etree.XMLParser(
+            resolve_entities=False, load_dtd=False, no_network=True, huge_tree=False,
+            remove_comments=True, remove_pis=True,
         )
-        self.prolog = b""
+        self.buffer = bytearray()
         self.prolog_checked = False
+        self.skipping = False  # inside a row past the size bound: discard until the next row
+        self.skip_label = ""
+        self.ended = False  # saw </posts>
         self.rows = 0
         self.problems: list[RowProblem] = []
         self.problem_count = 0
+        self.problem_reasons: dict[str, int] = {}
         self.columns: dict[str, list[Any]] = {name: [] for name in ROW_SCHEMA.names}
         self.writer: pq.ParquetWriter | None = None
         self.files = 0
-        self.max_held = 0  # most rows left in the parser's tree after a chunk (1: constant memory)
+        self.max_buffered = 0  # most bytes held between chunks (about one row: constant memory)
 
     # bytes in
     def feed(self, data: bytes | bytearray | memoryview) -> None:
-        """Parse ``data`` (any chunk size) and store its rows; raises on bad XML or refused input.
-
-        The parser gets 1 MiB at a time (copied slice by slice, never the whole chunk), and its
-        events are drained after each, so the tree never holds more than a slice's rows.
-        """
+        """Split ``data`` (any chunk size) into rows and store them; raises only on refused input."""
         view = memoryview(data)
         for start in range(0, len(view), FEED_BYTES):
-            chunk = bytes(view[start:start + FEED_BYTES])
+            self.buffer += view[start:start + FEED_BYTES]
             if not self.prolog_checked:
-                self._check_prolog(chunk)
-            self.parser.feed(chunk)
-            self._drain()
+                self._check_prolog()
+            if self.prolog_checked:
+                self._split()
+            self.max_buffered = max(self.max_buffered, len(self.buffer))
 
-    def finish(self) -> None:
-        """Close the parser (raises if the document is incomplete) and flush the last batch."""
+    def finish(self, error: str | None = None) -> None:
+        """Parse the last row, account for an early end, and flush the last batch.
+
+        ``error`` says why the input stopped early (a codec or archive error). A dump that ends
+        before ``</posts>`` keeps every complete row; the cut row (or, when the cut fell between
+        rows, the end of the readable data) is one ``truncated_input`` problem, never two.
+        """
         try:
-            self.parser.close()
-            self._drain()
+            if not self.prolog_checked:
+                self.ended = error is None and re.search(rb"<posts\s*/>", self.buffer) is not None
+                self.prolog_checked = True
+            elif self.skipping:
+                self._skip_problem()
+            elif not self.ended and self.buffer.strip():
+                self._last_piece(bytes(self.buffer), error or "the input ended inside this row")
+            if not self.ended:
+                self._problem("truncated_input", f"end of readable data after row {self.rows}: "
+                              f"{error or 'no </posts>'}")
+            self.buffer = bytearray()
         finally:
             self.close_writer()
 
-    def _check_prolog(self, chunk: bytes) -> None:
-        """Refuse entity declarations; the check ends where the root element begins."""
-        self.prolog += chunk[:PROLOG_BYTES]
-        root = _ROOT_START.search(self.prolog)
-        head = self.prolog[: root.start()] if root else self.prolog
-        if _ENTITY_DECLARATION.search(head):
-            raise RefusedInput("the XML declares entities (<!ENTITY ...>); a real dump never does")
-        if root is not None or len(self.prolog) >= PROLOG_BYTES:
-            self.prolog_checked = True
-            self.prolog = b""
+    def _last_piece(self, piece: bytes, why: str) -> None:
+        """Account for what follows the last complete boundary of a cut input, exactly once.
 
-    def _drain(self) -> None:
-        parent = None
-        for _, element in self.parser.read_events():
+        The piece is a row, possibly cut; or a whole row plus the first bytes of the next start
+        tag (``<r``), which is where the cut fell. Either the cut row or, when every row in the
+        piece is whole, the end of the readable data is the one ``truncated_input`` problem.
+        """
+        following = piece.find(b"<", 1)  # a raw "<" after the row start can only open the next tag
+        head, tail = (piece[:following], piece[following:]) if following > 0 else (piece, b"")
+        whole = self._row(head, cut=None if tail else why)
+        if tail and not tail.startswith(b"</"):  # "</pos": the root's end tag was cut, not a row
             self.rows += 1
-            self._add(dict(element.attrib))
-            element.clear()
-            parent = element.getparent()
-            while element.getprevious() is not None and parent is not None:
-                del parent[0]
-            if len(self.columns["id"]) >= self.batch_rows:
-                self._flush()
-        if parent is not None:
-            self.max_held = max(self.max_held, len(parent))
+            self._problem("truncated_input", f"row cut in its start tag: {why}")
+        elif whole or tail:
+            self._problem("truncated_input", f"end of readable data after row {self.rows}: {why}")
+        self.ended = True
+
+    def _check_prolog(self) -> None:
+        """Refuse entity declarations; the check ends where the first row begins."""
+        head = bytes(self.buffer[:PROLOG_BYTES])
+        first = _ROW_BOUNDARY.search(head)
+        root = _ROOT_START.search(head)
+        if _ENTITY_DECLARATION.search(head[: root.start()] if root else head):
+            raise RefusedInput("the XML declares entities (<!ENTITY ...>); a real dump never does")
+        if first is not None:
+            del self.buffer[: first.start()]
+            self.prolog_checked = True
+            self.ended = self.buffer.startswith(b"</")
+        elif len(self.buffer) >= PROLOG_BYTES:
+            raise RefusedInput(f"no <row> in the first {PROLOG_BYTES:,} bytes: not a Posts.xml")
+
+    def _split(self) -> None:
+        """Parse every complete row in the buffer; keep the unfinished one (or skip a huge one)."""
+        buffer = self.buffer
+        position = 0
+        while not self.ended:
+            boundary = _ROW_BOUNDARY.search(buffer, position + 1)
+            if boundary is None:
+                break
+            if self.skipping:
+                self._skip_problem()
+            elif boundary.start() - position > self.max_row_bytes:
+                self.skip_label = _row_label(buffer[position:position + 4096])
+                self._skip_problem()
+            else:
+                self._row(bytes(buffer[position:boundary.start()]))
+            position = boundary.start()
+            self.ended = buffer.startswith(b"</", position)
+        if self.ended:
+            position = len(buffer)
+        del buffer[:position]
+        if not self.skipping and len(buffer) > self.max_row_bytes:
+            self.skipping = True
+            self.skip_label = _row_label(buffer[:4096])
+        if self.skipping and len(buffer) > 24:
+            # keep the row's "<row" (the boundary search starts after it) and a tail that may hold
+            # the first bytes of the next row's start tag; discard the rest of the oversized row
+            del buffer[4:-16]
+
+    def _skip_problem(self) -> None:
+        self.rows += 1
+        self.skipping = False
+        self._problem("record_too_large", f"{self.skip_label}: row over {self.max_row_bytes:,} bytes")
+
+    def _problem(self, reason: str, detail: str) -> None:
+        self.problem_count += 1
+        self.problem_reasons[reason] = self.problem_reasons.get(reason, 0) + 1
+        if len(self.problems) < self.max_problems:
+            self.problems.append(RowProblem(self.rows, detail, reason))
+
+    def _row(self, data: bytes, cut: str | None = None) -> bool:
+        """Parse one ``<row .../>`` element on its own; a bad one becomes a problem.
+
+        ``cut`` (why the input ended) marks the last piece of a truncated input: if it does not
+        parse, it is the cut row (``truncated_input``). Returns True when the row parsed.
+        """
+        self.rows += 1
+        try:
+            element = etree.fromstring(data, self.row_parser)
+        except etree.XMLSyntaxError as exc:
+            if cut is not None:
+                self._problem("truncated_input", f"{_row_label(data)}: cut: {cut}")
+                return False
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as bad:
+                self._problem("invalid_utf8", f"{_row_label(data)}: {bad}")
+                return False
+            self._problem("malformed_row", f"{_row_label(data)}: XMLSyntaxError: {exc}")
+            return False
+        if element.tag != "row":
+            self._problem("malformed_row", f"{_row_label(data)}: <{element.tag}> is not a row")
+            return False
+        self._add(dict(element.attrib))
+        if len(self.columns["id"]) >= self.batch_rows:
+            self._flush()
+        return True
 
     def _add(self, row: Mapping[str, str]) -> None:
         try:
@@ -319,9 +436,7 @@ class PostsSink:
             score = _int_or_none(row.get("Score")) or 0
             accepted = _int_or_none(row.get("AcceptedAnswerId"))
         except (KeyError, ValueError) as exc:
-            self.problem_count += 1
-            if len(self.problems) < self.max_problems:
-                self.problems.append(RowProblem(self.rows, f"{type(exc).__name__}: {exc}; Id={row.get('Id')!r}"))
+            self._problem("malformed_row", f"{type(exc).__name__}: {exc}; Id={row.get('Id')!r}")
             return
         qa = post_type in (QUESTION, ANSWER)
         values = (post_id, post_type, post_id if post_type == QUESTION else parent if post_type == ANSWER else None,
@@ -392,32 +507,68 @@ def posts_member(archive: py7zr.SevenZipFile) -> str | None:
     return min(names, key=len) if names else None
 
 
-def feed_posts(path: Path, sink: PostsSink) -> None:
-    """Push the ``Posts.xml`` bytes of ``path`` (a ``.7z`` or an XML file) into ``sink``.
+_POSTS_NAMES = tuple(f"posts.xml{suffix}" for suffix in ("", ".gz", ".bz2", ".zst", ".xz"))
 
-    Raises what went wrong: ``RefusedInput``, ``etree.XMLSyntaxError``, an archive or codec error,
-    or ``FileNotFoundError`` when an archive has no ``Posts.xml``.
+
+def posts_path(path: Path) -> Path:
+    """The file to read for an input: ``path`` itself, or a site folder's ``Posts.xml``.
+
+    ``7z x coffee.stackexchange.com.7z`` leaves ``Posts.xml`` (with ``Users.xml`` and the other
+    tables) in a folder; that folder is a natural input for the site. Raises
+    ``FileNotFoundError`` naming the folder when it holds no ``Posts.xml`` (any case, optionally
+    compressed).
     """
-    if path.name.lower().endswith(".7z"):
-        with py7zr.SevenZipFile(path, mode="r") as archive:
-            member = posts_member(archive)
-            if member is None:
-                raise FileNotFoundError(f"{path.name} has no Posts.xml")
-            archive.extract(targets=[member], factory=_SinkFactory(sink))
-    else:
-        with open_binary(path) as stream:
-            while chunk := stream.read(FEED_BYTES):
-                sink.feed(chunk)
+    if not path.is_dir():
+        return path
+    found = sorted(p for p in path.iterdir() if p.name.lower() in _POSTS_NAMES and p.is_file())
+    if not found:
+        raise FileNotFoundError(f"site folder {path} has no Posts.xml (expected the extracted site dump)")
+    return min(found, key=lambda p: (_POSTS_NAMES.index(p.name.lower()), p.name))
+
+
+class _Feedable:
+    """What :func:`feed_posts` pushes bytes into (a :class:`PostsSink` or a row counter)."""
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None: ...
+
+    def finish(self, error: str | None = None) -> None: ...
+
+
+def feed_posts(path: Path, sink: PostsSink | _Feedable) -> None:
+    """Push the ``Posts.xml`` bytes of ``path`` (a ``.7z``, an XML file or a site folder) into ``sink``.
+
+    A truncated or damaged input is not an exception here: every byte the codec or archive could
+    produce reaches the sink, then ``sink.finish(error)`` records why it stopped. Raises only
+    ``RefusedInput`` and ``FileNotFoundError`` (an archive or folder without ``Posts.xml``).
+    """
+    path = posts_path(path)
+    try:
+        if path.name.lower().endswith(".7z"):
+            with py7zr.SevenZipFile(path, mode="r") as archive:
+                member = posts_member(archive)
+                if member is None:
+                    raise FileNotFoundError(f"{path.name} has no Posts.xml")
+                archive.extract(targets=[member], factory=_SinkFactory(sink))  # type: ignore[arg-type]
+        else:
+            with open_binary(path) as stream:
+                for block in read_blocks(stream, FEED_BYTES):
+                    sink.feed(block)
+    except (RefusedInput, FileNotFoundError):
+        raise  # not a truncation (FileNotFoundError is an OSError, like the codec errors)
+    except ARCHIVE_ERRORS as exc:
+        sink.finish(f"{type(exc).__name__}: {exc}")
+        return
     sink.finish()
 
 
 # -- counting posts (for choosing the N largest sites) ----------------------------------------
-class _RowCounter:
+class _RowCounter(_Feedable):
     """Counts ``<row`` tags in a byte stream, chunk boundaries included."""
 
     def __init__(self) -> None:
         self.count = 0
         self.tail = b""
+        self.error: str | None = None
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         view = memoryview(data)
@@ -426,19 +577,26 @@ class _RowCounter:
             self.count += joined.count(b"<row ")
             self.tail = joined[-4:]  # "<row " is 5 bytes: a split one has at most 4 before the cut
 
-    def finish(self) -> None:
-        return None
+    def finish(self, error: str | None = None) -> None:
+        self.error = error
 
 
 def count_posts(path: Path) -> int:
-    """Number of posts (rows) in a site's ``Posts.xml``; one streaming pass, nothing parsed."""
+    """Number of readable posts (rows) in a site's ``Posts.xml``; one streaming pass, nothing parsed.
+
+    A truncated input counts the rows before the cut: they will be kept, so the site ranks by
+    them instead of being skipped.
+    """
     counter = _RowCounter()
-    feed_posts(path, counter)  # type: ignore[arg-type]
+    feed_posts(path, counter)
+    if counter.error is not None:
+        log.warning("%s: counted %d posts before the input ended (%s)", path, counter.count, counter.error)
     return counter.count
 
 
 def posts_bytes(path: Path) -> int:
     """Size of ``Posts.xml`` (uncompressed, from the 7z header; the file size otherwise): no pass."""
+    path = posts_path(path)
     if path.name.lower().endswith(".7z"):
         with py7zr.SevenZipFile(path, mode="r") as archive:
             member = posts_member(archive)
@@ -492,10 +650,16 @@ def measure_site(spec: InputSpec, rank_by: str, cache: Path | None = None) -> Si
     """The size of one site input for ranking, read from ``cache`` when the file is unchanged.
 
     Counting posts is a full decompression pass, so the result is kept (a JSON file keyed by the
-    input's size and mtime) and a re-run does not pay it again. A damaged input gets size 0 and
-    the error, so it is reported as skipped rather than failing the ranking.
+    input's size and mtime) and a re-run does not pay it again. A truncated input ranks by the
+    rows before the cut (they are readable and will be kept); an input that cannot be read at all
+    gets size 0 and the error, so it is reported as skipped rather than failing the ranking.
     """
-    identity = {"fingerprint": spec.fingerprint(), "rank_by": rank_by}
+    try:  # a site folder is identified by its Posts.xml, which can change while the folder does not
+        stat = posts_path(spec.path).stat()
+        fingerprint = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    except OSError:
+        fingerprint = spec.fingerprint()
+    identity = {"fingerprint": fingerprint, "rank_by": rank_by}
     if cache is not None and cache.exists():
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
             stored = json.loads(cache.read_text(encoding="utf-8"))
@@ -506,7 +670,7 @@ def measure_site(spec: InputSpec, rank_by: str, cache: Path | None = None) -> Si
     if named.has_posts:
         try:
             size = count_posts(spec.path) if rank_by == "posts" else posts_bytes(spec.path)
-        except (RefusedInput, etree.XMLSyntaxError, FileNotFoundError, *ARCHIVE_ERRORS) as exc:
+        except (RefusedInput, FileNotFoundError, *ARCHIVE_ERRORS) as exc:
             error = f"{type(exc).__name__}: {exc}"
     result = SiteSize(spec.key, named.site, named.has_posts, size, error)
     if cache is not None and error is None:
@@ -564,6 +728,14 @@ def iter_threads(rows_file: Path, work_dir: Path, memory_limit: str, batch_rows:
         con.close()
 
 
+#: A thread whose post bodies add up to more than this is dropped (``record_too_large``): a real
+#: question with all its answers is rarely past 1 MB; beyond this it is a dump error or an attack.
+MAX_THREAD_CHARS = 16 << 20
+#: Threads below this size are cleaned in-process (the HTML parser and the walk are linear, so a
+#: thread this small cleans in milliseconds); larger ones go through the killable helper.
+INLINE_THREAD_CHARS = 16 * 1024
+
+
 def thread_text(thread: Thread) -> str:
     """``Q: title`` and the question, then ``A:`` and each answer, best score first."""
     question = thread.question
@@ -580,6 +752,8 @@ class StackExchangeReader:
     scratch_dir: Path | None = None
     memory_limit: str = "1GB"
     batch_rows: int = 20_000
+    cleaner_timeout_s: float = DEFAULT_TIMEOUT_S
+    max_thread_chars: int = MAX_THREAD_CHARS
 
     @property
     def site(self) -> str:
@@ -587,25 +761,34 @@ class StackExchangeReader:
         return site_file(self.spec.path).site
 
     def __iter__(self) -> Iterator[Record]:
-        where = self.spec.location
         if self.scratch_dir is not None:
             self.scratch_dir.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix="stackexchange-", dir=self.scratch_dir))
         try:
             sink = PostsSink(work, batch_rows=self.batch_rows)
             stopped = self._load(sink)
-            for problem in sink.problems:
-                yield Drop("malformed_row", f"{where}: row {problem.row}", problem.detail, self.language)
-            for _ in range(sink.problem_count - len(sink.problems)):
-                yield Drop("malformed_row", f"{where}: row (details beyond the first {len(sink.problems)})",
-                           "unreadable Id/PostTypeId/Score", self.language)
+            yield from self._problems(sink)
             if stopped is not None:
                 yield stopped
             rows_file = work / "rows.parquet"
             if rows_file.exists():
-                yield from self._documents(rows_file, work)
+                with BoundedCleaner(thread_text, timeout_s=self.cleaner_timeout_s,
+                                    max_input=self.max_thread_chars, inline_below=INLINE_THREAD_CHARS) as cleaner:
+                    yield from self._documents(rows_file, work, cleaner)
         finally:
             shutil.rmtree(work, ignore_errors=True)
+
+    def _problems(self, sink: PostsSink) -> Iterator[Drop]:
+        """One Drop per unreadable row: the first ``max_problems`` with details, the rest counted."""
+        where = self.spec.location
+        listed: dict[str, int] = {}
+        for problem in sink.problems:
+            listed[problem.reason] = listed.get(problem.reason, 0) + 1
+            yield Drop(problem.reason, f"{where}: row {problem.row}", problem.detail, self.language)
+        for reason, count in sink.problem_reasons.items():
+            for _ in range(count - listed.get(reason, 0)):
+                yield Drop(reason, f"{where}: row (details beyond the first {len(sink.problems)})",
+                           "details not kept", self.language)
 
     @property
     def language(self) -> str:
@@ -618,33 +801,32 @@ class StackExchangeReader:
             feed_posts(self.spec.path, sink)
         except RefusedInput as exc:
             return Drop("xml_entity_declared", f"{self.spec.location}: prolog", str(exc), self.language)
-        except etree.XMLSyntaxError as exc:
-            reason = "xml_entity_declared" if "entity" in str(exc).lower() else "truncated_input"
-            return Drop(reason, f"{self.spec.location}: after row {sink.rows}", f"XMLSyntaxError: {exc}",
-                        self.language)
         except FileNotFoundError as exc:
             return Drop("no_posts_xml", self.spec.location, str(exc), self.language)
-        except ARCHIVE_ERRORS as exc:
-            return Drop("truncated_input", f"{self.spec.location}: after row {sink.rows}", f"{type(exc).__name__}: {exc}", self.language)
         finally:
             sink.close_writer()
         return None
 
-    def _documents(self, rows_file: Path, work: Path) -> Iterator[Record]:
+    def _documents(self, rows_file: Path, work: Path, cleaner: BoundedCleaner[str]) -> Iterator[Record]:
         where = self.spec.location
         for item in iter_threads(rows_file, work, self.memory_limit):
             if isinstance(item, tuple):
                 reason, row = item
                 yield Drop(reason, f"{where}: post {row['id']} (type {row['post_type']})", language=self.language)
                 continue
-            yield self._document(item)
+            size = sum(len(post["body"] or "") for post in (item.question, *item.answers))
+            text = cleaner.run(f"{where}: question {item.question['id']}", item, size=size)
+            if isinstance(text, Drop):
+                yield dataclasses.replace(text, language=self.language)
+                continue
+            yield self._document(item, text)
 
-    def _document(self, thread: Thread) -> Document:
+    def _document(self, thread: Thread, text: str) -> Document:
         question = thread.question
         site = self.site
         return Document(
             id=make_doc_id(SOURCE, f"{site}/{question['id']}"),
-            text=thread_text(thread),
+            text=text,
             source=SOURCE,
             meta={
                 "site": site,
