@@ -240,8 +240,9 @@ def read_package(book: BoundedZip, settings: EpubSettings, result: EpubText) -> 
 
     for itemref in root.iter(f"{{{OPF_NS}}}itemref"):
         target, media, properties = manifest.get(itemref.get("idref", ""), (None, "", ""))
-        if target is None:
-            skip("spine_item_missing" if itemref.get("idref", "") not in manifest else "href_outside_package")
+        if target is None:  # an href outside the package was counted with the manifest
+            if itemref.get("idref", "") not in manifest:
+                skip("spine_item_missing")
         elif target in seen:
             continue
         elif itemref.get("linear", "yes") == "no" and not settings.include_nonlinear:

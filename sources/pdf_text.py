@@ -430,12 +430,12 @@ def edge_key(text: str) -> str:
 
 
 def edge_lines(page: PageText) -> tuple[list[int], list[int]]:
-    """Indexes of up to two top-edge and two bottom-edge lines of a text page."""
+    """Indexes of up to three top-edge and three bottom-edge lines of a text page (two-line footers above a page number)."""
     if not page.lines or page.height <= 0:
         return [], []
     by_top = sorted(range(len(page.lines)), key=lambda i: -page.lines[i].top)
-    top = [i for i in by_top[:2] if page.lines[i].top >= page.height * (1 - EDGE_SHARE)]
-    bottom = [i for i in by_top[::-1][:2] if page.lines[i].bottom <= page.height * EDGE_SHARE]
+    top = [i for i in by_top[:3] if page.lines[i].top >= page.height * (1 - EDGE_SHARE)]
+    bottom = [i for i in by_top[::-1][:3] if page.lines[i].bottom <= page.height * EDGE_SHARE]
     return top, bottom
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from core.atomic import sha256_file
@@ -56,9 +55,9 @@ class QualitySettings:
 class SciBookSettings:
     """Everything the recipe needs (defaults in ``configs/science_books.yaml``)."""
 
-    pdf: PdfSettings = PdfSettings()
-    epub: EpubSettings = EpubSettings()
-    quality: QualitySettings = QualitySettings()
+    pdf: PdfSettings = field(default_factory=PdfSettings)
+    epub: EpubSettings = field(default_factory=EpubSettings)
+    quality: QualitySettings = field(default_factory=QualitySettings)
     max_file_bytes: int = 1024 * 1024 * 1024
     language_id: bool = True
     languages: tuple[str, ...] = ()  # empty: keep every language (the score floor still applies)
