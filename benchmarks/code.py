@@ -1,0 +1,130 @@
+"""Benchmark the stack_code reader against a bare pyarrow row-group loop with the same licence filter.
+
+Corpus: the Python standard library on this machine (real code), written in the-stack's layout
+(zstd Parquet, ``list<string>`` licences, row groups of ``--row-group`` rows); 80% of the rows
+are MIT, 10% GPL-3.0, 10% without licence. Every contender reads the same file on one core, so
+rows/s is rows/s per core:
+
+* ``bare-pyarrow``: ``ParquetFile.iter_batches`` per row group on the needed columns,
+  ``to_pylist``, and :func:`sources.stack_code.list_license` (the same allow-list check);
+* ``kinda-reader``: :class:`sources.stack_code.StackCodeRecipe` reader only (licence, names,
+  language mapping, size/binary checks, blob id, Document);
+* ``kinda-full``: reader plus the GitHub recipe's cleaning and filters (header removal, line
+  length, alphanumeric fraction, alpha per token) through ``run_steps``.
+
+    nice -n 10 python benchmarks/code.py --rows 20000 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sysconfig
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from core.document import InputSpec
+from core.steps import StepStats, run_steps
+from sources.licenses import DEFAULT_ALLOWED
+from sources.stack_code import STACK_COLUMNS, StackCodeRecipe, git_blob_sha1, list_license
+
+LICENCES = [["MIT"]] * 8 + [["GPL-3.0-only"], []]
+
+
+def build_corpus(target: Path, rows: int, row_group: int) -> tuple[int, int]:
+    """Write ``rows`` stdlib modules (cycled) in the-stack layout; return (rows, content bytes)."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    sources: list[tuple[str, str]] = []
+    for path in sorted(stdlib.rglob("*.py")):
+        try:
+            sources.append((path.relative_to(stdlib).as_posix(), path.read_text(encoding="utf-8")))
+        except (UnicodeDecodeError, OSError):
+            continue
+        if len(sources) >= rows:
+            break
+    columns: dict[str, list[object]] = {"hexsha": [], "ext": [], "lang": [], "content": [],
+                                        "max_stars_repo_path": [], "max_stars_repo_name": [],
+                                        "max_stars_repo_licenses": []}
+    size = 0
+    for i in range(rows):
+        rel, content = sources[i % len(sources)]
+        columns["hexsha"].append(git_blob_sha1(content.encode()))
+        columns["ext"].append("py")
+        columns["lang"].append("Python")
+        columns["content"].append(content)
+        columns["max_stars_repo_path"].append(f"copy{i // len(sources)}/{rel}")
+        columns["max_stars_repo_name"].append("python/cpython")
+        columns["max_stars_repo_licenses"].append(LICENCES[i % len(LICENCES)])
+        size += len(content.encode())
+    schema = pa.schema([*(pa.field(n, pa.string()) for n in list(columns)[:-1]),
+                        pa.field("max_stars_repo_licenses", pa.list_(pa.string()))])
+    pq.write_table(pa.table(columns, schema=schema), target, compression="zstd", row_group_size=row_group)
+    return rows, size
+
+
+def run_bare(path: Path) -> int:
+    """The baseline: stream row groups, decode rows, apply the licence allow-list."""
+    parquet = pq.ParquetFile(path)
+    kept = 0
+    for group in range(parquet.metadata.num_row_groups):
+        for batch in parquet.iter_batches(batch_size=1024, row_groups=[group], columns=list(STACK_COLUMNS)):
+            for row in batch.to_pylist():
+                if list_license(row["max_stars_repo_licenses"], DEFAULT_ALLOWED).allowed:
+                    kept += 1
+    return kept
+
+
+def run_reader(path: Path) -> int:
+    recipe = StackCodeRecipe()
+    stats = StepStats()
+    kept = sum(1 for _ in run_steps(recipe.read(InputSpec(str(path), path, path.name)), [], stats))
+    assert stats.balanced()
+    return kept
+
+
+def run_full(path: Path) -> int:
+    recipe = StackCodeRecipe()
+    stats = StepStats()
+    kept = sum(1 for _ in run_steps(recipe.read(InputSpec(str(path), path, path.name)), recipe.steps(), stats))
+    assert stats.balanced()
+    return kept
+
+
+def timed(fn: Callable[[Path], int], path: Path, repeat: int) -> tuple[list[float], int]:
+    times, kept = [], 0
+    for _ in range(repeat):
+        started = time.perf_counter()
+        kept = fn(path)
+        times.append(time.perf_counter() - started)
+    return times, kept
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=20_000)
+    parser.add_argument("--row-group", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "the-stack-bench.parquet"
+        rows, size = build_corpus(path, args.rows, args.row_group)
+        print(f"corpus: {rows} rows, {size / 1e6:.1f} MB of code, {path.stat().st_size / 1e6:.1f} MB zstd Parquet, "
+              f"{pq.ParquetFile(path).metadata.num_row_groups} row groups; one core, {args.repeat} runs")
+        print(f"{'contender':14} {'kept':>6} {'rows/s min':>11} {'median':>9} {'max':>9}")
+        medians = {}
+        for name, fn in (("bare-pyarrow", run_bare), ("kinda-reader", run_reader), ("kinda-full", run_full)):
+            times, kept = timed(fn, path, args.repeat)
+            rates = sorted(rows / t for t in times)
+            medians[name] = statistics.median(rates)
+            print(f"{name:14} {kept:6d} {rates[0]:11.0f} {medians[name]:9.0f} {rates[-1]:9.0f}")
+        print(f"kinda-reader / bare: {medians['kinda-reader'] / medians['bare-pyarrow']:.2f}x; "
+              f"kinda-full / bare: {medians['kinda-full'] / medians['bare-pyarrow']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
