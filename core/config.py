@@ -8,6 +8,7 @@ work valid.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any, ClassVar, Literal, Self
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.download import is_url
 from core.shards import ShardLimits
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -79,6 +81,16 @@ class PipelineConfig(BaseModel):
         """A short stable hash of :meth:`output_fields`."""
         canonical = json.dumps(self.output_fields(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+    def input_patterns(self) -> list[str]:
+        """The input locations the user gave (paths, globs, URLs); flows override when named otherwise."""
+        inputs = getattr(self, "inputs", None)
+        return [str(item) for item in inputs] if isinstance(inputs, list) else []
+
+    def missing_inputs(self) -> list[str]:
+        """Local input patterns that match nothing (checked before a run starts)."""
+        return [p for p in self.input_patterns() if not is_url(p) and not glob.glob(p, recursive=True)
+                and not Path(p).exists()]
 
     @property
     def cache_root(self) -> Path:

@@ -6,6 +6,7 @@
 <out>/_staging/<source>/<input>/hashes.parquet           exact-dedup keys of the staged documents
 <out>/_state/<source>/<input>.stage.json                 resume marker: input staged
 <out>/_state/<source>/<input>.done.json                  resume marker: input finished
+<out>/attributes/<source>/<input>.drops.parquet          why each left-out document was left out
 <out>/cache/                                             downloads
 <out>/manifest.duckdb                                    the manifest
 ```
@@ -41,5 +42,10 @@ def state_path(out: Path, source: str, input_key: str, phase: str) -> Path:
 
 
 def duplicates_path(out: Path, source: str) -> Path:
-    """Run-wide exact duplicate list of a source: (input key, ordinal) rows."""
+    """The run's drop list of a source: (input key, ordinal, id, step, reason, matched id, detail) rows."""
     return out / "_staging" / source / "_duplicates.parquet"
+
+
+def drops_attribute_path(out: Path, source: str, input_key: str) -> Path:
+    """One input's documents left out after staging (duplicates), with the reason and match."""
+    return out / "attributes" / source / f"{slug(input_key)}.drops.parquet"

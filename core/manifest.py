@@ -88,6 +88,24 @@ CREATE TABLE IF NOT EXISTS errors (
     record VARCHAR NOT NULL,
     detail VARCHAR NOT NULL
 );
+CREATE TABLE IF NOT EXISTS tensors (
+    tensor_root VARCHAR NOT NULL,
+    path VARCHAR NOT NULL,
+    input VARCHAR NOT NULL,
+    split VARCHAR NOT NULL,
+    source VARCHAR NOT NULL,
+    language VARCHAR,
+    labels VARCHAR[] NOT NULL,
+    tokenizer_hash VARCHAR NOT NULL,
+    split_digits BOOLEAN NOT NULL,
+    tokens BIGINT NOT NULL,
+    docs BIGINT NOT NULL,
+    bytes BIGINT NOT NULL,
+    sha256 VARCHAR NOT NULL,
+    run_id VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL,
+    PRIMARY KEY (tensor_root, path)
+);
 -- The newest run's view of each input: re-runs add rows per run, summaries want the latest.
 CREATE OR REPLACE VIEW latest_inputs AS
     SELECT i.* FROM inputs i JOIN runs r USING (run_id)
@@ -140,6 +158,15 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
+class ManifestError(RuntimeError):
+    """The manifest file cannot be used (damaged, unwritable, or held too long by another process)."""
+
+
+def _is_lock_conflict(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "lock" in text and ("conflicting" in text or "could not set lock" in text)
+
+
 class Manifest:
     """A handle on the manifest file; open it briefly with :meth:`connect` for each write."""
 
@@ -162,11 +189,15 @@ class Manifest:
             try:
                 con = duckdb.connect(str(self.path), read_only=read_only)
                 break
-            except duckdb.IOException as exc:  # lock held by another process
+            except duckdb.IOException as exc:
+                if not _is_lock_conflict(exc):  # retrying cannot fix a corrupt or unwritable file
+                    raise ManifestError(self._unusable(exc)) from None
                 last_error = exc
                 time.sleep(min(0.05 * (attempt + 1), 1.0))
+            except duckdb.Error as exc:
+                raise ManifestError(self._unusable(exc)) from None
         else:
-            raise RuntimeError(f"manifest {self.path} stayed locked: {last_error}")
+            raise ManifestError(f"manifest {self.path} stayed locked by another process: {last_error}")
         try:
             if not read_only:
                 con.execute(SCHEMA_SQL)
@@ -174,7 +205,23 @@ class Manifest:
         finally:
             con.close()
 
+    def _unusable(self, exc: Exception) -> str:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return (f"manifest {self.path} cannot be opened ({first}); if it is damaged, move it away and re-run "
+                "the flows: finished inputs are skipped and their rows recorded again")
+
     # -- writes (the flow process only) ---------------------------------------------------
+    def abandon_stale_runs(self) -> int:
+        """Mark runs still ``running`` as ``abandoned``; call only while holding the output lock.
+
+        Whoever holds :class:`core.lock.OutputLock` is the only live writer, so a run row that
+        says ``running`` belongs to a process that was killed mid-way.
+        """
+        with self.connect() as con:
+            stale = con.execute("SELECT count(*) FROM runs WHERE status = 'running'").fetchone()
+            con.execute("UPDATE runs SET status = 'abandoned', ended_at = ? WHERE status = 'running'", [_now()])
+        return int(stale[0]) if stale else 0
+
     def start_run(
         self,
         run_id: str,
@@ -281,6 +328,12 @@ class Manifest:
             cursor = con.execute(sql, params or [])
             columns = [d[0] for d in cursor.description] if cursor.description else []
             return columns, cursor.fetchall()
+
+    def document_shards(self, sources: Sequence[str] = ()) -> list[tuple[str, str, str]]:
+        """``(path, source, sha256)`` of the final document shards, in a fixed order (source, path)."""
+        _, rows = self.query("SELECT path, source, sha256 FROM shards WHERE starts_with(path, 'docs/') "
+                             "ORDER BY source, path")
+        return [(str(r[0]), str(r[1]), str(r[2])) for r in rows if not sources or r[1] in sources]
 
     def verify(self, out_root: Path) -> list[dict[str, str]]:
         """Re-hash every shard; return one problem per missing or corrupt shard (empty = ok)."""

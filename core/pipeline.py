@@ -24,7 +24,7 @@ import logging
 import shutil
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -33,18 +33,29 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from core.atomic import atomic_path, sha256_file, write_json_atomic
+from core.atomic import AtomicOutput, atomic_path, sha256_file
 from core.document import Document, InputSpec
 from core.exact import exact_hash
-from core.layout import docs_dir, duplicates_path, slug, staging_dir, state_path
+from core.layout import docs_dir, drops_attribute_path, duplicates_path, slug, staging_dir, state_path
 from core.manifest import InputRecord
+from core.markers import Marker
 from core.shards import ShardLimits, ShardWriter, read_documents
-from core.steps import Record, Step, StepStats, run_steps
+from core.steps import MAX_ERROR_EXAMPLES, Record, Step, StepStats, run_steps
 from core.version import __version__
 
 log = logging.getLogger(__name__)
 
-HASH_SCHEMA = pa.schema([pa.field("ordinal", pa.int64()), pa.field("hash", pa.binary(32))])
+HASH_SCHEMA = pa.schema([
+    pa.field("ordinal", pa.int64()), pa.field("id", pa.string()), pa.field("hash", pa.binary(32)),
+])
+#: The run's drop list: which staged documents finalize leaves out, and why. The reason and the
+#: document it matched travel with each row, so a phase that adds drops (book near-dedup) never
+#: has to relabel another phase's counts afterwards.
+DROP_SCHEMA = pa.schema([
+    pa.field("input_key", pa.string()), pa.field("ordinal", pa.int64()), pa.field("id", pa.string()),
+    pa.field("step", pa.string()), pa.field("reason", pa.string()), pa.field("matched_id", pa.string()),
+    pa.field("detail", pa.string()),
+])
 DEDUP_STEP = "dedup_exact"
 DEDUP_REASON = "duplicate_exact"
 
@@ -89,64 +100,149 @@ def scope_hash(keys: Sequence[str], config_hash: str) -> str:
 
 
 # -- resume markers -------------------------------------------------------------------------
-def load_marker(path: Path, expect: dict[str, Any]) -> dict[str, Any] | None:
-    if not path.exists():
-        return None
-    try:
-        marker = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return None
-    if any(marker.get(k) != v for k, v in expect.items()):
-        return None
-    return marker
+def stage_marker(spec: InputSpec, ctx: RunContext) -> Marker:
+    """Phase 1's completion marker for one input."""
+    key = {**ctx.marker_key(), "fingerprint": spec.fingerprint()}
+    return Marker(state_path(ctx.out, ctx.source, spec.key, "stage"), key)
 
 
-def files_intact(out: Path, shard_dicts: Sequence[dict[str, Any]]) -> bool:
-    return all((out / s["path"]).exists() and (out / s["path"]).stat().st_size == s["bytes"] for s in shard_dicts)
+def done_marker(spec: InputSpec, ctx: RunContext, scope: str) -> Marker:
+    """Phase 3's completion marker for one input, valid for one dedup scope."""
+    key = {**ctx.marker_key(), "scope": scope, "fingerprint": spec.fingerprint()}
+    return Marker(state_path(ctx.out, ctx.source, spec.key, "done"), key)
 
 
 def load_done(spec: InputSpec, ctx: RunContext, scope: str) -> InputRecord | None:
     """The finished record of an input, if its done marker is valid for this run."""
     if not spec.path.exists():
         return None
-    expect = {**ctx.marker_key(), "scope": scope, "fingerprint": spec.fingerprint()}
-    marker = load_marker(state_path(ctx.out, ctx.source, spec.key, "done"), expect)
-    if marker is None or not files_intact(ctx.out, marker["record"]["shards"]):
-        return None
-    return InputRecord.from_dict(marker["record"])
+    marker = done_marker(spec, ctx, scope).load(ctx.out)
+    return None if marker is None else InputRecord.from_dict(marker["record"])
 
 
 # -- phase 1: stage -------------------------------------------------------------------------
-class _HashWriter:
-    """Streams (ordinal, sha256) rows of staged documents to ``hashes.parquet``."""
+class DocumentSink(Protocol):
+    """Something written beside a phase's shards for each kept document (dedup keys, unit hashes)."""
 
-    def __init__(self, path: Path, batch: int = 10_000) -> None:
-        self._cm = atomic_path(path)
-        self._writer = pq.ParquetWriter(self._cm.__enter__(), HASH_SCHEMA, compression="zstd")
-        self._ordinals: list[int] = []
-        self._hashes: list[bytes] = []
+    def add(self, ordinal: int, doc: Document) -> None:
+        """Record the ``ordinal``-th kept document."""
+
+    def close(self) -> list[dict[str, Any]]:
+        """Finish; return the files written as outputs (``{"path", "bytes"}``, relative to the root)."""
+
+    def abort(self) -> None:
+        """Discard what was written after an error."""
+
+
+class HashSink:
+    """Streams (ordinal, id, dedup key) rows of staged documents to ``hashes.parquet``."""
+
+    def __init__(self, root: Path, path: Path, key: Callable[[Document], bytes], batch: int = 10_000) -> None:
+        self._root = root
+        self._output = AtomicOutput(path)
+        self._writer = pq.ParquetWriter(self._output.path, HASH_SCHEMA, compression="zstd")
+        self._key = key
+        self._rows: dict[str, list[Any]] = {"ordinal": [], "id": [], "hash": []}
         self._batch = batch
 
-    def add(self, ordinal: int, digest: bytes) -> None:
-        self._ordinals.append(ordinal)
-        self._hashes.append(digest)
-        if len(self._ordinals) >= self._batch:
+    def add(self, ordinal: int, doc: Document) -> None:
+        self._rows["ordinal"].append(ordinal)
+        self._rows["id"].append(doc.id)
+        self._rows["hash"].append(self._key(doc))
+        if len(self._rows["ordinal"]) >= self._batch:
             self._flush()
 
     def _flush(self) -> None:
-        table = pa.table({"ordinal": self._ordinals, "hash": self._hashes}, schema=HASH_SCHEMA)
-        self._writer.write_table(table)
-        self._ordinals, self._hashes = [], []
+        self._writer.write_table(pa.table(self._rows, schema=HASH_SCHEMA))
+        self._rows = {"ordinal": [], "id": [], "hash": []}
 
-    def close(self) -> None:
+    def close(self) -> list[dict[str, Any]]:
         self._flush()
         self._writer.close()
-        self._cm.__exit__(None, None, None)
+        path = self._output.commit()
+        return [{"path": path.relative_to(self._root).as_posix(), "bytes": path.stat().st_size}]
+
+    def abort(self) -> None:
+        self._writer.close()
+        self._output.abort()
 
 
 def _default_dedup_key(doc: Document) -> bytes:
     """SHA256 of the normalized text (a recipe may define its own ``dedup_key(doc)``)."""
     return exact_hash(doc.text)
+
+
+@dataclass(frozen=True)
+class InputPhase:
+    """One pass over one input: read, run steps, write shards plus sinks, mark it finished.
+
+    Staging is one (sink: exact-dedup keys); Common Crawl's extraction is another (sink: line
+    hashes). Both get the same guarantees from :func:`run_input_phase`: a valid marker skips
+    the work, an error marks the input ``failed`` naming the file and the run goes on, and the
+    marker names every output so a later run can tell they are intact.
+    """
+
+    directory: Path
+    marker: Marker
+    read: Callable[[], Iterator[Record]]
+    steps: Sequence[Step]
+    sinks: Callable[[], Sequence[DocumentSink]]
+    language: str | None = None
+
+
+def missing_input(spec: InputSpec, ctx: RunContext) -> InputRecord:
+    """The record of an input whose file is gone: failed, naming it."""
+    return InputRecord(input_key=spec.key, source=ctx.source, location=spec.location, language=None,
+                       config_hash=ctx.config_hash, status="failed", error=f"{spec.location}: not found")
+
+
+def run_input_phase(phase: InputPhase, spec: InputSpec, ctx: RunContext) -> InputRecord:
+    """Run ``phase`` over one input (see :class:`InputPhase`); never raises for a bad input."""
+    finished = phase.marker.load(ctx.out)
+    if finished is not None:
+        return InputRecord.from_dict(finished["record"])
+    started = time.perf_counter()
+    record = InputRecord(
+        input_key=spec.key, source=ctx.source, location=spec.location, language=phase.language,
+        config_hash=ctx.config_hash, size=spec.path.stat().st_size if spec.path.is_file() else None,
+    )
+    shutil.rmtree(phase.directory, ignore_errors=True)
+    stats = StepStats()
+    writer = ShardWriter(ctx.out, phase.directory, "part", ctx.source, phase.language, limits=ctx.limits)
+    sinks = list(phase.sinks())
+    try:
+        kept = run_steps(phase.read(), phase.steps, stats, f"{ctx.source}_reader", phase.language)
+        for ordinal, doc in enumerate(kept):
+            writer.write(doc)
+            for sink in sinks:
+                sink.add(ordinal, doc)
+        outputs = [s.to_dict() for s in writer.close()]
+        for sink in sinks:
+            outputs.extend(sink.close())
+        record.sha256 = sha256_file(spec.path) if spec.path.is_file() else None
+    except Exception as exc:  # one input's failure must not end the run
+        writer.abort()
+        for sink in sinks:
+            sink.abort()
+        shutil.rmtree(phase.directory, ignore_errors=True)
+        log.exception("input %s failed", spec.location)
+        record.status, record.error = "failed", f"{spec.location}: {type(exc).__name__}: {exc}"
+        record.records_in, record.seconds = stats.records_in, time.perf_counter() - started
+        return record
+    record.records_in, record.docs_kept = stats.records_in, stats.kept
+    record.drops = stats.drop_rows()
+    record.errors = stats.errors
+    record.status = "partial" if any(d["reason"] == "truncated_input" for d in record.drops) else "done"
+    record.seconds = time.perf_counter() - started
+    phase.marker.write({"record": record.to_dict()}, outputs=outputs, promised_docs=record.docs_kept)
+    return record
+
+
+def _input_language(recipe: SourceRecipe, spec: InputSpec) -> str | None:
+    try:
+        return recipe.input_language(spec)
+    except Exception:  # the reader reports what is wrong with the file, per record
+        return None
 
 
 def stage_input(recipe: SourceRecipe, spec: InputSpec, ctx: RunContext) -> InputRecord:
@@ -156,67 +252,31 @@ def stage_input(recipe: SourceRecipe, spec: InputSpec, ctx: RunContext) -> Input
     ``failed`` with the error naming the file, and the rest of the run goes on.
     """
     if not spec.path.exists():
-        return InputRecord(input_key=spec.key, source=ctx.source, location=spec.location, language=None,
-                           config_hash=ctx.config_hash, status="failed", error=f"{spec.location}: not found")
-    marker_path = state_path(ctx.out, ctx.source, spec.key, "stage")
-    expect = {**ctx.marker_key(), "fingerprint": spec.fingerprint()}
-    marker = load_marker(marker_path, expect)
-    if marker is not None and files_intact(ctx.out, marker["staged"]):
-        return InputRecord.from_dict(marker["record"])
-
-    started = time.perf_counter()
-    try:
-        language = recipe.input_language(spec)
-    except Exception:  # the reader reports what is wrong with the file, per record
-        language = None
-    record = InputRecord(
-        input_key=spec.key, source=ctx.source, location=spec.location, language=language,
-        config_hash=ctx.config_hash, size=spec.path.stat().st_size if spec.path.is_file() else None,
+        return missing_input(spec, ctx)
+    directory = staging_dir(ctx.out, ctx.source, spec.key)
+    key = getattr(recipe, "dedup_key", None) or _default_dedup_key
+    phase = InputPhase(
+        directory=directory, marker=stage_marker(spec, ctx), read=lambda: recipe.read(spec), steps=recipe.steps(),
+        sinks=lambda: [HashSink(ctx.out, directory / "hashes.parquet", key)],
+        language=_input_language(recipe, spec),
     )
-    stage = staging_dir(ctx.out, ctx.source, spec.key)
-    shutil.rmtree(stage, ignore_errors=True)
-    stats = StepStats()
-    dedup_key = getattr(recipe, "dedup_key", None) or _default_dedup_key
-    writer = ShardWriter(ctx.out, stage, "part", ctx.source, language, limits=ctx.limits)
-    hashes = _HashWriter(stage / "hashes.parquet")
-    try:
-        kept = run_steps(recipe.read(spec), recipe.steps(), stats, f"{ctx.source}_reader", language)
-        for ordinal, doc in enumerate(kept):
-            writer.write(doc)
-            hashes.add(ordinal, dedup_key(doc))
-        staged = [s.to_dict() for s in writer.close()]
-        hashes.close()
-        record.sha256 = sha256_file(spec.path) if spec.path.is_file() else None
-    except Exception as exc:  # one input's failure must not end the run
-        writer.abort()
-        shutil.rmtree(stage, ignore_errors=True)
-        log.exception("input %s failed", spec.location)
-        record.status = "failed"
-        record.error = f"{spec.location}: {type(exc).__name__}: {exc}"
-        record.records_in = stats.records_in
-        record.seconds = time.perf_counter() - started
-        return record
-
-    record.records_in = stats.records_in
-    record.docs_kept = stats.kept
-    record.drops = [
-        {"step": step, "reason": reason, "language": lang or None, "count": count}
-        for (step, reason, lang), count in sorted(stats.drops.items())
-    ]
-    record.errors = stats.errors
-    record.status = "partial" if any(d["reason"] == "truncated_input" for d in record.drops) else "done"
-    record.seconds = time.perf_counter() - started
-    write_json_atomic(marker_path, {**expect, "record": record.to_dict(), "staged": staged})
-    return record
+    return run_input_phase(phase, spec, ctx)
 
 
 # -- phase 2: run-wide exact duplicates ----------------------------------------------------
+_EMPTY_HASHES = (
+    "SELECT ''::VARCHAR AS input_key, 0 AS rank, 0::BIGINT AS ordinal, ''::VARCHAR AS id, ''::BLOB AS hash "
+    "WHERE false"
+)
+
+
 def find_exact_duplicates(ctx: RunContext, keys: Sequence[str], memory_limit: str = "2GB") -> dict[str, int]:
-    """Write the run's duplicate list; return the number of duplicates per input key.
+    """Write the run's drop list (exact duplicates); return the number of duplicates per input key.
 
     DuckDB does the grouping out of core, so the number of documents is not bounded by memory.
     Within a group of equal hashes the first document in (input key, record order) is kept,
     so the kept set does not depend on how many workers ran or in which order they finished.
+    Each row names the kept document it duplicates (``matched_id``).
     """
     target = duplicates_path(ctx.out, ctx.source)
     files = [(key, staging_dir(ctx.out, ctx.source, key) / "hashes.parquet") for key in sorted(keys)]
@@ -231,15 +291,16 @@ def find_exact_duplicates(ctx: RunContext, keys: Sequence[str], memory_limit: st
                 con.executemany("INSERT INTO ranks VALUES (?, ?, ?)",
                                 [[key, rank, str(path)] for rank, (key, path) in enumerate(files)])
             source_sql = (
-                "SELECT r.input_key, r.rank, h.ordinal, h.hash FROM read_parquet(?, filename=true) h "
+                "SELECT r.input_key, r.rank, h.ordinal, h.id, h.hash FROM read_parquet(?, filename=true) h "
                 "JOIN ranks r ON h.filename = r.file"
-                if files else
-                "SELECT ''::VARCHAR AS input_key, 0 AS rank, 0::BIGINT AS ordinal, ''::BLOB AS hash WHERE false"
+                if files else _EMPTY_HASHES
             )
             params = [[str(path) for _, path in files]] if files else []
             con.execute(
-                f"COPY (SELECT input_key, ordinal FROM ({source_sql}) "
-                "QUALIFY row_number() OVER (PARTITION BY hash ORDER BY rank, ordinal) > 1 "
+                f"COPY (SELECT input_key, ordinal, id, '{DEDUP_STEP}' AS step, '{DEDUP_REASON}' AS reason, "
+                "first_value(id) OVER w AS matched_id, NULL::VARCHAR AS detail "
+                f"FROM ({source_sql}) WINDOW w AS (PARTITION BY hash ORDER BY rank, ordinal) "
+                "QUALIFY row_number() OVER w > 1 "
                 f"ORDER BY input_key, ordinal) TO '{tmp.as_posix()}' (FORMAT parquet)",
                 params,
             )
@@ -249,12 +310,30 @@ def find_exact_duplicates(ctx: RunContext, keys: Sequence[str], memory_limit: st
     return dict(Counter(counts))
 
 
-def _duplicate_ordinals(ctx: RunContext, key: str) -> set[int]:
+def add_drops(ctx: RunContext, rows: Sequence[dict[str, Any]]) -> int:
+    """Add rows (DROP_SCHEMA fields) to the run's drop list before finalize; return rows added.
+
+    A phase after exact dedup (book near-dedup) says here which documents to leave out and why;
+    a document already on the list keeps its first reason. The list stays sorted, so it is
+    byte-identical on a re-run.
+    """
+    path = duplicates_path(ctx.out, ctx.source)
+    existing = pq.read_table(path).to_pylist() if path.exists() else []
+    seen = {(r["input_key"], r["ordinal"]) for r in existing}
+    added = [{name: row.get(name) for name in DROP_SCHEMA.names} for row in rows
+             if (row["input_key"], row["ordinal"]) not in seen]
+    merged = sorted(existing + added, key=lambda r: (r["input_key"], r["ordinal"]))
+    with atomic_path(path) as tmp:
+        pq.write_table(pa.Table.from_pylist(merged, schema=DROP_SCHEMA), tmp)
+    return len(added)
+
+
+def _drop_rows(ctx: RunContext, key: str) -> dict[int, dict[str, Any]]:
     path = duplicates_path(ctx.out, ctx.source)
     if not path.exists():
-        return set()
-    table = pq.read_table(path, columns=["ordinal"], filters=[("input_key", "=", key)])
-    return set(table.column("ordinal").to_pylist())
+        return {}
+    table = pq.read_table(path, filters=[("input_key", "=", key)])
+    return {row["ordinal"]: row for row in table.to_pylist()}
 
 
 # -- phase 3: finalize ----------------------------------------------------------------------
@@ -290,31 +369,52 @@ class PartitionedWriter:
 
 def _remove_previous_output(ctx: RunContext, key: str) -> None:
     """Delete the final shards a previous run wrote for this input (they may be more)."""
-    old = load_marker(state_path(ctx.out, ctx.source, key, "done"), {})
+    old = Marker(state_path(ctx.out, ctx.source, key, "done")).read()
     for shard in (old or {}).get("record", {}).get("shards", []):
         (ctx.out / shard["path"]).unlink(missing_ok=True)
+
+
+def _write_drop_attributes(ctx: RunContext, key: str, rows: Sequence[dict[str, Any]]) -> None:
+    """Keep why each staged document was left out beside the shards (``kinda dedup explain``)."""
+    target = drops_attribute_path(ctx.out, ctx.source, key)
+    with atomic_path(target) as tmp:
+        pq.write_table(pa.Table.from_pylist(list(rows), schema=DROP_SCHEMA), tmp, compression="zstd")
+
+
+def _count_drops(rows: Sequence[dict[str, Any]], languages: dict[int, str]) -> list[dict[str, Any]]:
+    counts: Counter[tuple[str, str, str]] = Counter(
+        (row["step"], row["reason"], languages.get(row["ordinal"], "")) for row in rows
+    )
+    return [{"step": step, "reason": reason, "language": lang or None, "count": n}
+            for (step, reason, lang), n in sorted(counts.items())]
+
+
+def _drop_examples(rows: Sequence[dict[str, Any]], room: int) -> list[dict[str, str]]:
+    """Error-table examples for drops that carry a detail (e.g. which book a near duplicate matched)."""
+    return [{"step": row["step"], "reason": row["reason"], "record": row["id"], "detail": row["detail"]}
+            for row in rows if row.get("detail")][: max(0, room)]
 
 
 def finalize_input(
     recipe: SourceRecipe, spec: InputSpec, ctx: RunContext, scope: str, staged: InputRecord
 ) -> InputRecord:
-    """Phase 3 for one input: write its staged documents minus run-wide duplicates to ``docs/``."""
-    if staged.status == "failed":
+    """Phase 3 for one input: write its staged documents minus the run's drop list to ``docs/``."""
+    if staged.status in ("failed", "skipped"):
         return staged
     done = load_done(spec, ctx, scope)
     if done is not None:
         return done
     _remove_previous_output(ctx, spec.key)
-    duplicates = _duplicate_ordinals(ctx, spec.key)
-    dup_counts: Counter[str] = Counter()
+    drops = _drop_rows(ctx, spec.key)
+    languages: dict[int, str] = {}
     writer = PartitionedWriter(ctx, prefix=slug(spec.key))
     stage = staging_dir(ctx.out, ctx.source, spec.key)
     try:
         ordinal = 0
         for part in sorted(stage.glob("part-*.parquet")):
             for doc in read_documents(part):
-                if ordinal in duplicates:
-                    dup_counts[doc.language or staged.language or ""] += 1
+                if ordinal in drops:
+                    languages[ordinal] = doc.language or staged.language or ""
                 else:
                     writer.write(recipe.partition(doc), doc)
                 ordinal += 1
@@ -322,15 +422,15 @@ def finalize_input(
     except Exception:
         writer.abort()
         raise
+    rows = [drops[o] for o in sorted(drops)]
+    _write_drop_attributes(ctx, spec.key, rows)
     record = InputRecord.from_dict(staged.to_dict())
     record.shards = [{**s, "inputs": [spec.key]} for s in shards]
-    record.docs_kept = staged.docs_kept - sum(dup_counts.values())
-    record.drops = staged.drops + [
-        {"step": DEDUP_STEP, "reason": DEDUP_REASON, "language": lang or None, "count": n}
-        for lang, n in sorted(dup_counts.items())
-    ]
-    expect = {**ctx.marker_key(), "scope": scope, "fingerprint": spec.fingerprint()}
-    write_json_atomic(state_path(ctx.out, ctx.source, spec.key, "done"), {**expect, "record": record.to_dict()})
+    record.docs_kept = staged.docs_kept - len(rows)
+    record.drops = staged.drops + _count_drops(rows, languages)
+    record.errors = staged.errors + _drop_examples(rows, MAX_ERROR_EXAMPLES - len(staged.errors))
+    done_marker(spec, ctx, scope).write({"record": record.to_dict()}, outputs=record.shards,
+                                        promised_docs=record.docs_kept)
     return record
 
 
@@ -344,3 +444,21 @@ def clean_staging(ctx: RunContext, keys: Sequence[str]) -> None:
         with contextlib.suppress(OSError):
             directory.rmdir()  # only when empty: other sources may still be staging
 
+
+
+def merge_records(before: InputRecord, staged: InputRecord) -> InputRecord:
+    """One record per input from a phase before staging and the stage/finalize record.
+
+    The earlier phase read the input (its ``records_in`` counts every raw record) and dropped
+    some; staging saw only what it kept. Drops and errors add up, so the manifest still says
+    ``records_in == kept + dropped`` for the input as a whole.
+    """
+    merged = InputRecord.from_dict(staged.to_dict())
+    merged.records_in = before.records_in
+    merged.drops = before.drops + staged.drops
+    merged.errors = (before.errors + staged.errors)[:MAX_ERROR_EXAMPLES]
+    merged.seconds = before.seconds + staged.seconds
+    merged.sha256 = before.sha256 or staged.sha256
+    if staged.status == "done" and before.status == "partial":
+        merged.status = "partial"
+    return merged

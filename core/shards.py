@@ -9,7 +9,6 @@ give byte-identical files, which is what makes resume and verification simple.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -19,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from core.atomic import atomic_path, sha256_file
+from core.atomic import AtomicOutput, sha256_file
 from core.document import Document
 
 SCHEMA = pa.schema(
@@ -129,10 +128,9 @@ class ShardWriter:
     def _open(self) -> None:
         index = len(self.finished)
         self._path = self.directory / f"{self.prefix}-{index:05d}.parquet"
-        self._tmp_cm = atomic_path(self._path)
-        tmp = self._tmp_cm.__enter__()
+        self._output = AtomicOutput(self._path)
         self._writer = pq.ParquetWriter(
-            tmp,
+            self._output.path,
             self._schema_with_metadata(),
             compression="zstd",
             compression_level=self.limits.compression_level,
@@ -171,7 +169,7 @@ class ShardWriter:
             return
         self._flush()
         self._writer.close()
-        self._tmp_cm.__exit__(None, None, None)
+        self._output.commit()
         self.finished.append(
             ShardInfo(
                 path=self._path.relative_to(self.root).as_posix(),
@@ -196,8 +194,7 @@ class ShardWriter:
         """Discard the open shard's temporary file after an error."""
         if self._writer is not None:
             self._writer.close()
-            with contextlib.suppress(RuntimeError):
-                self._tmp_cm.__exit__(RuntimeError, RuntimeError("shard aborted"), None)
+            self._output.abort()
             self._writer = None
 
     def __enter__(self) -> ShardWriter:

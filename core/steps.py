@@ -13,6 +13,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from core.document import Document, Drop
 
@@ -106,6 +107,13 @@ class StepStats:
                 self.errors.append(
                     {"step": step, "reason": drop.reason, "record": drop.record, "detail": drop.detail}
                 )
+
+    def drop_rows(self) -> list[dict[str, Any]]:
+        """Drops as manifest rows: one per (step, reason, language), sorted."""
+        return [
+            {"step": step, "reason": reason, "language": lang or None, "count": count}
+            for (step, reason, lang), count in sorted(self.drops.items())
+        ]
 
     @property
     def dropped(self) -> int:

@@ -25,7 +25,6 @@ No Python objects per line: arrays only.
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
-from core.atomic import atomic_path
+from core.atomic import AtomicOutput
 
 #: Peak bytes per unit of one bucket in :func:`mark_duplicates` (hash, position, sort scratch).
 BYTES_PER_UNIT = 48
@@ -73,10 +72,10 @@ class UnitHashWriter:
 
     def __init__(self, files: UnitFiles) -> None:
         self.files = files
-        self._hash_cm = atomic_path(files.hashes)
-        self._count_cm = atomic_path(files.counts)
-        self._hash_fh = open(self._hash_cm.__enter__(), "wb")  # noqa: SIM115 - closed in close/abort
-        self._count_fh = open(self._count_cm.__enter__(), "wb")  # noqa: SIM115
+        self._hash_out = AtomicOutput(files.hashes)
+        self._count_out = AtomicOutput(files.counts)
+        self._hash_fh = open(self._hash_out.path, "wb")  # noqa: SIM115 - closed in close/abort
+        self._count_fh = open(self._count_out.path, "wb")  # noqa: SIM115
         self.units = 0
         self.documents = 0
 
@@ -91,16 +90,15 @@ class UnitHashWriter:
         """Finish both files."""
         self._hash_fh.close()
         self._count_fh.close()
-        self._hash_cm.__exit__(None, None, None)
-        self._count_cm.__exit__(None, None, None)
+        self._hash_out.commit()
+        self._count_out.commit()
 
     def abort(self) -> None:
         """Discard both temporary files."""
         self._hash_fh.close()
         self._count_fh.close()
-        for cm in (self._hash_cm, self._count_cm):
-            with contextlib.suppress(RuntimeError):
-                cm.__exit__(RuntimeError, RuntimeError("aborted"), None)
+        self._hash_out.abort()
+        self._count_out.abort()
 
 
 def _map(path: Path, dtype: np.dtype) -> np.ndarray:
@@ -130,8 +128,8 @@ def mark_duplicates(inputs: Sequence[UnitFiles], memory_bytes: int) -> DedupStat
     total = int(offsets[-1])
     buckets = max(1, math.ceil(total * BYTES_PER_UNIT / max(memory_bytes, 1)))
     masks = [np.zeros(len(a), dtype=MASK_DTYPE) if len(a) == 0 else None for a in arrays]
-    contexts = [atomic_path(files.mask) for files in inputs]
-    tmp_paths = [cm.__enter__() for cm in contexts]
+    outputs = [AtomicOutput(files.mask) for files in inputs]
+    tmp_paths = [o.path for o in outputs]
     try:
         for index, array in enumerate(arrays):
             if len(array):
@@ -143,12 +141,11 @@ def mark_duplicates(inputs: Sequence[UnitFiles], memory_bytes: int) -> DedupStat
             if isinstance(mask, np.memmap):
                 mask.flush()
         del masks
-        for cm in contexts:
-            cm.__exit__(None, None, None)
-    except BaseException as exc:
-        for cm in contexts:
-            with contextlib.suppress(BaseException):
-                cm.__exit__(type(exc), exc, None)
+        for output in outputs:
+            output.commit()
+    except BaseException:
+        for output in outputs:
+            output.abort()
         raise
     return DedupStats(units=total, duplicates=duplicates, buckets=buckets)
 

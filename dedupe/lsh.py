@@ -25,7 +25,6 @@ such as 16 x 8 finds nearly every pair at 0.8 at the cost of more candidates to 
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from core.atomic import atomic_path
+from core.atomic import AtomicOutput, atomic_path
 from dedupe.minhash import is_empty
 from dedupe.shingles import fmix64
 
@@ -156,8 +155,8 @@ class SignatureWriter:
     """Append signature blocks to a raw part file, atomically renamed on :meth:`close`."""
 
     def __init__(self, path: Path) -> None:
-        self._cm = atomic_path(path)
-        self._handle = open(self._cm.__enter__(), "wb")  # noqa: SIM115 - closed in close/abort
+        self._output = AtomicOutput(path)
+        self._handle = open(self._output.path, "wb")  # noqa: SIM115 - closed in close/abort
         self.count = 0
 
     def write(self, signatures: np.ndarray) -> None:
@@ -166,13 +165,12 @@ class SignatureWriter:
 
     def close(self) -> int:
         self._handle.close()
-        self._cm.__exit__(None, None, None)
+        self._output.commit()
         return self.count
 
     def abort(self) -> None:
         self._handle.close()
-        with contextlib.suppress(RuntimeError):
-            self._cm.__exit__(RuntimeError, RuntimeError("aborted"), None)
+        self._output.abort()
 
 
 def save_signatures(path: Path, signatures: np.ndarray) -> SignaturePart:
@@ -187,8 +185,8 @@ class BandKeyWriter:
 
     def __init__(self, root: Path, layout: BandLayout, part: str) -> None:
         self.layout = layout
-        self._cms = [atomic_path(band_dir(root, layout, band) / f"{part}.parquet") for band in range(layout.bands)]
-        self._writers = [pq.ParquetWriter(cm.__enter__(), BAND_SCHEMA, compression="zstd") for cm in self._cms]
+        self._outputs = [AtomicOutput(band_dir(root, layout, band) / f"{part}.parquet") for band in range(layout.bands)]
+        self._writers = [pq.ParquetWriter(o.path, BAND_SCHEMA, compression="zstd") for o in self._outputs]
         self.rows = 0
 
     def write(self, signatures: np.ndarray, docs: np.ndarray) -> None:
@@ -203,16 +201,15 @@ class BandKeyWriter:
         self.rows += int(keep.sum())
 
     def close(self) -> int:
-        for writer, cm in zip(self._writers, self._cms, strict=True):
+        for writer, output in zip(self._writers, self._outputs, strict=True):
             writer.close()
-            cm.__exit__(None, None, None)
+            output.commit()
         return self.rows
 
     def abort(self) -> None:
-        for writer, cm in zip(self._writers, self._cms, strict=True):
+        for writer, output in zip(self._writers, self._outputs, strict=True):
             writer.close()
-            with contextlib.suppress(RuntimeError):
-                cm.__exit__(RuntimeError, RuntimeError("aborted"), None)
+            output.abort()
 
 
 def write_band_keys(signatures: np.ndarray, first_doc: int, layout: BandLayout, root: Path, part: str) -> int:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,12 +36,9 @@ import pyarrow.parquet as pq
 import xxhash
 from datasketch import MinHash, MinHashLSH, MinHashLSHEnsemble
 
-from core.atomic import atomic_path, write_json_atomic
-from core.layout import duplicates_path, staging_dir, state_path
-from core.manifest import InputRecord
-from core.pipeline import DEDUP_REASON, DEDUP_STEP
+from core.atomic import atomic_path
+from core.layout import duplicates_path, staging_dir
 from core.shards import read_documents
-from core.steps import MAX_ERROR_EXAMPLES
 
 NEAR_STEP = "dedup_near"
 NEAR_REASON = "near_duplicate"
@@ -313,64 +309,19 @@ def read_matches(out: Path, source: str) -> list[NearMatch]:
     return [NearMatch(**row) for row in pq.read_table(path).to_pylist()]
 
 
-def add_to_duplicate_list(out: Path, source: str, matches: Sequence[NearMatch]) -> None:
-    """Append near duplicates to the run's exact-duplicate list, so finalize leaves them out.
+def drop_rows(matches: Sequence[NearMatch]) -> list[dict[str, Any]]:
+    """The run's drop-list rows for near duplicates: each carries its reason and the book it matched.
 
-    The pipeline's finalize step counts everything on that list as ``duplicate_exact``;
-    :func:`relabel_near_duplicates` moves the near ones to their own reason afterwards.
+    They go to :func:`core.pipeline.add_drops`, so finalize leaves these books out and counts
+    them as ``near_duplicate`` directly (nothing is relabelled afterwards).
     """
-    path = duplicates_path(out, source)
-    keys: list[str] = []
-    ordinals: list[int] = []
-    if path.exists():
-        table = pq.read_table(path)
-        keys, ordinals = table.column("input_key").to_pylist(), table.column("ordinal").to_pylist()
-    pairs = sorted(set(zip(keys, ordinals, strict=True)) | {(m.input_key, m.ordinal) for m in matches})
-    table = pa.table({"input_key": [k for k, _ in pairs], "ordinal": [o for _, o in pairs]},
-                     schema=pa.schema([pa.field("input_key", pa.string()), pa.field("ordinal", pa.int64())]))
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp)
-
-
-def relabel_near_duplicates(record: InputRecord, matches: Sequence[NearMatch]) -> InputRecord:
-    """Move an input's near duplicates from ``duplicate_exact`` to ``near_duplicate`` drops.
-
-    Adds one error-table entry per dropped book (bounded) naming the book it matched. A record
-    that already carries near-duplicate drops (loaded from a finished input) is returned as is.
-    """
-    if not matches or any(d["step"] == NEAR_STEP for d in record.drops):
-        return record
-    near = Counter(m.language or record.language or "" for m in matches)
-    drops: list[dict[str, Any]] = []
-    for drop in record.drops:
-        lang = drop.get("language") or ""
-        if drop["step"] == DEDUP_STEP and drop["reason"] == DEDUP_REASON and near[lang]:
-            moved = min(near[lang], int(drop["count"]))
-            drop = {**drop, "count": int(drop["count"]) - moved}
-        if drop["count"]:
-            drops.append(drop)
-    drops.extend({"step": NEAR_STEP, "reason": NEAR_REASON, "language": lang or None, "count": n}
-                 for lang, n in sorted(near.items()))
-    errors = list(record.errors)
-    for match in matches[: max(0, MAX_ERROR_EXAMPLES - len(errors))]:
-        errors.append({
-            "step": NEAR_STEP, "reason": NEAR_REASON, "record": f"{match.doc_id} ({match.title or '?'})",
-            "detail": f"matched {match.matched_id} ({match.matched_title or '?'}, input {match.matched_input_key}, "
-                      f"record {match.matched_ordinal}): {match.mode} {match.score:.3f}",
-        })
-    fixed = InputRecord.from_dict(record.to_dict())
-    fixed.drops, fixed.errors = drops, errors
-    return fixed
-
-
-def rewrite_done_marker(out: Path, source: str, record: InputRecord) -> None:
-    """Store the relabelled record in the input's done marker, so a resumed run reports it too."""
-    path = state_path(out, source, record.input_key, "done")
-    if not path.exists():
-        return
-    marker = json.loads(path.read_text(encoding="utf-8"))
-    marker["record"] = record.to_dict()
-    write_json_atomic(path, marker)
+    return [
+        {"input_key": m.input_key, "ordinal": m.ordinal, "id": m.doc_id, "step": NEAR_STEP, "reason": NEAR_REASON,
+         "matched_id": m.matched_id,
+         "detail": f"{m.title or '?'} matched {m.matched_id} ({m.matched_title or '?'}, input {m.matched_input_key}, "
+                   f"record {m.matched_ordinal}): {m.mode} {m.score:.3f}"}
+        for m in sorted(matches, key=lambda m: (m.input_key, m.ordinal))
+    ]
 
 
 def matches_by_input(matches: Iterable[NearMatch]) -> dict[str, list[NearMatch]]:

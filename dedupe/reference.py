@@ -21,7 +21,6 @@ densely from 0 so the union-find arrays stay small.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from collections import Counter
@@ -34,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from core.atomic import atomic_path, sha256_file, write_json_atomic
+from core.atomic import AtomicOutput, atomic_path, sha256_file, write_json_atomic
 from core.document import Drop
 from core.exact import exact_hash
 from core.layout import slug
@@ -79,8 +78,8 @@ class PartBuilder:
         self.empty = 0
         self._sigs = SignatureWriter(root / "signatures" / f"{part}.u32")
         self._bands = [BandKeyWriter(root / "bands", layout, part) for layout in layouts]
-        self._docs_cm = atomic_path(root / "docs" / f"{part}.parquet")
-        self._docs = pq.ParquetWriter(self._docs_cm.__enter__(), schema, compression="zstd")
+        self._docs_out = AtomicOutput(root / "docs" / f"{part}.parquet")
+        self._docs = pq.ParquetWriter(self._docs_out.path, schema, compression="zstd")
 
     def add(self, texts: Sequence[str], columns: dict[str, list[Any]]) -> None:
         """Add a batch of documents (texts plus their extra columns)."""
@@ -103,7 +102,7 @@ class PartBuilder:
         for bands in self._bands:
             bands.close()
         self._docs.close()
-        self._docs_cm.__exit__(None, None, None)
+        self._docs_out.commit()
         return {"part": self.part, "first": self.first, "count": self.count, "empty": self.empty,
                 "num_perm": self.hasher.config.num_perm}
 
@@ -113,8 +112,7 @@ class PartBuilder:
         for bands in self._bands:
             bands.abort()
         self._docs.close()
-        with contextlib.suppress(RuntimeError):
-            self._docs_cm.__exit__(RuntimeError, RuntimeError("aborted"), None)
+        self._docs_out.abort()
 
 
 def signature_parts(root: Path, parts: Iterable[dict[str, Any]]) -> SignatureStore:

@@ -8,18 +8,21 @@ does the rest, the same way for every source:
 2. ``stage-input`` task per input (read, clean, filter, staging shards + dedup keys);
 3. one ``exact-dedup`` task over the whole run;
 4. ``finalize-input`` task per input (final shards under ``<out>/docs/<source>/<partition>/``);
-5. the flow process alone writes the manifest, then publishes a table artifact with counts per
-   language and a markdown artifact pointing to the shards and the manifest.
+5. the flow process alone writes the manifest (through :class:`flows._recorder.RunRecorder`),
+   then publishes a table artifact with counts per language and a markdown artifact pointing
+   to the shards and the manifest.
+
+A source that needs more declares it with :class:`SourcePhases`, the one hook: work before
+staging (Common Crawl's extraction and paragraph dedup, StackExchange's site ranking) and
+drops added after exact dedup (book near-dedup), each with its own reason in the data.
 """
 
 from __future__ import annotations
 
-import argparse
 import glob
 import json
 import sys
 import time
-import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,17 +36,16 @@ from prefect.artifacts import (
     create_table_artifact,
     update_progress_artifact,
 )
-from prefect.context import get_run_context
 from prefect.futures import PrefectFuture, as_completed
 
 from core import pipeline
 from core.atomic import write_json_atomic
-from core.config import PipelineConfig, parse_set_option
+from core.config import PipelineConfig
 from core.document import InputSpec
 from core.download import algorithm_for, is_url, load_checksums
 from core.manifest import InputRecord, Manifest
-from core.version import code_version
-from tasks.prefect_tasks import dedup_task, download_task, finalize_task, stage_task
+from flows._recorder import RunRecorder
+from tasks.pipeline import dedup_task, download_task, finalize_task, stage_task
 
 
 @dataclass
@@ -142,26 +144,26 @@ def gather(futures: dict[PrefectFuture, str], progress: Progress) -> dict[str, A
     return results
 
 
-def current_run_id() -> str:
-    try:
-        return str(get_run_context().flow_run.id)
-    except Exception:
-        return str(uuid.uuid4())
-
-
 @dataclass
-class PhaseHooks:
-    """Source-specific work between the generic phases, run in the flow process.
+class SourcePhases:
+    """The one hook a source uses to add phases around stage -> exact dedup -> finalize.
 
-    ``after_stage(ctx, keys)``: before the run-wide exact dedup (e.g. rewrite dedup keys);
-    ``after_dedup(ctx, keys)``: between exact dedup and finalize (e.g. book near-dedup, which
-    adds to the run's drop list); ``after_finalize(ctx, records)``: adjust the finished records
-    (e.g. relabel drops). Hooks submit their own tasks; they must stay deterministic.
+    Each callable runs in the flow process and submits its own tasks (one per input or group).
+
+    - ``before_stage(ctx, specs)``: work before staging. Returns records by input key: a
+      ``failed`` or ``skipped`` record ends that input there (it is not staged); a ``done`` or
+      ``partial`` one is merged into the input's final record (its reads and drops add up, so
+      ``records_in == kept + dropped`` still holds). Inputs it returns nothing for go on as usual.
+    - ``after_dedup(ctx, keys)``: after the run-wide exact dedup, before finalize; adds rows,
+      each with its own step and reason, to the run's drop list (:func:`core.pipeline.add_drops`).
+    - ``cleanup(ctx, keys)``: remove the phase's own files once the run finished.
+    - ``tables()``: extra table artifacts of the run, as ``(key, rows, description)``.
     """
 
-    after_stage: Callable[[pipeline.RunContext, list[str]], None] | None = None
+    before_stage: Callable[[pipeline.RunContext, list[InputSpec]], dict[str, InputRecord]] | None = None
     after_dedup: Callable[[pipeline.RunContext, list[str]], None] | None = None
-    after_finalize: Callable[[pipeline.RunContext, list[InputRecord]], list[InputRecord]] | None = None
+    cleanup: Callable[[pipeline.RunContext, list[str]], None] | None = None
+    tables: Callable[[], list[tuple[str, list[dict[str, Any]], str]]] | None = None
 
 
 def write_input_lists(
@@ -187,67 +189,77 @@ def write_input_lists(
 
 def run_source(
     flow_name: str, config: PipelineConfig, recipe: pipeline.SourceRecipe, locations: Sequence[str],
-    checksums: Sequence[str] = (), hooks: PhaseHooks | None = None,
+    checksums: Sequence[str] = (), phases: SourcePhases | None = None,
 ) -> SourceRunSummary:
     """Run one source over its inputs; call from inside a Prefect flow."""
     logger = get_run_logger()
     out = Path(config.out).resolve()
-    run_id = current_run_id()
-    manifest = Manifest.for_output(out)
-    manifest.start_run(run_id, flow_name, recipe.name, config.config_hash(), config.output_fields(),
-                       code_version(), prefect_flow_run_id=run_id)
-    status = "failed"
-    try:
+    with RunRecorder(out, flow_name, recipe.name, config) as run:
         specs = resolve_inputs(config, locations, checksums)
         ctx = pipeline.RunContext(out, recipe.name, config.config_hash(), config.shards.limits(), recipe.name)
-        records = _process(recipe, specs, ctx, config, hooks or PhaseHooks(), logger)
-        manifest.record_inputs(run_id, records, recipe=flow_name, code_version=code_version())
-        status = "completed" if all(r.status == "done" for r in records) else "partial"
-        summary = SourceRunSummary(run_id, out, records)
-        publish_summary(summary, manifest)
+        records = _process(recipe, specs, ctx, config, phases or SourcePhases(), logger)
+        run.inputs(records, recipe=flow_name)
+        summary = SourceRunSummary(run.run_id, out, records)
+        publish_summary(summary, run.manifest)
+        for key, rows, description in (phases.tables() if phases and phases.tables else []):
+            run.table(key, rows, description)
+        for line in silent_input_lines(records):
+            logger.warning(line)
         logger.info("%s: %d inputs, %d documents kept -> %s", flow_name, len(records), summary.kept,
                     out / "docs" / recipe.name)
         return summary
-    finally:
-        manifest.finish_run(run_id, status)
 
 
 def _process(
     recipe: pipeline.SourceRecipe, specs: list[InputSpec], ctx: pipeline.RunContext,
-    config: PipelineConfig, hooks: PhaseHooks, logger: Any,
+    config: PipelineConfig, phases: SourcePhases, logger: Any,
 ) -> list[InputRecord]:
     keys = [s.key for s in specs]
     scope = pipeline.scope_hash(keys, ctx.config_hash)
     done = {s.key: pipeline.load_done(s, ctx, scope) for s in specs}
     if specs and all(done.values()):
         logger.info("all %d inputs already finished for this config; nothing to do", len(specs))
-        return [done[k] for k in keys]  # type: ignore[misc]
+        return [r for r in done.values() if r is not None]
     started = time.perf_counter()
-    progress = Progress(2 * len(specs), f"{recipe.name}: stage + finalize", config.progress)
+    before = phases.before_stage(ctx, specs) if phases.before_stage is not None else {}
+    ended = {k: r for k, r in before.items() if r.status in ("failed", "skipped")}
+    active = [s for s in specs if s.key not in ended]
+    progress = Progress(2 * len(active), f"{recipe.name}: stage + finalize", config.progress)
     try:
-        staged = gather({stage_task.submit(recipe, s, ctx): s.key for s in specs}, progress)
-        for record in staged.values():
+        staged = gather({stage_task.submit(recipe, s, ctx): s.key for s in active}, progress)
+        staged = {k: pipeline.merge_records(before[k], r) if k in before else r for k, r in staged.items()}
+        for record in [*ended.values(), *staged.values()]:
             if record.status == "failed":
                 logger.error("input failed: %s", record.error)
-        ok_keys = [k for k in keys if staged[k].status != "failed"]
-        if hooks.after_stage is not None:
-            hooks.after_stage(ctx, ok_keys)
-        duplicates = dedup_task.submit(ctx, keys).result()
-        logger.info("exact dedup across %d inputs: %d duplicates", len(keys), sum(duplicates.values()))
-        if hooks.after_dedup is not None:
-            hooks.after_dedup(ctx, ok_keys)
+        ok_keys = [s.key for s in active if staged[s.key].status != "failed"]
+        duplicates = dedup_task.submit(ctx, ok_keys).result()
+        logger.info("exact dedup across %d inputs: %d duplicates", len(ok_keys), sum(duplicates.values()))
+        if phases.after_dedup is not None:
+            phases.after_dedup(ctx, ok_keys)
         finals = gather(
-            {finalize_task.submit(recipe, s, ctx, scope, staged[s.key]): s.key for s in specs}, progress
+            {finalize_task.submit(recipe, s, ctx, scope, staged[s.key]): s.key for s in active}, progress
         )
     finally:
         progress.close()
+    finals.update(ended)
     records = [finals[k] for k in keys]
-    if hooks.after_finalize is not None:
-        records = hooks.after_finalize(ctx, records)
     if not config.keep_staging and all(r.status != "failed" for r in records):
         pipeline.clean_staging(ctx, keys)
+        if phases.cleanup is not None:
+            phases.cleanup(ctx, keys)
     logger.info("processed %d inputs in %.1fs", len(specs), time.perf_counter() - started)
     return records
+
+
+def silent_input_lines(records: Sequence[InputRecord]) -> list[str]:
+    """One line per input that was skipped or yielded no record, with its reason (never silent)."""
+    lines = []
+    for rec in records:
+        if rec.status == "skipped":
+            lines.append(f"input skipped: {rec.location}: {rec.error or 'no reason given'}")
+        elif rec.status != "failed" and rec.records_in == 0:
+            lines.append(f"input yielded no records: {rec.location} (is it the right file and format?)")
+    return lines
 
 
 def language_table(records: Sequence[InputRecord]) -> list[dict[str, Any]]:
@@ -286,44 +298,24 @@ def publish_summary(summary: SourceRunSummary, manifest: Manifest) -> None:
 
 
 # -- command line -------------------------------------------------------------------------
-def add_common_arguments(parser: argparse.ArgumentParser, default_config: Path) -> None:
-    """Options every flow shares (config file, output, parallelism, overrides)."""
-    parser.add_argument("--config", type=Path, default=default_config, help="YAML config (default: %(default)s)")
-    parser.add_argument("--out", type=Path, help="output root (shards, manifest); default from config")
-    parser.add_argument("--workers", type=int, help="parallel tasks (default: one per core)")
-    parser.add_argument("--runner", choices=["process", "thread", "sequential", "dask", "ray"],
-                        help="task runner (default from config: process)")
-    parser.add_argument("--dask-address", help="existing Dask scheduler, e.g. tcp://127.0.0.1:8786")
-    parser.add_argument("--set", action="append", metavar="KEY=VALUE", default=[],
-                        help="override any config field, e.g. --set shards.max_docs=5000 (repeatable)")
+def print_summary(summary: SourceRunSummary) -> int:
+    """Print where the shards are, the manifest summary and any silent inputs; return the exit code.
 
-
-def load_config(config_cls: type[PipelineConfig], args: argparse.Namespace, extra: dict[str, Any]) -> PipelineConfig:
-    """Config from YAML, then ``--set``, then explicit flags (highest precedence)."""
-    overrides = parse_set_option(args.set)
-    for name in ("out", "workers", "runner", "dask_address"):
-        value = getattr(args, name, None)
-        if value is not None:
-            overrides[name] = value
-    overrides.update({k: v for k, v in extra.items() if v is not None})
-    return config_cls.from_yaml(args.config, overrides)
-
-
-def print_summary(summary: SourceRunSummary) -> None:
-    """Where the shards are, and the manifest summary."""
+    Non-zero when an input failed, or when nothing was kept and inputs were skipped or empty
+    (a run that produced nothing must not look like a success).
+    """
     from kinda.summary import format_summary
 
     print(f"\nshards:   {summary.out / 'docs'}")
     print(f"manifest: {Manifest.for_output(summary.out).path}\n")
     print(format_summary(Manifest.for_output(summary.out)))
-
-
-def cli_main(run: Callable[[], SourceRunSummary]) -> int:
-    """Run a flow inside the Prefect API context; exit non-zero when an input failed."""
-    from flows._runtime import prefect_api
-
-    with prefect_api():
-        summary = run()
-    print_summary(summary)
-    return 1 if summary.failed else 0
-
+    silent = silent_input_lines(summary.records)
+    for line in silent:
+        print(line, file=sys.stderr)
+    if summary.failed:
+        return 1
+    if summary.kept == 0 and silent:
+        print(f"error: no document kept from {len(summary.records)} input(s): {len(silent)} skipped or empty "
+              "(see the lines above)", file=sys.stderr)
+        return 1
+    return 0

@@ -10,20 +10,17 @@ the manifest's ``drops`` table, with the archive member named in ``errors`` for 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import ClassVar
 
 from prefect import flow
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.config import CONFIG_DIR, PipelineConfig
-from flows._runtime import make_task_runner
-from flows._source_flow import SourceRunSummary, add_common_arguments, cli_main, load_config, run_source
+from core.config import PipelineConfig
+from flows._cli import Flag, FlowCLI
+from flows._source_flow import SourceRunSummary, print_summary, run_source
 from sources.arxiv import ArchiveLimits, ArxivRecipe
 from sources.latex import LatexOptions
-
-DEFAULT_CONFIG = CONFIG_DIR / "arxiv.yaml"
 
 
 class LatexConfig(BaseModel):
@@ -81,28 +78,11 @@ def arxiv_flow(config: ArxivConfig) -> SourceRunSummary:
     return run_source("arxiv", config, config.recipe(), config.inputs)
 
 
-def run(config: ArxivConfig) -> SourceRunSummary:
-    """Run the flow with the task runner the config names."""
-    return arxiv_flow.with_options(task_runner=make_task_runner(config))(config)
-
-
-def parse_args(argv: list[str] | None = None) -> ArxivConfig:
-    """Command line -> typed config."""
-    parser = argparse.ArgumentParser(prog="python -m flows.arxiv", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--inputs", action="append", help="bulk tar, e-print or .tex: path, glob or URL (repeatable)")
-    parser.add_argument("--cut-appendix", action="store_true", default=None,
-                        help="also remove everything from \\appendix on (RedPajama's choice)")
-    add_common_arguments(parser, DEFAULT_CONFIG)
-    args = parser.parse_args(argv)
-    extra = {"inputs": args.inputs, "latex.cut_appendix": args.cut_appendix}
-    return load_config(ArxivConfig, args, extra)  # type: ignore[return-value]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m flows.arxiv``."""
-    config = parse_args(argv)
-    return cli_main(lambda: run(config))
+cli = FlowCLI(arxiv_flow, ArxivConfig, "arxiv.yaml", __doc__, report=print_summary, flags=[
+    Flag("--inputs", "inputs", "bulk tar, e-print or .tex: path, glob or URL (repeatable)", many=True),
+    Flag("--cut-appendix", "latex.cut_appendix", "also remove everything from \\appendix on (RedPajama's choice)", switch=True),
+])
+parse_args, run, main = cli.parse_args, cli.run, cli.main
 
 
 if __name__ == "__main__":

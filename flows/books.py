@@ -10,39 +10,33 @@ exact dedup -> MinHash signatures per input -> run-wide near-dedup (>= 90% overl
 matched is in the manifest's ``errors`` table and in ``attributes/books/near_duplicates.parquet``.
 
 Near-dedup runs between the run-wide exact dedup and finalize, through the generic runner's
-:class:`flows._source_flow.PhaseHooks`.
+:class:`flows._source_flow.SourcePhases`: the near duplicates go on the run's drop list with their
+own reason and the book they matched, so finalize counts them as ``near_duplicate``.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
 from core import pipeline
-from core.config import CONFIG_DIR, PipelineConfig
-from core.manifest import InputRecord
+from core.config import PipelineConfig
 from dedupe import near_books
-from flows._runtime import make_task_runner
+from flows._cli import Flag, FlowCLI
 from flows._source_flow import (
-    PhaseHooks,
+    SourcePhases,
     SourceRunSummary,
-    add_common_arguments,
-    cli_main,
     expand_locations,
-    load_config,
+    print_summary,
     run_source,
     write_input_lists,
 )
 from sources.gutenberg import BOOK_LIST_SUFFIX, BookSettings, GutenbergRecipe, book_list_payload
-
-DEFAULT_CONFIG = CONFIG_DIR / "books.yaml"
 
 
 # -- books -----------------------------------------------------------------------------------
@@ -100,70 +94,47 @@ def signature_task(out: Path, source: str, key: str, settings: near_books.NearDu
 
 
 @task(name="near-dedup", cache_policy=NO_CACHE)
-def near_dedup_task(out: Path, source: str, keys: list[str], settings: near_books.NearDupSettings) -> int:
+def near_dedup_task(ctx: pipeline.RunContext, keys: list[str], settings: near_books.NearDupSettings) -> int:
     """Match the run's books, write the match table, put the near duplicates on the drop list."""
-    matches = near_books.find_near_duplicates(near_books.load_signatures(out, source, keys), settings)
-    near_books.write_matches(out, source, matches)
-    near_books.add_to_duplicate_list(out, source, matches)
+    matches = near_books.find_near_duplicates(near_books.load_signatures(ctx.out, ctx.source, keys), settings)
+    near_books.write_matches(ctx.out, ctx.source, matches)
+    pipeline.add_drops(ctx, near_books.drop_rows(matches))
     return len(matches)
 
 
-def near_dedup_hooks(settings: near_books.NearDupSettings) -> PhaseHooks:
-    """Hooks that add book-level near-dedup to the generic phases."""
+def near_dedup_phases(settings: near_books.NearDupSettings) -> SourcePhases:
+    """Book-level near-dedup between the run-wide exact dedup and finalize."""
+    rows: list[dict[str, Any]] = []
 
     def after_dedup(ctx: pipeline.RunContext, keys: list[str]) -> None:
         futures = [signature_task.submit(ctx.out, ctx.source, key, settings) for key in keys]
         books = sum(f.result() for f in futures)
-        found = near_dedup_task.submit(ctx.out, ctx.source, keys, settings).result()
+        found = near_dedup_task.submit(ctx, keys, settings).result()
         get_run_logger().info("near dedup (%s >= %.2f) over %d books: %d near duplicates",
                               settings.mode, settings.threshold, books, found)
+        rows.extend({k: v for k, v in m.items() if k != "language"}
+                    for m in near_books.iter_match_rows(near_books.read_matches(ctx.out, ctx.source)))
 
-    def after_finalize(ctx: pipeline.RunContext, records: list[InputRecord]) -> list[InputRecord]:
-        grouped = near_books.matches_by_input(near_books.read_matches(ctx.out, ctx.source))
-        fixed = []
-        for record in records:
-            relabelled = near_books.relabel_near_duplicates(record, grouped.get(record.input_key, []))
-            if relabelled is not record:
-                near_books.rewrite_done_marker(ctx.out, ctx.source, relabelled)
-            fixed.append(relabelled)
-        rows = [{k: v for k, v in m.items() if k != "language"}
-                for m in near_books.iter_match_rows(near_books.read_matches(ctx.out, ctx.source))]
-        if rows:
-            create_table_artifact(rows[:1000], key="books-near-duplicates",
-                                  description="Books dropped as near duplicates, and the book each matched")
-        return fixed
+    def tables() -> list[tuple[str, list[dict[str, Any]], str]]:
+        if not rows:
+            return []
+        return [("books-near-duplicates", rows[:1000], "Books dropped as near duplicates, and the book each matched")]
 
-    return PhaseHooks(after_dedup=after_dedup, after_finalize=after_finalize)
+    return SourcePhases(after_dedup=after_dedup, tables=tables)
 
 
 @flow(name="books", log_prints=True)
 def books_flow(config: BooksConfig) -> SourceRunSummary:
     """Read, strip, deduplicate and near-deduplicate books (see the module docstring)."""
-    hooks = near_dedup_hooks(config.near_dedup.settings()) if config.near_dedup.enabled else PhaseHooks()
-    return run_source("books", config, config.recipe(), config.locations(), hooks=hooks)
+    phases = near_dedup_phases(config.near_dedup.settings()) if config.near_dedup.enabled else None
+    return run_source("books", config, config.recipe(), config.locations(), phases=phases)
 
 
-def run(config: BooksConfig) -> SourceRunSummary:
-    """Run the flow with the task runner the config names."""
-    return books_flow.with_options(task_runner=make_task_runner(config))(config)
-
-
-def parse_args(argv: list[str] | None = None) -> BooksConfig:
-    """Command line -> typed config."""
-    parser = argparse.ArgumentParser(prog="python -m flows.books", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--inputs", action="append", help="book file path or glob (repeatable; ** allowed)")
-    parser.add_argument("--books-per-input", type=int, help="books per task (default from config: 100)")
-    add_common_arguments(parser, DEFAULT_CONFIG)
-    args = parser.parse_args(argv)
-    extra = {"inputs": args.inputs, "books_per_input": args.books_per_input}
-    return load_config(BooksConfig, args, extra)  # type: ignore[return-value]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m flows.books``."""
-    config = parse_args(argv)
-    return cli_main(lambda: run(config))
+cli = FlowCLI(books_flow, BooksConfig, "books.yaml", __doc__, report=print_summary, flags=[
+    Flag("--inputs", "inputs", "book file path or glob (repeatable; ** allowed)", many=True),
+    Flag("--books-per-input", "books_per_input", "books per task (default from config: 100)", type=int),
+])
+parse_args, run, main = cli.parse_args, cli.run, cli.main
 
 
 if __name__ == "__main__":

@@ -10,20 +10,21 @@ and three-sentence-span dedup as the group step (see :mod:`sources.c4`).
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from prefect import flow
 from pydantic import Field
 
-from core.config import CONFIG_DIR
 from core.filters.c4_rules import BAD_WORDS_EN, C4Rules, SentenceSpanUnits
-from flows._runtime import make_task_runner
-from flows._source_flow import SourceRunSummary, add_common_arguments, cli_main, load_config, run_source
-from flows.commoncrawl import WebConfig, add_web_arguments, run_grouped_source, web_extra
+from flows._cli import Flag, FlowCLI
+from flows._source_flow import (
+    SourceRunSummary,
+    print_summary,
+    run_source,
+)
+from flows.commoncrawl import WEB_FLAGS, WebConfig, expand_crawls, grouped_dedup_phases
 from sources.c4 import C4FromCommonCrawlRecipe, C4Recipe
-
-DEFAULT_CONFIG = CONFIG_DIR / "c4.yaml"
+from sources.warc import CRAWL_ID
 
 
 class C4Config(WebConfig):
@@ -35,6 +36,10 @@ class C4Config(WebConfig):
     min_sentences: int = 5
     span_sentences: int = Field(3, gt=0, description="sentences per dedup span")
     bad_words: str | None = Field(str(BAD_WORDS_EN), description="bad-words list (one per line); null = off")
+
+    def input_patterns(self) -> list[str]:
+        """Local inputs of either route to check before a run."""
+        return [*super().input_patterns(), *(p for p in self.from_commoncrawl if not CRAWL_ID.match(p))]
 
     def rules(self) -> C4Rules:
         return C4Rules(min_words_per_line=self.min_words_per_line, max_word_length=self.max_word_length,
@@ -55,32 +60,18 @@ def c4_flow(config: C4Config) -> SourceRunSummary:
     """Released C4 (``inputs``) or C4 rebuilt from Common Crawl (``from_commoncrawl``)."""
     if config.from_commoncrawl:
         rebuilt = config.model_copy(update={"inputs": list(config.from_commoncrawl)})
-        return run_grouped_source("c4", rebuilt, config.from_cc_recipe())
+        recipe = config.from_cc_recipe()
+        return run_source("c4", rebuilt, recipe, expand_crawls(rebuilt), phases=grouped_dedup_phases(recipe, rebuilt))
     if not config.inputs:
         raise ValueError("no input: give --inputs (released C4 json.gz) or --from-commoncrawl (WARC/WET)")
     return run_source("c4", config, C4Recipe(), config.inputs)
 
 
-def run(config: C4Config) -> SourceRunSummary:
-    """Run the flow with the task runner the config names."""
-    return c4_flow.with_options(task_runner=make_task_runner(config))(config)
-
-
-def parse_args(argv: list[str] | None = None) -> C4Config:
-    """Command line -> typed config."""
-    parser = argparse.ArgumentParser(prog="python -m flows.c4", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_web_arguments(parser)
-    parser.add_argument("--from-commoncrawl", action="append", help="WARC/WET path, glob, URL or crawl id")
-    add_common_arguments(parser, DEFAULT_CONFIG)
-    args = parser.parse_args(argv)
-    return load_config(C4Config, args, {**web_extra(args), "from_commoncrawl": args.from_commoncrawl})  # type: ignore[return-value]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m flows.c4``."""
-    config = parse_args(argv)
-    return cli_main(lambda: run(config))
+cli = FlowCLI(c4_flow, C4Config, "c4.yaml", __doc__, report=print_summary, flags=[
+    *WEB_FLAGS,
+    Flag("--from-commoncrawl", "from_commoncrawl", "WARC/WET path, glob, URL or crawl id (repeatable)", many=True),
+])
+parse_args, run, main = cli.parse_args, cli.run, cli.main
 
 
 if __name__ == "__main__":

@@ -4,49 +4,32 @@
     python -m flows.commoncrawl --inputs CC-MAIN-2023-06 --paths-kind warc --limit-files 2 --out data/
     python -m flows.commoncrawl --inputs 'segments/*.warc.gz' --out data/               # local WARC/WET
 
-Tasks: ``extract`` per input, ``line-dedup`` per group of inputs, then the foundation's
-``stage-input`` per input, ``exact-dedup`` over the run and ``finalize-input`` per input
-(see :mod:`sources.commoncrawl`). The generic source flow has no hook for a phase between
-reading and staging, so this module runs the phases itself with the foundation's pieces.
+Tasks: ``extract`` per input and ``line-dedup`` per group of inputs (this source's
+``before_stage`` phase, :func:`grouped_dedup_phases`), then the generic ``stage-input`` per input,
+``exact-dedup`` over the run and ``finalize-input`` per input (see :mod:`sources.commoncrawl`).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.futures import as_completed
 from pydantic import BaseModel, ConfigDict, Field
 
 from core import pipeline
-from core.config import CONFIG_DIR, PipelineConfig
+from core.config import PipelineConfig
 from core.document import InputSpec
 from core.download import download
-from core.manifest import InputRecord, Manifest
-from core.version import code_version
-from flows._runtime import make_task_runner
-from flows._source_flow import (
-    Progress,
-    SourceRunSummary,
-    add_common_arguments,
-    cli_main,
-    current_run_id,
-    gather,
-    load_config,
-    publish_summary,
-    resolve_inputs,
-)
+from core.manifest import InputRecord
+from flows._cli import Flag, FlowCLI
+from flows._source_flow import SourcePhases, SourceRunSummary, print_summary, run_source
 from sources import commoncrawl as cc
 from sources.html_text import ExtractOptions
 from sources.warc import CC_BASE_URL, CRAWL_ID, WarcLimits, crawl_paths_url, read_paths_list, resolve_url
-from tasks.prefect_tasks import dedup_task, finalize_task, stage_task
-
-DEFAULT_CONFIG = CONFIG_DIR / "commoncrawl.yaml"
 
 
 class ExtractConfig(BaseModel):
@@ -105,6 +88,10 @@ class WebConfig(PipelineConfig):
     line_dedup: LineDedupConfig = Field(default_factory=LineDedupConfig)
     dedup_memory_mb: int = Field(1024, gt=0, description="peak memory of one group-dedup task")
 
+    def input_patterns(self) -> list[str]:
+        """Local inputs to check before a run (crawl ids are looked up online)."""
+        return [item for item in self.inputs if not CRAWL_ID.match(item)]
+
 
 class CommonCrawlConfig(WebConfig):
     """Settings of the Common Crawl recipe (defaults in ``configs/commoncrawl.yaml``)."""
@@ -159,121 +146,53 @@ def expand_crawls(config: WebConfig) -> list[str]:
     return locations
 
 
-def _process_grouped(
-    recipe: cc.GroupedDedupRecipe, specs: list[InputSpec], ctx: pipeline.RunContext, config: WebConfig,
-    logger: Any,
-) -> tuple[list[InputRecord], list[dict[str, Any]]]:
-    keys = [s.key for s in specs]
-    scope = pipeline.scope_hash(keys, ctx.config_hash)
-    done = {s.key: pipeline.load_done(s, ctx, scope) for s in specs}
-    if all(done.values()):
-        logger.info("all %d inputs already finished for this config; nothing to do", len(specs))
-        return [done[k] for k in keys], []  # type: ignore[misc]
-    started = time.perf_counter()
-    progress = Progress(3 * len(specs), f"{recipe.name}: extract + stage + finalize", config.progress)
-    try:
-        extracted = gather({extract_task.submit(recipe, s, ctx): s.key for s in specs}, progress)
-        ok = [s for s in specs if extracted[s.key].status != "failed"]
-        for record in extracted.values():
-            if record.status == "failed":
-                logger.error("input failed: %s", record.error)
-        groups = cc.make_groups([s.key for s in ok], config.line_dedup.group_files)
-        memory = config.dedup_memory_mb * 1024 * 1024
-        group_stats = [f.result() for f in [group_dedup_task.submit(ctx, g, memory) for g in groups]]
-        for group, stats in zip(groups, group_stats, strict=True):
-            logger.info("%s dedup over %d inputs (%s..): %d of %d units removed", recipe.units.name, len(group),
-                        group[0], stats["duplicates"], stats["units"])
-        staged_raw = gather({stage_task.submit(recipe, s, ctx): s.key for s in ok}, progress)
-        staged = {k: cc.merge_records(extracted[k], r) for k, r in staged_raw.items()}
-        duplicates = dedup_task.submit(ctx, [s.key for s in ok]).result()
-        logger.info("exact dedup across %d inputs: %d duplicates", len(ok), sum(duplicates.values()))
-        finals = gather({finalize_task.submit(recipe, s, ctx, scope, staged[s.key]): s.key for s in ok}, progress)
-    finally:
-        progress.close()
-    finals.update({k: r for k, r in extracted.items() if r.status == "failed"})
-    if not config.keep_staging and all(r.status != "failed" for r in finals.values()):
-        pipeline.clean_staging(ctx, keys)
-        cc.clean_extracted(ctx, keys)
-    logger.info("processed %d inputs in %.1fs", len(specs), time.perf_counter() - started)
-    return [finals[k] for k in keys], group_stats
-
-
-def run_grouped_source(flow_name: str, config: WebConfig, recipe: cc.GroupedDedupRecipe) -> SourceRunSummary:
-    """Like :func:`flows._source_flow.run_source`, with the extract and group-dedup phases in front."""
+def grouped_dedup_phases(recipe: cc.GroupedDedupRecipe, config: WebConfig) -> SourcePhases:
+    """Extraction per input, then paragraph (unit) dedup per group of inputs, before staging."""
+    group_stats: list[dict[str, Any]] = []
     logger = get_run_logger()
-    out = Path(config.out).resolve()
-    recipe.out = out
-    run_id = current_run_id()
-    manifest = Manifest.for_output(out)
-    manifest.start_run(run_id, flow_name, recipe.name, config.config_hash(), config.output_fields(),
-                       code_version(), prefect_flow_run_id=run_id)
-    status = "failed"
-    try:
-        specs = resolve_inputs(config, expand_crawls(config))
-        ctx = pipeline.RunContext(out, recipe.name, config.config_hash(), config.shards.limits(), recipe.name)
-        records, group_stats = _process_grouped(recipe, specs, ctx, config, logger)
-        manifest.record_inputs(run_id, records, recipe=flow_name, code_version=code_version())
-        status = "completed" if all(r.status == "done" for r in records) else "partial"
-        summary = SourceRunSummary(run_id, out, records)
-        publish_summary(summary, manifest)
-        if group_stats:
-            create_table_artifact(group_stats, key=f"{recipe.name}-dedup-groups",
-                                  description=f"{recipe.units.name} dedup per group of inputs")
-        quality = getattr(recipe, "quality_status", dict)()
-        for step, state in quality.items():
+
+    def before_stage(ctx: pipeline.RunContext, specs: list[InputSpec]) -> dict[str, InputRecord]:
+        recipe.out = ctx.out
+        futures = {extract_task.submit(recipe, s, ctx): s.key for s in specs}
+        extracted = {futures[f]: f.result() for f in as_completed(list(futures))}
+        ok = [s.key for s in specs if extracted[s.key].status != "failed"]
+        groups = cc.make_groups(ok, config.line_dedup.group_files)
+        memory = config.dedup_memory_mb * 1024 * 1024
+        stats = [f.result() for f in [group_dedup_task.submit(ctx, g, memory) for g in groups]]
+        for group, stat in zip(groups, stats, strict=True):
+            logger.info("%s dedup over %d inputs (%s..): %d of %d units removed", recipe.units.name, len(group),
+                        group[0], stat["duplicates"], stat["units"])
+            group_stats.append({"first_input": group[0], **stat})
+        for step, state in getattr(recipe, "quality_status", dict)().items():
             logger.info("quality step %s: %s", step, state)
-        logger.info("%s: %d inputs, %d documents kept -> %s", flow_name, len(records), summary.kept,
-                    out / "docs" / recipe.name)
-        return summary
-    finally:
-        manifest.finish_run(run_id, status)
+        return extracted
+
+    return SourcePhases(
+        before_stage=before_stage, cleanup=cc.clean_extracted,
+        tables=lambda: [(f"{recipe.name}-dedup-groups", group_stats, f"{recipe.units.name} dedup per group of inputs")],
+    )
 
 
 @flow(name="commoncrawl", log_prints=True)
 def commoncrawl_flow(config: CommonCrawlConfig) -> SourceRunSummary:
     """cc_net-style Common Crawl (see the module docstring)."""
-    return run_grouped_source("commoncrawl", config, config.recipe())
+    recipe = config.recipe()
+    return run_source("commoncrawl", config, recipe, expand_crawls(config),
+                      phases=grouped_dedup_phases(recipe, config))
 
 
-def run(config: CommonCrawlConfig) -> SourceRunSummary:
-    """Run the flow with the task runner the config names."""
-    return commoncrawl_flow.with_options(task_runner=make_task_runner(config))(config)
+WEB_FLAGS = [
+    Flag("--inputs", "inputs", "crawl id (CC-MAIN-YYYY-WW), path, glob or URL (repeatable)", many=True),
+    Flag("--limit-files", "limit_files", "first N files of a crawl's paths list", type=int),
+    Flag("--paths-kind", "paths_kind", "which paths list of a crawl (default wet)", choices=["wet", "warc"]),
+    Flag("--base-url", "base_url", f"Common Crawl base URL or mirror (default {CC_BASE_URL})"),
+    Flag("--languages", "languages", "comma-separated languages to keep (default: en)", split=True),
+]
 
-
-def add_web_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options shared by the web flows."""
-    parser.add_argument("--inputs", action="append", help="crawl id (CC-MAIN-YYYY-WW), path, glob or URL (repeatable)")
-    parser.add_argument("--limit-files", type=int, help="first N files of a crawl's paths list")
-    parser.add_argument("--paths-kind", choices=["wet", "warc"], help="which paths list of a crawl (default wet)")
-    parser.add_argument("--base-url", help=f"Common Crawl base URL or mirror (default {CC_BASE_URL})")
-    parser.add_argument("--languages", help="comma-separated languages to keep (default: en)")
-
-
-def web_extra(args: argparse.Namespace) -> dict[str, Any]:
-    """Config overrides from the web options."""
-    return {
-        "inputs": args.inputs, "limit_files": args.limit_files, "paths_kind": args.paths_kind,
-        "base_url": args.base_url, "languages": args.languages.split(",") if args.languages else None,
-    }
-
-
-def parse_args(argv: list[str] | None = None) -> CommonCrawlConfig:
-    """Command line -> typed config."""
-    parser = argparse.ArgumentParser(prog="python -m flows.commoncrawl", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_web_arguments(parser)
-    parser.add_argument("--wikiref-model", help="wiki-reference classifier (from flows.quality_classifier)")
-    add_common_arguments(parser, DEFAULT_CONFIG)
-    args = parser.parse_args(argv)
-    extra = {**web_extra(args), "wikiref_model": args.wikiref_model}
-    return load_config(CommonCrawlConfig, args, extra)  # type: ignore[return-value]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m flows.commoncrawl``."""
-    config = parse_args(argv)
-    return cli_main(lambda: run(config))
-
+cli = FlowCLI(commoncrawl_flow, CommonCrawlConfig, "commoncrawl.yaml", __doc__, report=print_summary, flags=[
+    *WEB_FLAGS, Flag("--wikiref-model", "wikiref_model", "wiki-reference classifier (from flows.quality_classifier)"),
+])
+parse_args, run, main = cli.parse_args, cli.run, cli.main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,7 +11,6 @@ merge + verification, one clustering (deterministic union-find), one per shard (
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import shutil
@@ -22,13 +21,10 @@ from typing import Any
 
 import pyarrow.parquet as pq
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.config import CONFIG_DIR, PipelineConfig
-from core.manifest import Manifest
-from core.version import code_version
+from core.config import PipelineConfig
 from dedupe import explain as decisions
 from dedupe.lsh import (
     BandLayout,
@@ -48,10 +44,8 @@ from dedupe.reference import (
     signature_parts,
 )
 from dedupe.shingles import ShingleConfig
-from flows._runtime import make_task_runner, prefect_api
-from flows._source_flow import add_common_arguments, current_run_id, load_config
-
-DEFAULT_CONFIG = CONFIG_DIR / "dedup.yaml"
+from flows._cli import Flag, FlowCLI
+from flows._recorder import RunRecorder
 
 
 class MinHashSettings(BaseModel):
@@ -171,13 +165,6 @@ def attributes_task(decided: Path, out: Path, shard: str) -> dict[str, Any]:
 
 
 # -- the flow ---------------------------------------------------------------------------------
-def document_shards(manifest: Manifest, sources: list[str]) -> list[tuple[str, str, str]]:
-    """``(path, source, sha256)`` of the final document shards, in a fixed order (source, path)."""
-    _, rows = manifest.query("SELECT path, source, sha256 FROM shards WHERE starts_with(path, 'docs/') "
-                             "ORDER BY source, path")
-    return [row for row in rows if not sources or row[1] in sources]
-
-
 def _work_dir(out: Path, config: DedupConfig, shards: list[tuple[str, str, str]]) -> Path:
     """Work files of this exact input set and config: a changed shard gives a fresh directory."""
     payload = json.dumps({"config": config.config_hash(), "shards": shards}, sort_keys=True)
@@ -189,13 +176,10 @@ def dedup_flow(config: DedupConfig) -> DedupSummary:
     """Deduplicate the output root's document shards (see the module docstring)."""
     logger = get_run_logger()
     out = Path(config.out).resolve()
-    manifest = Manifest.for_output(out)
-    run_id = current_run_id()
-    manifest.start_run(run_id, "dedup", None, config.config_hash(), config.output_fields(), code_version(), run_id)
-    summary = DedupSummary(run_id, out)
-    status = "failed"
-    try:
-        shards = document_shards(manifest, config.sources)
+    with RunRecorder(out, "dedup", None, config) as run:
+        manifest, run_id = run.manifest, run.run_id
+        summary = DedupSummary(run_id, out)
+        shards = manifest.document_shards(config.sources)
         layout, settings, minhash = config.band_layout(), config.join_settings(out), config.minhash.config()
         layout.check(minhash.num_perm)
         work = _work_dir(out, config, shards)
@@ -233,47 +217,28 @@ def dedup_flow(config: DedupConfig) -> DedupSummary:
         summary.reference_matches = sum(a["reference_matches"] for a in summary.attributes)
         if not config.keep_staging:  # a failed run keeps its work files, so a re-run resumes from them
             shutil.rmtree(work, ignore_errors=True)
-        create_table_artifact(summary.attributes, key="dedup-shards", description="Duplicates and reference matches per shard")
+        run.table("dedup-shards", summary.attributes, "Duplicates and reference matches per shard")
         logger.info("dedup: %d documents in %d shards, %d duplicates, %d reference matches",
                     summary.documents, summary.shards, summary.duplicates, summary.reference_matches)
-        status = "completed"
         return summary
-    finally:
-        manifest.finish_run(run_id, status)
 
 
-def run(config: DedupConfig) -> DedupSummary:
-    """Run the flow with the task runner the config names."""
-    return dedup_flow.with_options(task_runner=make_task_runner(config))(config)
-
-
-def parse_args(argv: list[str] | None = None) -> DedupConfig:
-    """Command line -> typed config."""
-    parser = argparse.ArgumentParser(prog="python -m flows.dedup", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, help="output root holding docs/ and the manifest (same as --out)")
-    parser.add_argument("--within-sources", action="store_true", default=None, help="dedup inside each source")
-    parser.add_argument("--across-sources", action="store_true", default=None, help="dedup across all sources")
-    parser.add_argument("--against", type=Path, help="reference index built by flows.pile_index")
-    parser.add_argument("--layout", help="band layout: 0.7, 0.8, 0.9 or BxR")
-    add_common_arguments(parser, DEFAULT_CONFIG)
-    args = parser.parse_args(argv)
-    if args.data is not None and args.out is None:
-        args.out = args.data
-    extra = {"within_sources": args.within_sources, "across_sources": args.across_sources,
-             "against": args.against, "layout": args.layout}
-    return load_config(DedupConfig, args, extra)  # type: ignore[return-value]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m flows.dedup``."""
-    config = parse_args(argv)
-    with prefect_api():
-        summary = run(config)
+def report(summary: DedupSummary) -> int:
+    """What the command prints after a run."""
     print(f"\n{summary.documents} documents in {summary.shards} shards: {summary.duplicates} duplicates, "
           f"{summary.reference_matches} reference matches")
     print(f"attributes: {summary.out / 'attributes' / 'dedup'}\nexplain:    kinda --out {summary.out} dedup explain <doc-id>")
     return 0
+
+
+cli = FlowCLI(dedup_flow, DedupConfig, "dedup.yaml", __doc__, report=report, flags=[
+    Flag("--data", "out", "output root holding docs/ and the manifest (same as --out)", type=Path),
+    Flag("--within-sources", "within_sources", "dedup inside each source", switch=True),
+    Flag("--across-sources", "across_sources", "dedup across all sources", switch=True),
+    Flag("--against", "against", "reference index built by flows.pile_index", type=Path),
+    Flag("--layout", "layout", "band layout: 0.7, 0.8, 0.9 or BxR"),
+])
+parse_args, run, main = cli.parse_args, cli.run, cli.main
 
 
 if __name__ == "__main__":

@@ -13,26 +13,20 @@ header or whitespace); ``dedup_key=raw`` hashes the raw file bytes before cleani
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow
 from pydantic import Field
 
-from core import pipeline
-from core.config import CONFIG_DIR, PipelineConfig
+from core.config import PipelineConfig
 from core.filters.code_quality import CodeFilterSettings
-from flows._runtime import make_task_runner
+from flows._cli import Flag, FlowCLI
 from flows._source_flow import (
-    PhaseHooks,
     SourceRunSummary,
-    add_common_arguments,
-    cli_main,
     expand_locations,
-    load_config,
+    print_summary,
     run_source,
     write_input_lists,
 )
@@ -41,10 +35,7 @@ from sources.github import (
     GithubRecipe,
     GithubSettings,
     repo_list_payload,
-    rewrite_hashes_raw,
 )
-
-DEFAULT_CONFIG = CONFIG_DIR / "github.yaml"
 
 
 class GithubConfig(PipelineConfig):
@@ -73,7 +64,12 @@ class GithubConfig(PipelineConfig):
             max_avg_line_length=self.max_avg_line_length, min_alphanumeric_fraction=self.min_alphanumeric_fraction,
             min_alpha_per_token=self.min_alpha_per_token, tokenizer=self.tokenizer,
         )
-        return GithubRecipe(GithubSettings(frozenset(self.allowed_licenses), self.max_file_bytes, filters=filters))
+        return GithubRecipe(GithubSettings(frozenset(self.allowed_licenses), self.max_file_bytes, filters=filters),
+                            raw_dedup=self.dedup_key == "raw")
+
+    def input_patterns(self) -> list[str]:
+        """Clone folders and exports the user named (checked before a run)."""
+        return [*self.inputs, *self.repos]
 
     def locations(self) -> list[str]:
         """BigQuery exports as given, plus repository lists for the clones."""
@@ -88,51 +84,18 @@ class GithubConfig(PipelineConfig):
         return locations
 
 
-@task(name="raw-dedup-keys", cache_policy=NO_CACHE, task_run_name="raw keys {key}")
-def raw_keys_task(out: Path, source: str, key: str) -> int:
-    """Switch one staged input's dedup keys to raw-content SHA256 (see :func:`sources.github.rewrite_hashes_raw`)."""
-    return rewrite_hashes_raw(out, source, key)
-
-
-def raw_dedup_hooks() -> PhaseHooks:
-    """Hooks that make the run-wide exact dedup hash raw file content, as RedPajama did."""
-
-    def after_stage(ctx: pipeline.RunContext, keys: list[str]) -> None:
-        for future in [raw_keys_task.submit(ctx.out, ctx.source, key) for key in keys]:
-            future.result()
-
-    return PhaseHooks(after_stage=after_stage)
-
-
 @flow(name="github", log_prints=True)
 def github_flow(config: GithubConfig) -> SourceRunSummary:
     """Read, clean, filter and deduplicate source code (see the module docstring)."""
-    hooks = raw_dedup_hooks() if config.dedup_key == "raw" else PhaseHooks()
-    return run_source("github", config, config.recipe(), config.locations(), hooks=hooks)
+    return run_source("github", config, config.recipe(), config.locations())
 
 
-def run(config: GithubConfig) -> SourceRunSummary:
-    """Run the flow with the task runner the config names."""
-    return github_flow.with_options(task_runner=make_task_runner(config))(config)
-
-
-def parse_args(argv: list[str] | None = None) -> GithubConfig:
-    """Command line -> typed config."""
-    parser = argparse.ArgumentParser(prog="python -m flows.github", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repos", action="append", help="clone folder path or glob (repeatable)")
-    parser.add_argument("--inputs", action="append", help="BigQuery export .jsonl.gz path or glob (repeatable)")
-    parser.add_argument("--tokenizer", help="'regex' or a tokenizer.json for the alpha-per-token filter")
-    add_common_arguments(parser, DEFAULT_CONFIG)
-    args = parser.parse_args(argv)
-    extra = {"repos": args.repos, "inputs": args.inputs, "tokenizer": args.tokenizer}
-    return load_config(GithubConfig, args, extra)  # type: ignore[return-value]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m flows.github``."""
-    config = parse_args(argv)
-    return cli_main(lambda: run(config))
+cli = FlowCLI(github_flow, GithubConfig, "github.yaml", __doc__, report=print_summary, flags=[
+    Flag("--repos", "repos", "clone folder path or glob (repeatable)", many=True),
+    Flag("--inputs", "inputs", "BigQuery export .jsonl.gz path or glob (repeatable)", many=True),
+    Flag("--tokenizer", "tokenizer", "'regex' or a tokenizer.json for the alpha-per-token filter"),
+])
+parse_args, run, main = cli.parse_args, cli.run, cli.main
 
 
 if __name__ == "__main__":

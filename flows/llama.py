@@ -44,13 +44,14 @@ from prefect.artifacts import (
 from pydantic import Field
 
 from core.atomic import sha256_file, write_json_atomic
-from core.config import CONFIG_DIR, PipelineConfig, parse_set_option
+from core.config import CONFIG_DIR, PipelineConfig
+from core.lock import OutputLock
 from core.manifest import Manifest
 from core.version import code_version
+from flows._cli import Flag, FlowCLI
+from flows._recorder import current_run_id
 from flows._runtime import worker_count
-from flows._source_flow import add_common_arguments, current_run_id
 
-DEFAULT_CONFIG = CONFIG_DIR / "g1.yaml"
 STAGES = ("sources", "pile_index", "dedup", "labels", "tokenize")
 
 
@@ -460,7 +461,7 @@ def tensors_dir(config: LlamaConfig) -> Path:
 def llama_flow(config: LlamaConfig) -> LlamaSummary:
     """Sources, then pile index, dedup, labels and tokenization, as sub-flows (see the module docstring)."""
     config = config.resolved()
-    with shared_dask_cluster(config) as address:
+    with OutputLock(Path(config.out), "llama", current_run_id()), shared_dask_cluster(config) as address:
         run = _Run(config, address)
         if config.runs_stage("sources"):
             run.run_sources()
@@ -567,53 +568,38 @@ def _train_toy_tokenizer(dumps: list[Path], target: Path) -> None:
 
 
 # -- command line ---------------------------------------------------------------------------
-def parse_args(argv: list[str] | None = None) -> LlamaConfig:
-    """Command line -> typed config."""
-    parser = argparse.ArgumentParser(prog="python -m flows.llama", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sources", help="comma-separated: run only these of the configured sources")
-    parser.add_argument("--stages", help=f"comma-separated stages to run (default: all of {','.join(STAGES)})")
-    parser.add_argument("--tokenizer", help="tokenizer.json for the tokenize stage")
-    parser.add_argument("--skip-missing", action="store_true", default=None,
-                        help="skip a source whose local inputs match no file (default: fail it)")
-    parser.add_argument("--sample", action="store_true",
-                        help="generate sample Wikipedia dumps and a toy tokenizer under <out>/sample and use them")
-    parser.add_argument("--sample-pages", type=int, default=300, help="pages per sample dump (default: %(default)s)")
-    add_common_arguments(parser, DEFAULT_CONFIG)
-    args = parser.parse_args(argv)
-    overrides: dict[str, Any] = {}
-    if args.sample:  # first, so that --set and the flags below can still change what it sets
-        layered = load_layered(args.config)
-        overrides = sample_overrides(Path(args.out or layered.get("out") or "data"), args.sample_pages)
-        if layered.get("dedup", {}) is not None:
-            overrides["dedup.against"] = None  # no Pile sample: nothing to match against
-    overrides = deep_merge(overrides, parse_set_option(args.set))
-    flags = {"out": args.out, "workers": args.workers, "runner": args.runner, "dask_address": args.dask_address,
-             "only_sources": args.sources.split(",") if args.sources else None,
-             "stages": args.stages.split(",") if args.stages else None,
-             "skip_missing": args.skip_missing, "tokenize.tokenizer": args.tokenizer}
-    overrides = deep_merge(overrides, {k: str(v) if isinstance(v, Path) else v for k, v in flags.items() if v is not None})
-    config = LlamaConfig.from_yaml(args.config, overrides)
-    return config
+def sample_prepare(args: argparse.Namespace) -> dict[str, Any]:
+    """``--sample``: generate the sample inputs first, so ``--set`` and flags can still change them."""
+    if not args.flag_sample:
+        return {}
+    layered = load_layered(args.config)
+    overrides = sample_overrides(Path(args.out or layered.get("out") or "data"), args.flag_sample_pages or 300)
+    if layered.get("dedup", {}) is not None:
+        overrides["dedup.against"] = None  # no Pile sample: nothing to match against
+    return overrides
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m flows.llama``."""
-    from flows._runtime import prefect_api
+def report(summary: LlamaSummary) -> int:
+    """The stage table and where the report is."""
     from kinda.summary import format_table
 
-    config = parse_args(argv)
-    with prefect_api():
-        try:
-            summary = run(config)
-        except RuntimeError as exc:
-            print(f"llama: {exc}", file=sys.stderr)
-            return 1
     rows = [(s.stage, s.status, f"{s.seconds:.1f}", s.detail[:100]) for s in summary.stages]
-    print(f"\n{config.dataset} -> {summary.out}\n")
+    print(f"\n{summary.out}\n")
     print(format_table(["stage", "status", "seconds", "detail"], rows))
     print(f"\nreport: kinda --out {summary.out} report --html report.html")
     return 0
+
+
+cli = FlowCLI(llama_flow, LlamaConfig, "g1.yaml", __doc__, report=report, prepare=sample_prepare, runner=run, flags=[
+    Flag("--sources", "only_sources", "comma-separated: run only these of the configured sources", split=True),
+    Flag("--stages", "stages", f"comma-separated stages to run (default: all of {','.join(STAGES)})", split=True),
+    Flag("--tokenizer", "tokenize.tokenizer", "tokenizer.json for the tokenize stage"),
+    Flag("--skip-missing", "skip_missing", "skip a source whose local inputs match no file (default: fail it)",
+         switch=True),
+    Flag("--sample", "", "generate sample inputs and a toy tokenizer under <out>/sample and use them", switch=True),
+    Flag("--sample-pages", "", "pages per sample dump (default: 300)", type=int),
+])
+parse_args, main = cli.parse_args, cli.main
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ run are reused; the flow process alone rewrites ``index.json``. Parameters come 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import Counter
 from pathlib import Path
@@ -25,9 +24,9 @@ from pydantic import Field
 from dedupe.lsh import BandLayout
 from dedupe.minhash import MinHashConfig
 from dedupe.reference import ReferenceIndex, index_pile_shard
-from flows._runtime import make_task_runner, prefect_api
-from flows._source_flow import add_common_arguments, expand_locations, load_config
-from flows.dedup import DEFAULT_CONFIG, DedupConfig
+from flows._cli import Flag, FlowCLI
+from flows._source_flow import expand_locations
+from flows.dedup import DedupConfig
 
 
 class PileIndexConfig(DedupConfig):
@@ -79,29 +78,17 @@ def pile_index_flow(config: PileIndexConfig) -> ReferenceIndex:
     return index
 
 
-def run(config: PileIndexConfig) -> ReferenceIndex:
-    """Run the flow with the task runner the config names."""
-    return pile_index_flow.with_options(task_runner=make_task_runner(config))(config)
-
-
-def parse_args(argv: list[str] | None = None) -> PileIndexConfig:
-    """Command line -> typed config."""
-    parser = argparse.ArgumentParser(prog="python -m flows.pile_index", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--inputs", action="append", help="Pile shard path or glob (repeatable)")
-    parser.add_argument("--index", type=Path, help="index directory (created if absent)")
-    add_common_arguments(parser, DEFAULT_CONFIG)
-    args = parser.parse_args(argv)
-    return load_config(PileIndexConfig, args, {"inputs": args.inputs, "index": args.index})  # type: ignore[return-value]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m flows.pile_index``."""
-    config = parse_args(argv)
-    with prefect_api():
-        index = run(config)
+def report(index: ReferenceIndex) -> int:
+    """What the command prints after a run."""
     print(f"index {index.root}: {len(index.parts)} parts, {index.documents} documents")
     return 0
+
+
+cli = FlowCLI(pile_index_flow, PileIndexConfig, "dedup.yaml", __doc__, report=report, out_is_root=False, flags=[
+    Flag("--inputs", "inputs", "Pile shard path or glob (repeatable)", many=True),
+    Flag("--index", "index", "index directory (created if absent)", type=Path),
+])
+parse_args, run, main = cli.parse_args, cli.run, cli.main
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ The report (precision/recall of the positive class) is printed, saved beside the
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import random
@@ -29,8 +28,8 @@ from core.config import PipelineConfig
 from core.document import Document
 from core.filters.ccnet import tidy_lines
 from core.filters.quality import ClassifierReport, train_wikiref_classifier
-from flows._runtime import make_task_runner, prefect_api
-from flows._source_flow import add_common_arguments, expand_locations, load_config
+from flows._cli import Flag, FlowCLI
+from flows._source_flow import expand_locations
 from sources.warc import WarcReader
 
 
@@ -100,27 +99,12 @@ def classifier_flow(config: ClassifierConfig) -> ClassifierReport:
     return report
 
 
-def parse_args(argv: list[str] | None = None) -> ClassifierConfig:
-    """Command line -> typed config."""
-    parser = argparse.ArgumentParser(prog="python -m flows.quality_classifier", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--positives", action="append", required=True, help="pages cited by Wikipedia (repeatable)")
-    parser.add_argument("--negatives", action="append", required=True, help="random CC pages (repeatable)")
-    parser.add_argument("--max-pages-per-class", type=int)
-    add_common_arguments(parser, None)  # type: ignore[arg-type]
-    args = parser.parse_args(argv)
-    extra = {"positives": args.positives, "negatives": args.negatives, "model": args.out,
-             "max_pages_per_class": args.max_pages_per_class}
-    args.out = None  # --out names the model file here, not an output root
-    return load_config(ClassifierConfig, args, extra)  # type: ignore[return-value]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m flows.quality_classifier``."""
-    config = parse_args(argv)
-    with prefect_api():
-        classifier_flow.with_options(task_runner=make_task_runner(config))(config)
-    return 0
+cli = FlowCLI(classifier_flow, ClassifierConfig, None, __doc__, out_is_root=False, out_field="model", flags=[
+    Flag("--positives", "positives", "pages cited by Wikipedia (repeatable)", many=True, required=True),
+    Flag("--negatives", "negatives", "random CC pages (repeatable)", many=True, required=True),
+    Flag("--max-pages-per-class", "max_pages_per_class", "cap on pages per class", type=int),
+])
+parse_args, run, main = cli.parse_args, cli.run, cli.main
 
 
 if __name__ == "__main__":

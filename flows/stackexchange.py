@@ -12,33 +12,27 @@ group out of core, one document per question). Sites not kept are recorded in th
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
-from core.config import CONFIG_DIR, PipelineConfig
+from core import pipeline
+from core.config import PipelineConfig
 from core.document import InputSpec
 from core.layout import state_path
-from core.manifest import InputRecord, Manifest
-from core.version import code_version
-from flows._runtime import make_task_runner
+from core.manifest import InputRecord
+from flows._cli import Flag, FlowCLI
 from flows._source_flow import (
+    SourcePhases,
     SourceRunSummary,
-    add_common_arguments,
-    cli_main,
-    load_config,
-    resolve_inputs,
+    print_summary,
     run_source,
 )
 from sources.stackexchange import SOURCE, SiteSize, StackExchangeRecipe, measure_site, select_sites
-
-DEFAULT_CONFIG = CONFIG_DIR / "stackexchange.yaml"
 
 
 class StackExchangeConfig(PipelineConfig):
@@ -84,54 +78,40 @@ def _skipped_record(spec: InputSpec, reason: str, config: StackExchangeConfig) -
                        error=reason)
 
 
+def ranking_phases(config: StackExchangeConfig) -> SourcePhases:
+    """Rank the sites before staging: the ones not kept end as ``skipped`` records of this run."""
+    table: list[dict[str, Any]] = []
+
+    def before_stage(ctx: pipeline.RunContext, specs: list[InputSpec]) -> dict[str, InputRecord]:
+        kept, skipped, sizes = rank_sites(config, specs)
+        get_run_logger().info("%d site inputs; keeping %d (top %s by %s)", len(specs), len(kept),
+                              config.top_sites or "all", config.rank_by)
+        table.extend({"input": s.key, "site": s.site, f"size ({config.rank_by})": s.size,
+                      "kept": s.key not in skipped, "reason": skipped.get(s.key, "")}
+                     for s in sorted(sizes, key=lambda s: (-s.size, s.key)))
+        return {s.key: _skipped_record(s, skipped[s.key], config) for s in specs if s.key in skipped}
+
+    def tables() -> list[tuple[str, list[dict[str, Any]], str]]:
+        return [("stackexchange-sites", table, "Sites ranked by size: kept or skipped, with the reason")]
+
+    return SourcePhases(before_stage=before_stage, tables=tables)
+
+
 @flow(name="stackexchange", log_prints=True)
 def stackexchange_flow(config: StackExchangeConfig) -> SourceRunSummary:
     """Choose the largest sites, then read and group them (see the module docstring)."""
     if not config.inputs:
         raise ValueError("no input: give --inputs (path, glob or URL)")
-    logger = get_run_logger()
-    specs = resolve_inputs(config, config.inputs)
-    kept, skipped, sizes = rank_sites(config, specs)
-    logger.info("%d site inputs; keeping %d (top %s by %s)", len(specs), len(kept), config.top_sites or "all",
-                config.rank_by)
-    summary = run_source("stackexchange", config, config.recipe(), [s.location for s in kept])
-    skipped_records = [_skipped_record(s, skipped[s.key], config) for s in specs if s.key in skipped]
-    Manifest.for_output(summary.out).record_inputs(summary.run_id, skipped_records, recipe="stackexchange",
-                                                   code_version=code_version())
-    summary.records.extend(skipped_records)
-    create_table_artifact(
-        [{"input": s.key, "site": s.site, f"size ({config.rank_by})": s.size,
-          "kept": s.key not in skipped, "reason": skipped.get(s.key, "")}
-         for s in sorted(sizes, key=lambda s: (-s.size, s.key))],
-        key="stackexchange-sites", description="Sites ranked by size: kept or skipped, with the reason",
-    )
-    return summary
+    return run_source("stackexchange", config, config.recipe(), config.inputs, phases=ranking_phases(config))
 
 
-def run(config: StackExchangeConfig) -> SourceRunSummary:
-    """Run the flow with the task runner the config names."""
-    return stackexchange_flow.with_options(task_runner=make_task_runner(config))(config)
-
-
-def parse_args(argv: list[str] | None = None) -> StackExchangeConfig:
-    """Command line -> typed config."""
-    parser = argparse.ArgumentParser(prog="python -m flows.stackexchange", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--inputs", action="append", help="site .7z or Posts.xml: path, glob or URL (repeatable)")
-    parser.add_argument("--top-sites", type=int, help="keep the N largest sites (0: all; default from config: 28)")
-    parser.add_argument("--rank-by", choices=["posts", "bytes"], help="site size: post count or Posts.xml bytes")
-    parser.add_argument("--scratch-dir", type=Path, help="where a site's rows are sorted (default: system temp)")
-    add_common_arguments(parser, DEFAULT_CONFIG)
-    args = parser.parse_args(argv)
-    extra = {"inputs": args.inputs, "top_sites": args.top_sites, "rank_by": args.rank_by,
-             "scratch_dir": args.scratch_dir}
-    return load_config(StackExchangeConfig, args, extra)  # type: ignore[return-value]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m flows.stackexchange``."""
-    config = parse_args(argv)
-    return cli_main(lambda: run(config))
+cli = FlowCLI(stackexchange_flow, StackExchangeConfig, "stackexchange.yaml", __doc__, report=print_summary, flags=[
+    Flag("--inputs", "inputs", "site .7z, Posts.xml or extracted site folder: path, glob or URL (repeatable)", many=True),
+    Flag("--top-sites", "top_sites", "keep the N largest sites (0: all; default from config: 28)", type=int),
+    Flag("--rank-by", "rank_by", "site size: post count or Posts.xml bytes", choices=["posts", "bytes"]),
+    Flag("--scratch-dir", "scratch_dir", "where a site's rows are sorted (default: system temp)", type=Path),
+])
+parse_args, run, main = cli.parse_args, cli.run, cli.main
 
 
 if __name__ == "__main__":

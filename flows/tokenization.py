@@ -13,7 +13,6 @@ file) and the token count of each input shard in ``shards.tokens``.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import os
 import sys
@@ -22,15 +21,13 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
-from core.config import CONFIG_DIR, PipelineConfig
+from core.config import PipelineConfig
 from core.manifest import Manifest
-from core.version import code_version
-from flows._runtime import make_task_runner, prefect_api
-from flows._source_flow import add_common_arguments, current_run_id, load_config
+from flows._cli import Flag, FlowCLI
+from flows._recorder import RunRecorder
 from loader.tensor_writer import (
     InputShard,
     TokenizeSettings,
@@ -39,29 +36,6 @@ from loader.tensor_writer import (
     tokenize_shard,
     write_metadata,
 )
-
-DEFAULT_CONFIG = CONFIG_DIR / "tokenize.yaml"
-
-TENSORS_SQL = """
-CREATE TABLE IF NOT EXISTS tensors (
-    tensor_root VARCHAR NOT NULL,
-    path VARCHAR NOT NULL,
-    input VARCHAR NOT NULL,
-    split VARCHAR NOT NULL,
-    source VARCHAR NOT NULL,
-    language VARCHAR,
-    labels VARCHAR[] NOT NULL,
-    tokenizer_hash VARCHAR NOT NULL,
-    split_digits BOOLEAN NOT NULL,
-    tokens BIGINT NOT NULL,
-    docs BIGINT NOT NULL,
-    bytes BIGINT NOT NULL,
-    sha256 VARCHAR NOT NULL,
-    run_id VARCHAR NOT NULL,
-    created_at TIMESTAMP NOT NULL,
-    PRIMARY KEY (tensor_root, path)
-);
-"""
 
 
 class TokenizeConfig(PipelineConfig):
@@ -111,7 +85,6 @@ def _record_manifest(manifest: Manifest, out: Path, run_id: str, records: list[d
                          info["tokens_bytes"], info["tokens_sha256"], run_id, now])
             totals[rec["input"]] += info["tokens"]
     with manifest.connect() as con:
-        con.execute(TENSORS_SQL)
         con.execute("BEGIN TRANSACTION")
         con.execute("DELETE FROM tensors WHERE tensor_root = ?", [str(out)])
         if rows:
@@ -126,11 +99,8 @@ def tokenize_flow(config: TokenizeConfig) -> dict[str, Any]:
     logger = get_run_logger()
     data, out = Path(config.data).resolve(), Path(config.out).resolve()
     settings = config.settings()
-    manifest = Manifest.for_output(data)
-    run_id = current_run_id()
-    manifest.start_run(run_id, "tokenize", None, config.config_hash(), config.output_fields(), code_version(), run_id)
-    status = "failed"
-    try:
+    with RunRecorder(data, "tokenize", None, config) as run:
+        manifest, run_id = run.manifest, run.run_id
         shards = find_input_shards(data, config.labels, config.sources)
         if not shards:
             raise ValueError(f"no document shards under {data} with labels {config.labels} and sources {config.sources}")
@@ -145,13 +115,11 @@ def tokenize_flow(config: TokenizeConfig) -> dict[str, Any]:
                 export_megatron(out, out / "megatron" / f"{split}_text_document", split)
         _record_manifest(manifest, out, run_id, records, config.split_digits)
         table = _source_table(records)
-        create_table_artifact(table, key="tokenize-counts", description="Tokens and documents per source and split")
+        run.table("tokenize-counts", table, "Tokens and documents per source and split")
         logger.info("tokenized %d shards: %s train tokens, %s holdout tokens -> %s", len(records),
                     metadata["totals"]["train"]["tokens"], metadata["totals"]["holdout"]["tokens"], out)
-        status = "completed" if all(r["status"] == "done" for r in records) else "partial"
+        run.status = "completed" if all(r["status"] == "done" for r in records) else "partial"
         return {"out": str(out), "metadata": metadata, "records": records}
-    finally:
-        manifest.finish_run(run_id, status)
 
 
 def _source_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -167,42 +135,25 @@ def _source_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"source": source, **rows[source]} for source in sorted(rows)]
 
 
-def run(config: TokenizeConfig) -> dict[str, Any]:
-    """Run the flow with the task runner the config names."""
-    return tokenize_flow.with_options(task_runner=make_task_runner(config))(config)
-
-
-def parse_args(argv: list[str] | None = None) -> TokenizeConfig:
-    """Command line -> typed config."""
-    parser = argparse.ArgumentParser(prog="python -m flows.tokenization", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, help="data root with docs/ or labeled/ shards (default: data)")
-    parser.add_argument("--tokenizer", help="tokenizer.json path")
-    parser.add_argument("--labels", help="comma-separated labels every shard must carry, e.g. G3")
-    parser.add_argument("--sources", help="comma-separated sources (default: all)")
-    parser.add_argument("--split-digits", action=argparse.BooleanOptionalAction, default=None,
-                        help="split numbers into single digits (LLaMA); default from config")
-    parser.add_argument("--megatron", action="store_true", default=None, help="also export Megatron .bin/.idx")
-    add_common_arguments(parser, DEFAULT_CONFIG)
-    args = parser.parse_args(argv)
-    extra = {
-        "data": args.data, "tokenizer": args.tokenizer, "split_digits": args.split_digits, "megatron": args.megatron,
-        "labels": args.labels.split(",") if args.labels else None,
-        "sources": args.sources.split(",") if args.sources else None,
-    }
-    return load_config(TokenizeConfig, args, extra)  # type: ignore[return-value]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m flows.tokenization``."""
-    config = parse_args(argv)
-    with prefect_api():
-        result = run(config)
+def report(result: dict[str, Any]) -> int:
+    """What the command prints after a run; non-zero when a shard failed."""
     totals = result["metadata"]["totals"]
     print(f"\ntensors:  {result['out']}  (metadata.json, tokenizer.json)")
     print(f"train:    {totals['train']['tokens']:,} tokens, {totals['train']['docs']:,} documents")
     print(f"holdout:  {totals['holdout']['tokens']:,} tokens, {totals['holdout']['docs']:,} documents")
     return 1 if any(r["status"] != "done" for r in result["records"]) else 0
+
+
+cli = FlowCLI(tokenize_flow, TokenizeConfig, "tokenize.yaml", __doc__, report=report, flags=[
+    Flag("--data", "data", "data root with the document shards (default: data)", type=Path),
+    Flag("--tokenizer", "tokenizer", "tokenizer.json path"),
+    Flag("--labels", "labels", "comma-separated labels every shard must carry, e.g. G3", split=True),
+    Flag("--sources", "sources", "comma-separated sources (default: all)", split=True),
+    Flag("--split-digits", "split_digits", "split numbers into single digits (LLaMA); default from config",
+         boolean=True),
+    Flag("--megatron", "megatron", "also export Megatron .bin/.idx", switch=True),
+])
+parse_args, run, main = cli.parse_args, cli.run, cli.main
 
 
 if __name__ == "__main__":

@@ -7,19 +7,20 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import ClassVar
 
 from prefect import flow
 from pydantic import Field
 
-from core.config import CONFIG_DIR, PipelineConfig
-from flows._runtime import make_task_runner
-from flows._source_flow import SourceRunSummary, add_common_arguments, cli_main, load_config, run_source
+from core.config import PipelineConfig
+from flows._cli import Flag, FlowCLI
+from flows._source_flow import (
+    SourceRunSummary,
+    print_summary,
+    run_source,
+)
 from sources.wikipedia import WikipediaRecipe
-
-DEFAULT_CONFIG = CONFIG_DIR / "wikipedia.yaml"
 
 
 class WikipediaConfig(PipelineConfig):
@@ -54,6 +55,10 @@ class WikipediaConfig(PipelineConfig):
             return [self.dump_url_template.format(lang=lang, date=self.date) for lang in self.languages]
         raise ValueError("no input: give --dump (path, glob or URL) or --date")
 
+    def input_patterns(self) -> list[str]:
+        """The dumps the user named (checked before a run)."""
+        return list(self.dumps)
+
     def checksum_lists(self) -> list[str]:
         """Checksum lists to verify downloads against (explicit, or one per language for ``date``)."""
         if self.checksums:
@@ -69,33 +74,14 @@ def wikipedia_flow(config: WikipediaConfig) -> SourceRunSummary:
     return run_source("wikipedia", config, config.recipe(), config.inputs(), config.checksum_lists())
 
 
-def run(config: WikipediaConfig) -> SourceRunSummary:
-    """Run the flow with the task runner the config names."""
-    return wikipedia_flow.with_options(task_runner=make_task_runner(config))(config)
-
-
-def parse_args(argv: list[str] | None = None) -> WikipediaConfig:
-    """Command line -> typed config."""
-    parser = argparse.ArgumentParser(prog="python -m flows.wikipedia", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dump", action="append", help="dump path, glob or http(s) URL (repeatable)")
-    parser.add_argument("--lang", help="language of the dumps (default: from siteinfo or file name)")
-    parser.add_argument("--date", help="dump date (e.g. 20220701) to fetch one dump per language")
-    parser.add_argument("--languages", help="comma-separated languages for --date (default: the 20 LLaMA ones)")
-    parser.add_argument("--checksums", help="path or URL of the dump's sha1sums/md5sums list")
-    add_common_arguments(parser, DEFAULT_CONFIG)
-    args = parser.parse_args(argv)
-    extra = {
-        "dumps": args.dump, "lang": args.lang, "date": args.date, "checksums": args.checksums,
-        "languages": args.languages.split(",") if args.languages else None,
-    }
-    return load_config(WikipediaConfig, args, extra)  # type: ignore[return-value]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m flows.wikipedia``."""
-    config = parse_args(argv)
-    return cli_main(lambda: run(config))
+cli = FlowCLI(wikipedia_flow, WikipediaConfig, "wikipedia.yaml", __doc__, report=print_summary, flags=[
+    Flag("--dump", "dumps", "dump path, glob or http(s) URL (repeatable)", many=True),
+    Flag("--lang", "lang", "language of the dumps (default: from siteinfo or file name)"),
+    Flag("--date", "date", "dump date (e.g. 20220701) to fetch one dump per language"),
+    Flag("--languages", "languages", "comma-separated languages for --date (default: the 20 LLaMA ones)", split=True),
+    Flag("--checksums", "checksums", "path or URL of the dump's sha1sums/md5sums list"),
+])
+parse_args, run, main = cli.parse_args, cli.run, cli.main
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@ B. :func:`dedup_group` (per group of ``group_files`` inputs, in input-key order)
 C. the foundation's ``stage_input`` with this recipe: :meth:`GroupedDedupRecipe.read` reads phase
    A's documents back, removes the marked lines, and the recipe's steps (min length, language ID,
    wiki-reference classifier, perplexity buckets) run on what is left;
-then the usual run-wide exact dedup and finalize. :func:`merge_records` adds phase A's counts to
-phase C's record, so the manifest still accounts for every WARC record read
+then the usual run-wide exact dedup and finalize. :func:`core.pipeline.merge_records` adds phase
+A's counts to phase C's record, so the manifest still accounts for every WARC record read
 (``records_in == kept + dropped``). Phase A's documents are the expensive part (trafilatura): a
 re-run, or a change of group or of a later threshold, never extracts twice.
 
@@ -26,7 +26,6 @@ import hashlib
 import json
 import logging
 import shutil
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,16 +33,16 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from core.atomic import sha256_file, write_json_atomic
 from core.document import Document, Drop, InputSpec
 from core.filters.ccnet import CCNET_MIN_CHARS, MinLength, TidyLines, normalize_for_dedup
 from core.filters.langid import LanguageID, LanguagePrefilter
 from core.filters.quality import KenLMScorer, PerplexityBuckets, WikiRefFilter
 from core.layout import staging_dir, state_path
 from core.manifest import InputRecord
-from core.pipeline import RunContext, files_intact, load_marker
-from core.shards import ShardWriter, read_documents
-from core.steps import Record, Step, StepStats, run_steps
+from core.markers import Marker
+from core.pipeline import InputPhase, RunContext, missing_input, run_input_phase
+from core.shards import read_documents
+from core.steps import Record, Step
 from dedupe.lines import DuplicateMasks, UnitFiles, UnitHashWriter, hash_units, keep_unmarked, mark_duplicates
 from sources.html_text import ExtractOptions
 from sources.warc import WarcLimits, WarcReader
@@ -201,54 +200,41 @@ def extract_dir(out: Path, source: str, key: str) -> Path:
     return staging_dir(out, source + EXTRACT_SUFFIX, key)
 
 
-def _extract_marker(ctx: RunContext, key: str) -> Path:
-    return state_path(ctx.out, ctx.source + EXTRACT_SUFFIX, key, "extract")
+def _extract_marker(spec: InputSpec, ctx: RunContext, units: Units) -> Marker:
+    key = {**ctx.marker_key(), "fingerprint": spec.fingerprint(), "units": units.name}
+    return Marker(state_path(ctx.out, ctx.source + EXTRACT_SUFFIX, spec.key, "extract"), key)
 
 
-def _drop_rows(stats: StepStats) -> list[dict[str, Any]]:
-    return [
-        {"step": step, "reason": reason, "language": lang or None, "count": count}
-        for (step, reason, lang), count in sorted(stats.drops.items())
-    ]
+class UnitSink:
+    """Phase A's sink: one uint64 hash per unit (line) of each extracted document."""
+
+    def __init__(self, root: Path, files: UnitFiles, units: Units) -> None:
+        self.root, self.files, self.units = root, files, units
+        self.writer = UnitHashWriter(files)
+
+    def add(self, ordinal: int, doc: Document) -> None:
+        self.writer.add(hash_units(self.units.units(doc.text)))
+
+    def close(self) -> list[dict[str, Any]]:
+        self.writer.close()
+        return [{"path": path.relative_to(self.root).as_posix(), "bytes": path.stat().st_size}
+                for path in (self.files.hashes, self.files.counts)]
+
+    def abort(self) -> None:
+        self.writer.abort()
 
 
 def extract_input(recipe: GroupedDedupRecipe, spec: InputSpec, ctx: RunContext) -> InputRecord:
     """Phase A for one input (see the module docstring); resumable, never raises for bad input."""
-    marker_path = _extract_marker(ctx, spec.key)
-    expect = {**ctx.marker_key(), "fingerprint": spec.fingerprint(), "units": recipe.units.name}
-    marker = load_marker(marker_path, expect)
+    if not spec.path.exists():
+        return missing_input(spec, ctx)
     directory = extract_dir(ctx.out, ctx.source, spec.key)
-    files = UnitFiles(directory / "units")
-    if marker is not None and files_intact(ctx.out, marker["staged"]) and files.hashes.exists():
-        return InputRecord.from_dict(marker["record"])
-    started = time.perf_counter()
-    record = InputRecord(input_key=spec.key, source=ctx.source, location=spec.location, language=None,
-                         config_hash=ctx.config_hash, size=spec.path.stat().st_size)
-    shutil.rmtree(directory, ignore_errors=True)
-    stats = StepStats()
-    writer = ShardWriter(ctx.out, directory, "part", ctx.source, None, limits=ctx.limits)
-    hashes = UnitHashWriter(files)
-    try:
-        for doc in run_steps(recipe.read_raw(spec), recipe.pre_steps(), stats, f"{ctx.source}_reader"):
-            writer.write(doc)
-            hashes.add(hash_units(recipe.units.units(doc.text)))
-        staged = [s.to_dict() for s in writer.close()]
-        hashes.close()
-    except Exception as exc:  # one input's failure must not end the run
-        writer.abort()
-        hashes.abort()
-        shutil.rmtree(directory, ignore_errors=True)
-        log.exception("input %s failed", spec.location)
-        record.status, record.error = "failed", f"{spec.location}: {type(exc).__name__}: {exc}"
-        record.records_in, record.seconds = stats.records_in, time.perf_counter() - started
-        return record
-    record.sha256 = sha256_file(spec.path)
-    record.records_in, record.docs_kept = stats.records_in, stats.kept
-    record.drops, record.errors = _drop_rows(stats), stats.errors
-    record.status = "partial" if any(d["reason"] == "truncated_input" for d in record.drops) else "done"
-    record.seconds = time.perf_counter() - started
-    write_json_atomic(marker_path, {**expect, "record": record.to_dict(), "staged": staged})
-    return record
+    phase = InputPhase(
+        directory=directory, marker=_extract_marker(spec, ctx, recipe.units),
+        read=lambda: recipe.read_raw(spec), steps=recipe.pre_steps(),
+        sinks=lambda: [UnitSink(ctx.out, UnitFiles(directory / "units"), recipe.units)],
+    )
+    return run_input_phase(phase, spec, ctx)
 
 
 # -- phase B: group dedup -------------------------------------------------------------------
@@ -273,38 +259,25 @@ def dedup_group(ctx: RunContext, keys: Sequence[str], memory_bytes: int) -> dict
     present = [k for k in keys if UnitFiles(extract_dir(ctx.out, ctx.source, k) / "units").hashes.exists()]
     files = [UnitFiles(extract_dir(ctx.out, ctx.source, k) / "units") for k in present]
     group_id = hashlib.sha256(json.dumps(sorted(keys)).encode()).hexdigest()[:16]
-    marker_path = state_path(ctx.out, ctx.source + EXTRACT_SUFFIX, f"group-{group_id}", "dedup")
-    expect = {**ctx.marker_key(), "keys": list(present),
-              "hash_files": [_file_identity(f.hashes) for f in files]}
-    marker = load_marker(marker_path, expect)
-    if marker is not None and all(f.mask.exists() for f in files):
-        return marker["stats"]
+    marker = Marker(state_path(ctx.out, ctx.source + EXTRACT_SUFFIX, f"group-{group_id}", "dedup"),
+                    {**ctx.marker_key(), "keys": list(present),
+                     "hash_files": [_file_identity(f.hashes) for f in files]})
+    finished = marker.load(ctx.out)
+    if finished is not None:
+        return dict(finished["stats"])
     found = mark_duplicates(files, memory_bytes)
     for key in present:
         state_path(ctx.out, ctx.source, key, "stage").unlink(missing_ok=True)
     stats = {"inputs": len(present), "units": found.units, "duplicates": found.duplicates, "buckets": found.buckets}
-    write_json_atomic(marker_path, {**expect, "stats": stats})
+    masks = [{"path": f.mask.relative_to(ctx.out).as_posix(), "bytes": f.mask.stat().st_size} for f in files]
+    marker.write({"stats": stats}, outputs=masks)
     return stats
-
-
-# -- records ----------------------------------------------------------------------------------
-def merge_records(extracted: InputRecord, staged: InputRecord) -> InputRecord:
-    """One record per input: phase A's reads and drops plus phase C's drops and kept count."""
-    merged = InputRecord.from_dict(staged.to_dict())
-    merged.records_in = extracted.records_in
-    merged.drops = extracted.drops + staged.drops
-    merged.errors = (extracted.errors + staged.errors)[:200]
-    merged.seconds = extracted.seconds + staged.seconds
-    merged.sha256 = extracted.sha256 or staged.sha256
-    if staged.status == "done" and extracted.status == "partial":
-        merged.status = "partial"
-    return merged
 
 
 def clean_extracted(ctx: RunContext, keys: Sequence[str]) -> None:
     """Remove phase A and B files once a run finished (phase A is the costly part: keep on failure)."""
     for key in keys:
         shutil.rmtree(extract_dir(ctx.out, ctx.source, key), ignore_errors=True)
-        _extract_marker(ctx, key).unlink(missing_ok=True)
+        state_path(ctx.out, ctx.source + EXTRACT_SUFFIX, key, "extract").unlink(missing_ok=True)
     for marker in (ctx.out / "_state" / (ctx.source + EXTRACT_SUFFIX)).glob("group-*.dedup.json"):
         marker.unlink(missing_ok=True)

@@ -31,14 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from core.atomic import atomic_path
 from core.document import Document, Drop, InputSpec, make_doc_id
+from core.exact import exact_hash
 from core.filters.code_quality import CodeFilterSettings, code_steps
-from core.layout import staging_dir
-from core.pipeline import HASH_SCHEMA
 from core.steps import Record, Step
 from sources.licenses import DEFAULT_ALLOWED, LICENSE_FILE, RepoLicense, detect_repo_license, row_license
 
@@ -306,6 +301,17 @@ class GithubRecipe:
 
     settings: GithubSettings = field(default_factory=GithubSettings)
     name: str = SOURCE
+    raw_dedup: bool = False
+
+    def dedup_key(self, doc: Document) -> bytes:
+        """Exact-dedup key: the normalized cleaned text, or (``raw_dedup``) the raw file content.
+
+        RedPajama hashed raw content before cleaning; the reader keeps that file's SHA256 in
+        ``meta["content_sha256"]``, so the key travels with the document itself.
+        """
+        if self.raw_dedup:
+            return bytes.fromhex(doc.meta["content_sha256"])
+        return exact_hash(doc.text)
 
     def input_language(self, spec: InputSpec) -> str | None:
         """Inputs mix languages: each document carries its own."""
@@ -324,27 +330,3 @@ class GithubRecipe:
     def partition(self, doc: Document) -> str:
         """One directory per programming language."""
         return doc.language or "other"
-
-
-# -- exact dedup on raw content ---------------------------------------------------------------
-def rewrite_hashes_raw(out: Path, source: str, key: str) -> int:
-    """Replace a staged input's dedup keys by the SHA256 of each file's *raw* content.
-
-    The pipeline's run-wide exact dedup hashes normalized cleaned text; RedPajama hashed raw
-    content before cleaning. Rewriting ``hashes.parquet`` between staging and the run-wide
-    dedup query switches to RedPajama's key without touching the shards. Returns the row count.
-    """
-    stage = staging_dir(out, source, key)
-    target = stage / "hashes.parquet"
-    if not target.exists():
-        return 0
-    ordinals: list[int] = []
-    digests: list[bytes] = []
-    for part in sorted(stage.glob("part-*.parquet")):
-        for meta in pq.read_table(part, columns=["meta"]).column("meta").to_pylist():
-            ordinals.append(len(ordinals))
-            digests.append(bytes.fromhex(json.loads(meta)["content_sha256"]))
-    with atomic_path(target) as tmp:
-        pq.write_table(pa.table({"ordinal": ordinals, "hash": digests}, schema=HASH_SCHEMA), tmp,
-                       compression="zstd")
-    return len(ordinals)

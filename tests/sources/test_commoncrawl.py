@@ -16,6 +16,7 @@ from core.pipeline import (
     RunContext,
     finalize_input,
     find_exact_duplicates,
+    merge_records,
     scope_hash,
     stage_input,
 )
@@ -57,7 +58,7 @@ def run_phases(recipe: cc.GroupedDedupRecipe, specs: list[InputSpec], out: Path,
     extracted = {s.key: cc.extract_input(recipe, s, ctx) for s in specs}
     for group in cc.make_groups([s.key for s in specs], group_files):
         cc.dedup_group(ctx, group, memory)
-    staged = {s.key: cc.merge_records(extracted[s.key], stage_input(recipe, s, ctx)) for s in specs}
+    staged = {s.key: merge_records(extracted[s.key], stage_input(recipe, s, ctx)) for s in specs}
     keys = [s.key for s in specs]
     find_exact_duplicates(ctx, keys)
     scope = scope_hash(keys, ctx.config_hash)

@@ -24,7 +24,6 @@ from sources.github import (
     is_binary,
     language_for,
     repo_list_payload,
-    rewrite_hashes_raw,
     skip_reason,
 )
 
@@ -164,7 +163,7 @@ def test_binary_detection_is_nul_in_head(data: bytes) -> None:
     assert is_binary(data) == (b"\x00" in data[:8000])
 
 
-def test_raw_dedup_keys_rewrite(tmp_path: Path) -> None:
+def test_raw_dedup_key_hashes_raw_content(tmp_path: Path) -> None:
     text = "value = compute(1)\nother = compute(2)\n"
     rows = [{"repo_name": "o/r", "path": "a.py", "license": "mit", "content": "# Copyright 2020 A\n" + text},
             {"repo_name": "o/s", "path": "a.py", "license": "mit", "content": "# Copyright 2021 B\n" + text}]
@@ -174,8 +173,10 @@ def test_raw_dedup_keys_rewrite(tmp_path: Path) -> None:
     hashes = tmp_path / "out" / "_staging" / "github" / "rows.jsonl.gz" / "hashes.parquet"
     cleaned = pq.read_table(hashes).column("hash").to_pylist()
     assert record.docs_kept == 2 and cleaned[0] == cleaned[1]  # same code once headers are gone
-    assert rewrite_hashes_raw(ctx.out, "github", path.name) == 2
-    raw = pq.read_table(hashes).column("hash").to_pylist()
+    raw_ctx = RunContext(tmp_path / "raw", "github", "cfg", ShardLimits(), "github")
+    stage_input(GithubRecipe(raw_dedup=True), InputSpec(str(path), path, path.name), raw_ctx)
+    raw_hashes = tmp_path / "raw" / "_staging" / "github" / "rows.jsonl.gz" / "hashes.parquet"
+    raw = pq.read_table(raw_hashes).column("hash").to_pylist()
     assert raw[0] != raw[1] and raw[0] == hashlib.sha256(rows[0]["content"].encode()).digest()  # type: ignore[union-attr]
 
 
