@@ -427,7 +427,7 @@ def parent_key(parent_id: str | None, link: str) -> tuple[str | None, str | None
 def build_thread(link: str, rows: Sequence[dict[str, Any]], filters: RedditFilters) -> ThreadResult:
     """Rebuild one thread's reply tree and cut it into root-to-leaf paths.
 
-    Rows come sorted by (kind, created, id), so the result does not depend on dump order.
+    Top-level comments are taken in (created, id) order, so the result does not depend on dump order.
     Comments whose parent is absent or which sit on a reply cycle are dropped with their
     subtree (``missing_parent``, ``reply_cycle``); a filtered comment takes its replies with it
     (``ancestor_filtered``); turns deeper than ``max_depth`` are ``too_deep``.
@@ -451,7 +451,7 @@ def build_thread(link: str, rows: Sequence[dict[str, Any]], filters: RedditFilte
         node.parent = parent
         nodes[node.id] = node
     roots: list[str] = []
-    for node in nodes.values():
+    for node in sorted(nodes.values(), key=lambda n: (n.created, n.id)):  # dump order must not matter
         if node.parent is None:
             roots.append(node.id)
         elif node.parent in nodes:
@@ -516,14 +516,16 @@ def _has_kept_child(node: Node, nodes: dict[str, Node], depth: int, filters: Red
 def _choose_paths(leaves: list[list[Node]], filters: RedditFilters, result: ThreadResult) -> None:
     """Keep at most ``max_paths_per_root`` paths of one root: best leaf score, then longest, then id."""
     ranked = sorted(leaves, key=lambda p: (-p[-1].score, -len(p), p[-1].created, p[-1].id))
+    kept: list[list[Node]] = []
     for index, path in enumerate(ranked):
         if len(path) < filters.min_turns:
             result.path_drops.append(("too_few_turns", path))
         elif filters.max_paths_per_root and index >= filters.max_paths_per_root:
             result.path_drops.append(("path_limit", path))
         else:
-            result.paths.append(path)
-    result.paths.sort(key=lambda p: [(n.created, n.id) for n in p])
+            kept.append(path)
+    kept.sort(key=lambda p: [(n.created, n.id) for n in p])
+    result.paths.extend(kept)
 
 
 # -- reading one input -------------------------------------------------------------------------
