@@ -6,21 +6,20 @@ import random
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.layout import duplicates_path
-from core.manifest import InputRecord
+from core.pipeline import RunContext, add_drops
+from core.shards import ShardLimits
 from dedupe.near_books import (
     BookSignature,
     NearDupSettings,
     NearMatch,
-    add_to_duplicate_list,
+    drop_rows,
     find_near_duplicates,
     read_matches,
-    relabel_near_duplicates,
     shingle_hashes,
     signature,
     write_matches,
@@ -101,29 +100,24 @@ def test_real_books_are_not_near_duplicates_of_each_other(realdata: Path) -> Non
     assert [(m.input_key, m.matched_input_key) for m in matches] == [(f"in{len(texts)}", "in0")]
 
 
-def record_with_dups(n: int) -> InputRecord:
-    return InputRecord(input_key="b", source="books", location="b", language=None, config_hash="c", docs_kept=5,
-                       drops=[{"step": "dedup_exact", "reason": "duplicate_exact", "language": "en", "count": n}])
-
-
 def match(ordinal: int) -> NearMatch:
     return NearMatch("b", ordinal, f"id{ordinal}", "T", "en", "a", 0, "id-a", "Orig", 0.95, "jaccard")
 
 
-def test_relabel_moves_counts_and_names_the_match() -> None:
-    fixed = relabel_near_duplicates(record_with_dups(3), [match(1), match(2)])
-    reasons = {(d["reason"], d["count"]) for d in fixed.drops}
-    assert reasons == {("duplicate_exact", 1), ("near_duplicate", 2)}
-    assert fixed.docs_dropped == 3
-    assert "matched id-a (Orig" in fixed.errors[0]["detail"] and fixed.errors[0]["reason"] == "near_duplicate"
-    assert relabel_near_duplicates(fixed, [match(1), match(2)]) is fixed  # idempotent
+def test_drop_rows_carry_reason_and_match() -> None:
+    rows = drop_rows([match(2), match(1)])
+    assert [r["ordinal"] for r in rows] == [1, 2]
+    assert {(r["step"], r["reason"], r["matched_id"]) for r in rows} == {("dedup_near", "near_duplicate", "id-a")}
+    assert "matched id-a (Orig" in rows[0]["detail"] and "jaccard 0.950" in rows[0]["detail"]
 
 
-def test_duplicate_list_union_and_match_table_round_trip(tmp_path: Path) -> None:
-    path = duplicates_path(tmp_path, "books")
-    path.parent.mkdir(parents=True)
-    pq.write_table(pa.table({"input_key": ["b"], "ordinal": pa.array([4], pa.int64())}), path)
-    add_to_duplicate_list(tmp_path, "books", [match(1), match(4)])
-    assert pq.read_table(path).to_pylist() == [{"input_key": "b", "ordinal": 1}, {"input_key": "b", "ordinal": 4}]
+def test_drop_list_keeps_first_reason_and_match_table_round_trip(tmp_path: Path) -> None:
+    ctx = RunContext(tmp_path, "books", "cfg", ShardLimits(), "books")
+    exact = {"input_key": "b", "ordinal": 4, "id": "id4", "step": "dedup_exact", "reason": "duplicate_exact",
+             "matched_id": "id0", "detail": None}
+    assert add_drops(ctx, [exact]) == 1
+    assert add_drops(ctx, drop_rows([match(1), match(4)])) == 1  # ordinal 4 keeps its exact reason
+    rows = pq.read_table(duplicates_path(tmp_path, "books")).to_pylist()
+    assert [(r["ordinal"], r["reason"]) for r in rows] == [(1, "near_duplicate"), (4, "duplicate_exact")]
     write_matches(tmp_path, "books", [match(1)])
     assert read_matches(tmp_path, "books") == [match(1)]
