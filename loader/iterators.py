@@ -14,6 +14,7 @@ import contextlib
 import copy
 import queue
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -172,44 +173,71 @@ class Batch:
 _END = object()
 
 
+class _Reader:
+    """The background side of a :class:`Prefetch`: thread, queue and stop flag, without the Prefetch.
+
+    Kept apart so that a ``weakref.finalize`` can stop the thread at interpreter exit without
+    keeping the Prefetch alive. A daemon thread still running torch code while the interpreter
+    tears down its native runtimes aborts the process (``terminate called without an active
+    exception``, exit code 134): the thread must be stopped and joined before that, every time.
+    """
+
+    def __init__(self, upstream: Any, depth: int) -> None:
+        self.stop = threading.Event()
+        self.queue: queue.Queue[Any] = queue.Queue(maxsize=depth)
+        self.thread = threading.Thread(target=self._run, args=(upstream,), daemon=True, name="kinda-prefetch")
+        self.thread.start()
+
+    def _run(self, upstream: Any) -> None:
+        try:
+            while not self.stop.is_set():
+                try:
+                    item = next(upstream)
+                except StopIteration:
+                    self.queue.put((_END, None))
+                    return
+                self.queue.put((item, copy.deepcopy(upstream.state_dict())))
+        except BaseException as exc:  # hand the error to the consumer
+            self.queue.put((exc, None))
+
+    def halt(self) -> None:
+        """Stop the thread and wait for it (draining the queue so a blocked ``put`` returns)."""
+        self.stop.set()
+        if threading.current_thread() is self.thread:  # collected inside its own thread: it ends by itself
+            return
+        while self.thread.is_alive():
+            with contextlib.suppress(queue.Empty):
+                self.queue.get(timeout=0.01)
+        self.thread.join()
+
+
 class Prefetch:
-    """Reads ``depth`` items ahead in a background thread; the state is that of the last item handed out."""
+    """Reads ``depth`` items ahead in a background thread; the state is that of the last item handed out.
+
+    The thread is stopped by :meth:`close`, by ``load_state_dict``, when the Prefetch is garbage
+    collected, and at interpreter exit (a ``weakref.finalize``), whichever comes first.
+    """
 
     def __init__(self, upstream: Any, depth: int = 2) -> None:
         self.upstream, self.depth = upstream, max(1, depth)
         self._state = copy.deepcopy(upstream.state_dict())
-        self._queue: queue.Queue[Any] | None = None
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
+        self._reader: _Reader | None = None
+        self._finalizer: weakref.finalize | None = None
 
     def __iter__(self) -> Prefetch:
         return self
 
-    def _run(self, out: queue.Queue[Any], stop: threading.Event) -> None:
-        try:
-            while not stop.is_set():
-                try:
-                    item = next(self.upstream)
-                except StopIteration:
-                    out.put((_END, None))
-                    return
-                out.put((item, copy.deepcopy(self.upstream.state_dict())))
-        except BaseException as exc:  # hand the error to the consumer
-            out.put((exc, None))
-
-    def _start(self) -> None:
-        self._stop = threading.Event()
-        self._queue = queue.Queue(maxsize=self.depth)
-        self._thread = threading.Thread(target=self._run, args=(self._queue, self._stop), daemon=True)
-        self._thread.start()
+    def _start(self) -> _Reader:
+        reader = _Reader(self.upstream, self.depth)
+        self._reader = reader
+        self._finalizer = weakref.finalize(self, reader.halt)
+        return reader
 
     def __next__(self) -> Any:
-        if self._queue is None:
-            self._start()
-        assert self._queue is not None
-        item, state = self._queue.get()
+        reader = self._reader or self._start()
+        item, state = reader.queue.get()
         if item is _END:
-            self._queue.put((_END, None))
+            reader.queue.put((_END, None))
             raise StopIteration
         if isinstance(item, BaseException):
             raise item
@@ -217,14 +245,10 @@ class Prefetch:
         return item
 
     def _halt(self) -> None:
-        if self._thread is not None:
-            self._stop.set()
-            assert self._queue is not None
-            while self._thread.is_alive():
-                with contextlib.suppress(queue.Empty):
-                    self._queue.get(timeout=0.01)
-            self._thread = None
-            self._queue = None
+        if self._finalizer is not None:
+            self._finalizer()  # runs reader.halt once, and no more at exit
+        self._reader = None
+        self._finalizer = None
 
     def state_dict(self) -> State:
         """The upstream's state as of the last item handed out (transparent: same shape with or without prefetch)."""

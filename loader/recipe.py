@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -169,11 +170,19 @@ class Recipe(BaseModel):
         return Mix(streams, [c.weight for c in self.components], seed), [pool]
 
 
+def _close_all(closers: Sequence[Any]) -> None:
+    for closer in closers:
+        closer.close()
+
+
 class LoaderIterator:
     """Batches for one rank, with a state that resumes exactly, also with another world size."""
 
     def __init__(self, chain: Any, header: dict[str, Any], closers: Sequence[Any] = ()) -> None:
-        self.chain, self.header, self._closers = chain, header, list(closers)
+        self.chain, self.header = chain, header
+        # Closed at the latest at interpreter exit: a prefetch thread or tokenizer pool left running
+        # while the interpreter tears down torch aborts the process (exit code 134).
+        self._finalizer = weakref.finalize(self, _close_all, list(closers))
 
     def __iter__(self) -> LoaderIterator:
         return self
@@ -193,9 +202,8 @@ class LoaderIterator:
         self.chain.load_state_dict(state["pipeline"])
 
     def close(self) -> None:
-        """Stop background threads and worker processes."""
-        for closer in self._closers:
-            closer.close()
+        """Stop background threads and worker processes (idempotent; also runs at interpreter exit)."""
+        self._finalizer()
 
     def __enter__(self) -> LoaderIterator:
         return self
