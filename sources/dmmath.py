@@ -41,6 +41,7 @@ from core.compressed import CODEC_ERRORS, TruncatedInputError, open_binary
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import Record, Step
 from sources.pile import PileLine, iter_pile
+from sources.tar_stream import open_tar_stream
 
 SOURCE = "dm_math"
 LIST_SUFFIX = ".dmmath.json"
@@ -173,7 +174,7 @@ def iter_package(path: Path, settings: DmMathSettings) -> Iterator[Record]:
     name = path.name
     done = 0
     try:
-        with tarfile.open(path, mode="r|*") as archive:
+        with open_tar_stream(path) as archive:
             for member in archive:
                 member_path = PurePosixPath(member.name)
                 split = split_of(member_path)

@@ -47,6 +47,7 @@ from sources.pubmed_jats import (
     parse_article,
     render,
 )
+from sources.tar_stream import open_tar_stream
 
 CENTRAL = "pubmed_central"
 ABSTRACTS = medline.SOURCE
@@ -118,7 +119,7 @@ def iter_package(path: Path, settings: CentralSettings) -> Iterator[Record]:
     number = 0
     name = path.name
     try:
-        with tarfile.open(path, mode="r|*") as archive:
+        with open_tar_stream(path) as archive:
             for member in archive:
                 if not is_article_name(member.name):
                     continue

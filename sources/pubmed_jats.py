@@ -297,12 +297,14 @@ class Renderer:
         label, title = node.find("label"), node.find("title")
         heading = " ".join(t for t in (self.text_of(label) if label is not None else "",
                                        self.text_of(title) if title is not None else "") if t)
-        blocks = [heading] if heading else []
+        mark = len(self.headings)
         if heading:
             self.headings.append(heading)
-        for child in node:
-            blocks.extend(self.block(child))
-        return blocks if len(blocks) > (1 if heading else 0) else []
+        blocks = [b for child in node for b in self.block(child)]
+        if not blocks:  # only file lists or figures of other places: no heading without content
+            del self.headings[mark:]
+            return []
+        return [heading, *blocks] if heading else blocks
 
     def captioned(self, node: Any, name: str) -> list[str]:
         """A figure or table: ``Label: caption`` and, for tables in linearize mode, the rows."""
@@ -426,6 +428,8 @@ def licence_of(root: Any, open_access_pi: bool) -> dict[str, Any]:
 # -- article --------------------------------------------------------------------------------
 def parse_article(data: bytes) -> Any:
     """Parse bytes safely; raise UnsafeXmlError for entity declarations, XMLSyntaxError when broken."""
+    if b"<!ENTITY" in data:  # only markup can hold it (text would carry &lt;): refuse before libxml2 sees it
+        raise UnsafeXmlError("the document declares entities; they are never resolved")
     root = etree.fromstring(data, make_parser())
     internal = root.getroottree().docinfo.internalDTD
     if internal is not None and any(True for _ in internal.iterentities()):
