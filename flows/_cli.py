@@ -67,10 +67,10 @@ class Flag:
             parser.add_argument(self.name, dest=dest, action="store_true", default=None, help=self.help)
         elif self.many:
             parser.add_argument(self.name, dest=dest, action="append", type=self.type, required=self.required,
-                                help=self.help)
+                                metavar=self.metavar, help=self.help)
         else:
             parser.add_argument(self.name, dest=dest, type=self.type, choices=self.choices, required=self.required,
-                                help=self.help)
+                                metavar=None if self.choices else self.metavar, help=self.help)
 
     def value(self, args: argparse.Namespace) -> Any:
         """The flag's value for the config, or None when not given."""
@@ -81,6 +81,10 @@ class Flag:
 
     def _dest(self) -> str:
         return "flag_" + self.name.lstrip("-").replace("-", "_")
+
+    @property
+    def metavar(self) -> str:
+        return self.name.lstrip("-").replace("-", "_").upper()
 
 
 def one_line(exc: BaseException) -> str:
@@ -113,7 +117,12 @@ class FlowCLI(Generic[C]):
 
     @property
     def prog(self) -> str:
-        return f"python -m flows.{self.flow.fn.__module__.rsplit('.', 1)[-1]}"
+        """``python -m flows.<module>``, also when the module runs as ``__main__``."""
+        module = self.flow.fn.__module__
+        if module == "__main__":
+            spec = getattr(sys.modules["__main__"], "__spec__", None)
+            module = spec.name if spec is not None else module
+        return f"python -m {module}"
 
     def parser(self) -> argparse.ArgumentParser:
         """The argument parser: the flow's flags, then the options every flow shares."""

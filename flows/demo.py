@@ -12,27 +12,25 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
-from flows._source_flow import cli_main
-from flows.wikipedia import DEFAULT_CONFIG, WikipediaConfig, run
+from flows._cli import Flag, FlowCLI
+from flows._source_flow import print_summary
+from flows.wikipedia import WikipediaConfig, wikipedia_flow
 from sources.wikipedia_sample import write_sample_dumps
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Generate the sample corpus and process it."""
-    parser = argparse.ArgumentParser(prog="python -m flows.demo", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=Path("data"), help="output root (default: %(default)s)")
-    parser.add_argument("--pages", type=int, default=300, help="pages per sample dump (default: %(default)s)")
-    parser.add_argument("--workers", type=int, default=0, help="parallel tasks (default: one per core)")
-    args = parser.parse_args(argv)
-    dumps = write_sample_dumps(args.out / "sample", pages=args.pages)
+def sample_dumps(args: argparse.Namespace) -> dict[str, Any]:
+    """Generate the sample corpus under ``<out>/sample`` and read it (``--pages`` per dump)."""
+    out = Path(args.out or "data")
+    dumps = write_sample_dumps(out / "sample", pages=args.flag_pages or 300)
     print("sample dumps:", *[str(d) for d in dumps], sep="\n  ")
-    config = WikipediaConfig.from_yaml(
-        DEFAULT_CONFIG, {"out": str(args.out), "dumps": [str(d) for d in dumps], "workers": args.workers}
-    )
-    return cli_main(lambda: run(config))
+    return {"out": str(out), "dumps": [str(d) for d in dumps]}
 
+
+cli = FlowCLI(wikipedia_flow, WikipediaConfig, "wikipedia.yaml", __doc__, report=print_summary, prepare=sample_dumps,
+              flags=[Flag("--pages", "", "pages per sample dump (default: 300)", type=int)])
+main = cli.main
 
 if __name__ == "__main__":
     sys.exit(main())
