@@ -34,6 +34,7 @@ anyway, so sharing is correct, only serial).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import pickle
 import select
@@ -58,6 +59,8 @@ _HEADER = struct.Struct(">Q")
 #: second; 30 s is ~1000x a normal record and still lets a whole input finish.
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MAX_INPUT = 16 << 20
+#: How long a new helper may take to start and import the cleaner's module (not a record's time).
+STARTUP_TIMEOUT_S = 120.0
 
 #: The helper's bootstrap: take the parent's ``sys.path`` from the first frame, so it imports
 #: exactly what the parent would, then serve. Kept tiny because it runs before any import.
@@ -130,7 +133,12 @@ def _serve() -> None:
             func = functions.get(func_key)
             if func is None:
                 func = functions[func_key] = pickle.loads(func_key)
-            answer = ("ok", func(*args, **kwargs))
+            if args is None:  # the load request: import the cleaner and what it names to preload
+                for module in kwargs:
+                    importlib.import_module(module)
+                answer = ("ok", None)
+            else:
+                answer = ("ok", func(*args, **kwargs))
         except MemoryError:
             answer = ("oom", None)
         except Exception as exc:  # the cleaner's own error goes back to the caller
@@ -242,7 +250,9 @@ class BoundedCleaner(Generic[R]):
     ``run(record, *args)`` returns the cleaner's result, or a :class:`Drop` (``cleaner_timeout``,
     ``record_too_large``, ``cleaner_crashed``) naming ``record``. Exceptions the cleaner raises
     are raised again here, so callers keep their own error handling. ``func`` and the arguments
-    must pickle (a module-level function, or a ``functools.partial`` of one).
+    must pickle (a module-level function, or a ``functools.partial`` of one). ``preload`` names
+    modules the cleaner imports lazily (``trafilatura``): a new helper imports them before its
+    first record, so the import is not charged to that record's time.
     """
 
     def __init__(
@@ -253,8 +263,10 @@ class BoundedCleaner(Generic[R]):
         max_input: int = DEFAULT_MAX_INPUT,
         inline_below: int = 0,
         memory_limit: int | None = None,
+        preload: tuple[str, ...] = (),
     ) -> None:
         self.func = func
+        self.preload = preload
         self.timeout_s = timeout_s
         self.max_input = max_input
         self.inline_below = inline_below
@@ -295,7 +307,23 @@ class BoundedCleaner(Generic[R]):
                 helper.kill()
             helper = self._holder[0] = _Helper(self.memory_limit)
             self.starts += 1
+            self._load(helper)
         return helper
+
+    def _load(self, helper: _Helper) -> None:
+        """Import the cleaner in a new helper before any record's clock starts.
+
+        Importing a cleaner's module (lxml, duckdb, mwparserfromhell) can take seconds on a busy
+        machine; charged to the first record, it would turn into a false ``cleaner_timeout``.
+        """
+        request = pickle.dumps((self._func_key, None, list(self.preload)), protocol=pickle.HIGHEST_PROTOCOL)
+        answer = helper.receive(time.monotonic() + STARTUP_TIMEOUT_S) if helper.send(request) else None
+        status, value = pickle.loads(answer) if answer is not None else ("dead", None)
+        if status != "ok":
+            helper.kill()
+            self._holder[0] = None
+            detail = value if status == "err" else f"no answer within {STARTUP_TIMEOUT_S:g} s"
+            raise CleanerError(f"the cleaner {self.func!r} could not be loaded in its helper: {detail}")
 
     def _round_trip(self, record: str, request: bytes) -> R | Drop:
         helper = self._helper()

@@ -17,6 +17,7 @@ before trafilatura runs (extraction is the slowest step by far, about 10 pages/s
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import html as html_lib
 import logging
@@ -32,10 +33,11 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeadersParser, StatusAndHeadersParserException
 
+from core.bounded import BoundedCleaner
 from core.compressed import CODEC_ERRORS, TruncatedInputError
 from core.document import Document, Drop, make_doc_id
 from core.steps import Record
-from sources.html_text import BoundedExtractor, ExtractionTimeout, ExtractOptions, decode_html
+from sources.html_text import ExtractOptions, decode_html, extract_text
 
 log = logging.getLogger(__name__)
 
@@ -94,30 +96,44 @@ def _read_bounded(stream: BinaryIO, limit: int) -> bytes | None:
     return None if len(data) > limit else data
 
 
+class WarcCut(RuntimeError):
+    """The WARC file ends (or is corrupt) here; deliberately not an ``EOFError``, see below."""
+
+
 class _StrictStream:
-    """A decompressed stream whose codec errors are not ``EOFError``.
+    """A decompressed stream whose codec errors are not ``EOFError``, and stay raised.
 
     warcio reads ``.gz`` itself with a zlib object that ends quietly at a cut, and it treats
-    ``EOFError`` as a normal end of file; both would hide a truncated input. We decompress with
-    :mod:`gzip` (which notices a missing end-of-stream marker) and re-raise its errors as
-    :class:`TruncatedInputError`, which warcio lets through.
+    ``EOFError`` as a normal end of file (a cut inside a record's headers ended the file with no
+    trace); both would hide a truncated input. We decompress with :mod:`gzip` (which notices a
+    missing end-of-stream marker) and re-raise its errors as :class:`WarcCut`, which warcio lets
+    through. Once cut, every later read raises again, so whoever reads next learns it too.
     """
 
     def __init__(self, raw: BinaryIO) -> None:
         self.raw = raw
+        self.cut: WarcCut | None = None
+
+    def _fail(self, exc: BaseException) -> WarcCut:
+        self.cut = self.cut or WarcCut(f"{type(exc).__name__}: {exc}")
+        return self.cut
 
     def read(self, size: int = -1) -> bytes:
+        if self.cut is not None:
+            raise self.cut
         # read1: one decompression step, so the data before a cut is returned before the error
         try:
             return self.raw.read1(size) if size > 0 and hasattr(self.raw, "read1") else self.raw.read(size)
         except CODEC_ERRORS as exc:
-            raise TruncatedInputError(f"{type(exc).__name__}: {exc}") from exc
+            raise self._fail(exc) from exc
 
     def readline(self, size: int = -1) -> bytes:
+        if self.cut is not None:
+            raise self.cut
         try:
             return self.raw.readline(size)
         except CODEC_ERRORS as exc:
-            raise TruncatedInputError(f"{type(exc).__name__}: {exc}") from exc
+            raise self._fail(exc) from exc
 
     def tell(self) -> int:
         return self.raw.tell()
@@ -141,13 +157,33 @@ class WarcRecords:
         self.limits = limits or WarcLimits()
 
     def __iter__(self) -> Iterator[WarcPage | Drop]:
+        """Every counted record once; a cut input is exactly one ``truncated_input`` drop.
+
+        The drop is the cut record when the cut falls inside a counted record (its outcome is
+        then ``truncated_input``, not also another reason), else "after WARC record #n" (the
+        next record's header was cut, or the readable data ended between records).
+        """
         number = 0
         try:
             with contextlib.closing(open_warc(self.path)) as handle:
                 for number, record in enumerate(ArchiveIterator(handle, no_record_parse=True), start=1):
-                    if record.rec_type in COUNTED_TYPES:
-                        yield self._page_or_drop(record, number)
-        except (ArchiveLoadFailed, TruncatedInputError, *CODEC_ERRORS) as exc:
+                    if record.rec_type not in COUNTED_TYPES:
+                        continue
+                    try:
+                        outcome = self._page_or_drop(record, number)
+                        # read the rest of the record (warcio would, to skip it): a cut inside a
+                        # record already decided (too_large, not_html, a page) must be found here,
+                        # not at the next record's header as a second drop for the same record
+                        while record.raw_stream.read(1 << 16):
+                            pass
+                    except WarcCut as exc:
+                        url = _header(record, "WARC-Target-URI") or ""
+                        record_id = _header(record, "WARC-Record-ID") or f"record#{number}"
+                        yield Drop("truncated_input", f"{self.location}: {record_id} {url}",
+                                   f"cut inside WARC record #{number}: {exc}")
+                        return
+                    yield outcome
+        except (ArchiveLoadFailed, WarcCut, TruncatedInputError, *CODEC_ERRORS) as exc:
             yield Drop("truncated_input", f"{self.location}: after WARC record #{number}",
                        f"{type(exc).__name__}: {exc}")
 
@@ -196,6 +232,8 @@ class WarcRecords:
             return Drop("not_html", where)
         try:
             body = _read_bounded(record.content_stream(), self.limits.max_body_bytes)
+        except WarcCut:
+            raise  # the file is cut, not the HTTP body broken
         except Exception as exc:  # broken chunking / gzip / brotli inside the HTTP body
             return Drop("bad_http_body", where, f"{type(exc).__name__}: {exc}")
         if body is None:
@@ -233,14 +271,15 @@ class WarcReader:
     min_text_chars: int = 1
 
     def __iter__(self) -> Iterator[Record]:
-        extractor = BoundedExtractor(self.extract)
-        try:
+        # trafilatura runs lxml and regular expressions in C, where SIGALRM cannot stop it: each
+        # page is extracted in core.bounded's killable helper, in any runner (threads, process
+        # pools, Dask's daemonic workers); an overrun page is one cleaner_timeout drop.
+        with BoundedCleaner(functools.partial(extract_text, options=self.extract), timeout_s=self.extract.timeout_s,
+                            max_input=self.limits.max_body_bytes, preload=("trafilatura",)) as extractor:
             for item in WarcRecords(self.path, self.location, self.limits):
                 yield item if isinstance(item, Drop) else self._document(item, extractor)
-        finally:
-            extractor.close()
 
-    def _document(self, page: WarcPage, extractor: BoundedExtractor) -> Record:
+    def _document(self, page: WarcPage, extractor: BoundedCleaner[str]) -> Record:
         where = page.label(self.location)
         meta = {
             "url": page.url, "warc_record_id": page.refers_to or page.record_id, "digest": page.digest,
@@ -253,11 +292,12 @@ class WarcReader:
             if self.prefilter is not None and (reason := self.prefilter(visible_text(decoded.text))):
                 return Drop(reason, where)
             try:
-                text = extractor.extract(decoded.text)
-            except ExtractionTimeout as exc:
-                return Drop("extract_timeout", where, str(exc))
+                extracted = extractor.run(where, decoded.text)
             except Exception as exc:  # trafilatura / lxml failure on one page
                 return Drop("extract_error", where, f"{type(exc).__name__}: {exc}")
+            if isinstance(extracted, Drop):
+                return extracted
+            text = extracted
             meta.update({"charset": decoded.encoding, "charset_method": decoded.method})
         text = text.strip()
         if len(text) < self.min_text_chars:

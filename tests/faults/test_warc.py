@@ -1,0 +1,130 @@
+"""Fault injection, WARC/WET (Common Crawl, C4 from CC): cuts anywhere, bad records, slow pages.
+
+Files are written with warcio's own writer, one gzip member per record as Common Crawl does, and
+the writer's offsets give the independent truth: a cut input yields one outcome per counted record
+whose member is whole, plus exactly one ``truncated_input`` (the cut record or the end of the
+readable data), never two for one record.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from core.document import Document, Drop
+from sources.html_text import ExtractOptions
+from sources.warc import COUNTED_TYPES, WarcLimits, WarcReader, WarcRecords
+
+PARAGRAPH = ("The lighthouse keepers of the northern coast kept logbooks of storms and shipwrecks, and "
+             "their families trimmed wicks and wound the clockwork through the long winters. ")
+LIMITS = WarcLimits(max_body_bytes=64 * 1024)
+
+
+def page(number: int, paragraphs: int = 3) -> bytes:
+    body = "".join(f"<p>{number}: {PARAGRAPH}</p>" for _ in range(paragraphs))
+    return f"<html><head><title>Page {number}</title></head><body><article>{body}</article></body></html>".encode()
+
+
+def build_warc(path: Path, pages: int = 25) -> list[tuple[int, int, bool]]:
+    """Write a WARC (warcinfo, then request/response pairs) and return each member's (start, end, counted)."""
+    members: list[tuple[int, int, bool]] = []
+    with open(path, "wb") as handle:
+        writer = WARCWriter(handle, gzip=True)
+
+        def write(record, kind: str) -> None:  # type: ignore[no-untyped-def]
+            start = handle.tell()
+            writer.write_record(record)
+            members.append((start, handle.tell(), kind in COUNTED_TYPES))
+
+        write(writer.create_warcinfo_record(path.name, {"software": "test"}), "warcinfo")
+        for number in range(1, pages + 1):
+            url = f"https://example.org/{number}"
+            http_request = StatusAndHeaders("GET / HTTP/1.1", [("Host", "example.org")], is_http_request=True)
+            write(writer.create_warc_record(url, "request", payload=io.BytesIO(b""), http_headers=http_request),
+                  "request")
+            body = page(number, 600 if number % 7 == 0 else 3)  # every 7th is past the body bound
+            content_type = "image/png" if number % 5 == 0 else "text/html; charset=utf-8"
+            http = StatusAndHeaders("200 OK", [("Content-Type", content_type)], protocol="HTTP/1.1")
+            write(writer.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=http),
+                  "response")
+    return members
+
+
+def expected_outcomes(members: list[tuple[int, int, bool]], cut: int) -> set[int]:
+    """How many records a reader must yield for a file cut at ``cut`` (a set where the cut is ambiguous)."""
+    whole = sum(counted for _, end, counted in members if end <= cut)
+    if cut == 0 or any(end == cut for _, end, _ in members):
+        return {whole}  # a cut between gzip members is a valid (shorter) file: nothing to notice
+    inside = next(m for m in members if m[0] <= cut < m[1])
+    if inside[2] and cut >= inside[1] - 8:  # in the gzip trailer: the record itself is whole
+        return {whole + 1, whole + 2}
+    return {whole + 1}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(fraction=st.floats(0.0, 1.0))
+def test_cut_anywhere_counts_each_record_once(tmp_path_factory, fraction: float) -> None:  # type: ignore[no-untyped-def]
+    directory = tmp_path_factory.mktemp("warc")
+    path = directory / "whole.warc.gz"
+    members = build_warc(path)
+    data = path.read_bytes()
+    cut = int(len(data) * fraction)
+    (directory / "cut.warc.gz").write_bytes(data[:cut])
+    records = list(WarcRecords(directory / "cut.warc.gz", limits=LIMITS))
+    reasons = [r.reason for r in records if isinstance(r, Drop)]
+    assert len(records) in expected_outcomes(members, cut), (cut, reasons)
+    assert reasons.count("truncated_input") <= 1
+    if len(records) == sum(counted for _, end, counted in members if end <= cut) + 1:
+        assert reasons.count("truncated_input") == 1
+
+
+def test_cut_inside_a_large_record_is_that_record_only(tmp_path: Path) -> None:
+    """The case of the issue: a cut inside a decided record (too_large) used to be counted twice."""
+    path = tmp_path / "whole.warc.gz"
+    members = build_warc(path)
+    start, end, _ = members[14]  # the response of page 7: past the body bound
+    data = path.read_bytes()
+    (tmp_path / "cut.warc.gz").write_bytes(data[: (start + end) // 2])
+    records = list(WarcRecords(tmp_path / "cut.warc.gz", limits=LIMITS))
+    counted_before = sum(counted for _, e, counted in members if e <= start)
+    assert len(records) == counted_before + 1
+    assert isinstance(records[-1], Drop) and records[-1].reason == "truncated_input"
+    assert "example.org/7" in records[-1].record
+
+
+def test_slow_page_is_one_cleaner_timeout_and_the_file_goes_on(tmp_path: Path) -> None:
+    """Extraction runs in the killable helper: a page past the time bound is dropped, the next pages kept."""
+    path = tmp_path / "slow.warc.gz"
+    with open(path, "wb") as handle:
+        writer = WARCWriter(handle, gzip=True)
+        for number, body in enumerate([page(1), page(2, 24_000), page(3)], 1):  # page 2: 6 MB, ~1.5 s
+            http = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+            writer.write_record(writer.create_warc_record(f"https://example.org/{number}", "response",
+                                                          payload=io.BytesIO(body), http_headers=http))
+    reader = WarcReader(path, str(path), "cc", path.name, limits=WarcLimits(max_body_bytes=8 << 20),
+                        extract=ExtractOptions(timeout_s=0.25))
+    started = time.monotonic()
+    records = list(reader)
+    assert time.monotonic() - started < 30
+    assert len(records) == 3
+    kinds = [r.reason if isinstance(r, Drop) else "kept" for r in records]
+    assert kinds == ["kept", "cleaner_timeout", "kept"], kinds
+    assert isinstance(records[2], Document) and "3: The lighthouse" in records[2].text
+
+
+def test_oversized_decoded_page_never_reaches_the_extractor(tmp_path: Path) -> None:
+    path = tmp_path / "big.warc.gz"
+    with open(path, "wb") as handle:
+        writer = WARCWriter(handle, gzip=True)
+        for number, body in enumerate([page(1, 2000), page(2)], 1):
+            http = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+            writer.write_record(writer.create_warc_record(f"https://example.org/{number}", "response",
+                                                          payload=io.BytesIO(body), http_headers=http))
+    records = list(WarcReader(path, str(path), "cc", path.name, limits=WarcLimits(max_body_bytes=64 * 1024)))
+    assert [r.reason if isinstance(r, Drop) else "kept" for r in records] == ["too_large", "kept"]
