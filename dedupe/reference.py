@@ -37,6 +37,7 @@ from core.atomic import AtomicOutput, atomic_path, sha256_file, write_json_atomi
 from core.document import Drop
 from core.exact import exact_hash
 from core.layout import slug
+from core.pile_format import PileLine, iter_pile
 from dedupe.lsh import (
     BandKeyWriter,
     BandLayout,
@@ -51,7 +52,6 @@ from dedupe.lsh import (
     write_verified,
 )
 from dedupe.minhash import MinHashConfig, MinHasher, is_empty
-from sources.pile import PileLine, iter_pile
 
 INDEX_META = "index.json"
 INDEX_FORMAT = 1

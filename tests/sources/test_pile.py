@@ -103,7 +103,7 @@ def test_real_mini_pile(realdata: Path) -> None:
 
 
 def test_lines_spanning_decompression_blocks(tmp_path: Path, monkeypatch) -> None:
-    import sources.pile as pile
+    import core.pile_format as pile
 
     texts = ["x" * 50, "short", "y" * 120]
     shard = write_pile(tmp_path / "05.jsonl.zst", [pile_line(t) for t in texts])

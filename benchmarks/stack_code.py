@@ -12,7 +12,7 @@ rows/s is rows/s per core:
 * ``kinda-full``: reader plus the GitHub recipe's cleaning and filters (header removal, line
   length, alphanumeric fraction, alpha per token) through ``run_steps``.
 
-    nice -n 10 python benchmarks/code.py --rows 20000 --repeat 3
+    nice -n 10 python benchmarks/stack_code.py --rows 20000 --repeat 3
 """
 
 from __future__ import annotations

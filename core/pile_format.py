@@ -1,0 +1,126 @@
+"""Reading the Pile (v1) ``*.jsonl.zst`` shards, with a stable address for every document.
+
+The Pile is the dedup *reference* (G.3 = LLaMA minus the Pile) and also a source (DM
+Mathematics), so its reader sits here, below both ``dedupe/`` and ``sources/``. Every reference
+document keeps a human-checkable address: the shard's file name and the 1-based line number
+inside the decompressed shard (``zstdcat 00.jsonl.zst | sed -n 123p``).
+
+Reading is streamed (zstd frame by frame, one line at a time) and never raises for one bad line:
+non-UTF-8 bytes, invalid JSON, a missing or non-string ``text``, and empty text each become a
+counted :class:`~core.document.Drop` naming shard and line; a truncated or corrupt ``.zst``
+ends the shard with one ``truncated_input`` drop after everything readable was yielded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import zstandard
+
+from core.compressed import CODEC_ERRORS, TruncatedInputError, open_binary
+from core.document import Drop
+
+UNKNOWN_SET = "unknown"
+_READ_SIZE = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class PileLine:
+    """One readable Pile document with its address: ``shard`` (file name) and 1-based ``line``."""
+
+    shard: str
+    line: int
+    text: str
+    pile_set_name: str
+
+    @property
+    def address(self) -> str:
+        """``"00.jsonl.zst:123"``: where to find the document again."""
+        return f"{self.shard}:{self.line}"
+
+
+def _parse(raw: bytes, shard: str, number: int) -> PileLine | Drop:
+    where = f"{shard}:{number}"
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Drop("invalid_utf8", where, f"{where}: {exc}")
+    try:
+        payload = json.loads(decoded)
+    except json.JSONDecodeError as exc:
+        return Drop("bad_json", where, f"{where}: {exc}")
+    text = payload.get("text") if isinstance(payload, dict) else None
+    if not isinstance(text, str):
+        return Drop("missing_text", where, f"{where}: no string 'text' field")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # lone surrogates from \ud800-style JSON escapes
+        return Drop("invalid_unicode", where, f"{where}: {exc}")
+    if not text.strip():
+        return Drop("empty_text", where)
+    meta = payload.get("meta")
+    set_name = meta.get("pile_set_name") if isinstance(meta, dict) else None
+    return PileLine(shard, number, text, set_name if isinstance(set_name, str) else UNKNOWN_SET)
+
+
+def _zst_blocks(path: Path) -> Iterator[bytes]:
+    """Decompress a (multi-frame) zstd file in blocks; raise if the last frame is incomplete.
+
+    ``zstandard``'s ``stream_reader`` ends silently at a frame cut short, which would hide a
+    truncated download; decompressing frame by frame tells "ended between frames" (complete)
+    from "ended inside one" (truncated).
+    """
+    context = zstandard.ZstdDecompressor()
+    with open(path, "rb") as handle:
+        frame = context.decompressobj()
+        fed = False
+        while block := handle.read(_READ_SIZE):
+            while block:
+                out = frame.decompress(block)
+                fed = True
+                if out:
+                    yield out
+                if not frame.eof:
+                    break
+                block = frame.unused_data
+                frame, fed = context.decompressobj(), False
+        if fed and not frame.eof:
+            raise TruncatedInputError(f"{path.name}: the last zstd frame is incomplete")
+
+
+def _raw_lines(path: Path) -> Iterator[bytes]:
+    """Lines of a Pile shard without their newline; ``.zst`` checked for truncation, others via open_binary."""
+    if path.name.lower().endswith(".zst"):
+        pending: list[bytes] = []  # pieces of a line longer than one block (joined once, not per block)
+        for block in _zst_blocks(path):
+            if b"\n" not in block:
+                pending.append(block)
+                continue
+            first, *lines, rest = block.split(b"\n")
+            yield b"".join([*pending, first])
+            yield from lines
+            pending = [rest]
+        if any(pending):
+            yield b"".join(pending)
+        return
+    with open_binary(path) as stream:
+        for raw in stream:
+            yield raw[:-1] if raw.endswith(b"\n") else raw
+
+
+def iter_pile(path: Path, shard: str | None = None) -> Iterator[PileLine | Drop]:
+    """Yield every line of a Pile shard as a :class:`PileLine` or a :class:`Drop`; never raise for bad data."""
+    shard = shard or path.name
+    number = 0
+    try:
+        for number, raw in enumerate(_raw_lines(path), start=1):
+            if not raw.strip():
+                yield Drop("empty_line", f"{shard}:{number}")
+                continue
+            yield _parse(raw, shard, number)
+    except (*CODEC_ERRORS, TruncatedInputError) as exc:
+        where = f"{shard}:{number + 1}"
+        yield Drop("truncated_input", where, f"{shard}: unreadable after line {number}: {type(exc).__name__}: {exc}")
