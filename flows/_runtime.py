@@ -31,7 +31,7 @@ def prefect_api() -> Iterator[str]:
     from prefect.server.api.server import SubprocessASGIServer
 
     server = SubprocessASGIServer()
-    server.start()
+    server.start(timeout=180)  # a loaded machine can take minutes; the default gives up early
     os.environ["PREFECT_API_URL"] = server.api_url
     try:
         with temporary_settings({PREFECT_API_URL: server.api_url}):
