@@ -53,20 +53,35 @@ def test_stack_code_flow_on_sample_exports_with_resume(tmp_path: Path, prefect_a
     assert again.kept == summary.kept and shard_hashes(out, "stack_code") == first
 
 
-def test_reasoning_flow_on_real_gsm8k_and_sample(tmp_path: Path, prefect_api_url: str, realdata: Path) -> None:
+def test_reasoning_flow_on_sample(tmp_path: Path, prefect_api_url: str) -> None:
+    sample = reasoning_sample.write_sample_inputs(tmp_path / "in")
+    out = tmp_path / "out"
+    config = reasoning_args(["--inputs", sample[0], "--out", str(out), "--runner", "thread", "--workers", "2"])
+    summary = run_reasoning(config.model_copy(update={"progress": False}))
+    assert not summary.failed and summary.kept == 4
+    assert drops(out) == {"malformed_json": 1, "no_final_answer": 1}
+    docs = [d for p in sorted((out / "docs" / "reasoning").rglob("*.parquet")) for d in read_documents(p)]
+    assert Counter(d.meta["variant"] for d in docs) == {"main": 2, "socratic": 2}
+    assert sorted(p.name for p in (out / "docs" / "reasoning").iterdir()) == ["main", "socratic"]
+    assert all(d.text.count("<work>") == 1 and "<<" not in d.text for d in docs)
+    first = shard_hashes(out, "reasoning")
+    run_reasoning(config.model_copy(update={"progress": False}))
+    assert shard_hashes(out, "reasoning") == first
+
+
+def test_reasoning_flow_on_real_gsm8k(tmp_path: Path, prefect_api_url: str, realdata: Path) -> None:
     inputs = tmp_path / "in"
-    sample = reasoning_sample.write_sample_inputs(inputs)
+    inputs.mkdir()
     shutil.copy(realdata / "reasoning" / "gsm8k_test.first500.jsonl", inputs / "test.jsonl")
     out = tmp_path / "out"
-    config = reasoning_args(["--inputs", sample[0], "--inputs", str(inputs / "test.jsonl"), "--out", str(out),
+    config = reasoning_args(["--inputs", str(inputs / "test.jsonl"), "--out", str(out),
                              "--runner", "thread", "--workers", "2", "--annotations", "keep"])
     assert isinstance(config, ReasoningConfig) and config.annotations == "keep"
     summary = run_reasoning(config.model_copy(update={"progress": False}))
-    assert not summary.failed and summary.kept == 500 + 4
-    assert drops(out) == {"malformed_json": 1, "no_final_answer": 1}
+    assert not summary.failed and summary.kept == 500 and drops(out) == {}
     docs = [d for p in sorted((out / "docs" / "reasoning").rglob("*.parquet")) for d in read_documents(p)]
-    assert Counter(d.meta["variant"] for d in docs) == {"main": 502, "socratic": 2}
-    assert all(d.text.count("<work>") == 1 and "<<" in d.text for d in docs if d.meta["calculator_annotations"])
+    assert len(docs) == 500 and all(d.meta["variant"] == "main" for d in docs)
+    assert sum(d.text.count("<<") for d in docs) == 1582  # every calculator annotation kept, inside <work>
 
 
 def test_stack_code_on_real_exports(tmp_path: Path, prefect_api_url: str, realdata: Path) -> None:
