@@ -10,13 +10,17 @@ process per repeat, timed in CPU seconds of that process (articles/s per core):
 - ``pubmed_parser``: ``parse_pubmed_xml(path)`` (title, abstract, metadata) plus
   ``parse_pubmed_paragraph(path, all_paragraph=True)`` (body paragraphs with section names) per
   file: the reference tool (``pip install pubmed_parser``, see requirements-pubmed.txt);
-- ``ours``: :func:`sources.pubmed.iter_central` per file: safe parse (no DTD, no network, no
+- ``ours``: :func:`sources.pubmed.iter_central` over an article list of all the files, as the
+  flow runs it: each article in the bounded helper process (:mod:`core.bounded`; its CPU time,
+  and the pickling both ways, are counted), safe parse (no DTD, no network, no
   entities), title + labelled abstract + headed sections in order + captions + linearised tables
-  + math (tex-math / MathML linearised / image formulas counted) + licence, as a Document.
+  + math (tex-math / MathML linearised / image formulas counted) + licence, as a Document;
+- ``ours_inprocess``: the same without the helper process (the parser's own speed).
 
 Memory: a PMC-style bulk package (``PMC…/PMC<n>.xml`` members, gzip'd tar) of ``--package-mb``
 uncompressed MB, and one a tenth of its size, are each read to the end by ``iter_central`` in a
-fresh process; the peak RSS (``ru_maxrss``) of both is reported: flat means the two are close.
+fresh process (in-process parsing, so the one RSS covers reading, decompression and parsing);
+the peak RSS (``ru_maxrss``) of both is reported: flat means the two are close.
 """
 
 from __future__ import annotations
@@ -93,16 +97,19 @@ def child_speed(contender: str, folder: Path) -> dict[str, float]:
             chars += len(meta.get("abstract") or "") + sum(len(p.get("text") or "") for p in paragraphs)
     else:
         from core.document import Document
-        from sources.pubmed import CentralSettings, iter_central
+        from sources.pubmed import CentralSettings, iter_central, list_payload
 
+        # as the flow reads single files: one article list per task, one bounded helper per list
+        listing = folder.parent / f"{contender}.pmc.json"
+        listing.write_text(json.dumps(list_payload(paths)), encoding="utf-8")
         settings = CentralSettings()
         start = time.process_time()
         chars = 0
-        for path in paths:
-            for record in iter_central(path, settings):
-                if isinstance(record, Document):
-                    chars += len(record.text)
-    seconds = time.process_time() - start
+        for record in iter_central(listing, settings, bounded=contender == "ours"):
+            if isinstance(record, Document):
+                chars += len(record.text)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the bounded helper, once it has exited
+    seconds = time.process_time() - start + children.ru_utime + children.ru_stime
     return {"articles": len(paths), "seconds": seconds, "chars": chars}
 
 
@@ -113,7 +120,7 @@ def child_memory(package: Path) -> dict[str, float]:
 
     docs = drops = 0
     start = time.process_time()
-    for record in iter_central(package, CentralSettings()):
+    for record in iter_central(package, CentralSettings(), bounded=False):
         if isinstance(record, Document):
             docs += 1
         else:
@@ -146,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         folder = Path(tmp) / "articles"
         folder.mkdir()
         write_corpus(folder, args.articles)
-        rates: dict[str, list[float]] = {"pubmed_parser": [], "ours": []}
+        rates: dict[str, list[float]] = {"pubmed_parser": [], "ours": [], "ours_inprocess": []}
         for _ in range(args.repeat):
             for contender in rates:
                 try:
@@ -160,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{args.repeat} repeats (min / median / max):")
         for contender, values in rates.items():
             if values:
-                print(f"  {contender:14s} {min(values):8.1f} {statistics.median(values):8.1f} {max(values):8.1f}")
+                print(f"  {contender:15s} {min(values):8.1f} {statistics.median(values):8.1f} {max(values):8.1f}")
         if rates["ours"] and rates["pubmed_parser"]:
             print(f"  ratio ours / pubmed_parser (medians): "
                   f"{statistics.median(rates['ours']) / statistics.median(rates['pubmed_parser']):.2f}x")

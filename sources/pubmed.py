@@ -15,7 +15,8 @@ PDFs) are not records. Member names are only used as labels: nothing is ever wri
 by a member's path. A package cut short keeps every article read before the cut and adds one
 ``truncated_input`` drop.
 
-Per article: the size bound (``too_large``), a parse (``xml_error``), entity declarations
+Per article, in a killable helper process (:mod:`core.bounded`; ``cleaner_timeout`` past
+``max_article_seconds``): the size bound (``too_large``), a parse (``xml_error``), entity declarations
 (``unsafe_xml``, never resolved), a time bound on rendering (``timeout``), no text
 (``empty_text``), and the licence filter (``license_noncommercial`` / ``license_unknown`` when
 ``commercial_only``). See :mod:`sources.pubmed_jats` for the text and :mod:`sources.medline`
@@ -35,6 +36,7 @@ from typing import Any
 
 from lxml import etree
 
+from core.bounded import BoundedCleaner
 from core.compressed import CODEC_ERRORS, TruncatedInputError
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import MinLength, Record, Step
@@ -114,7 +116,22 @@ def article_record(data: bytes, where: str, settings: CentralSettings) -> Record
                     text=article.text, source=CENTRAL, meta=article_meta(article, where))
 
 
-def iter_package(path: Path, settings: CentralSettings) -> Iterator[Record]:
+def bounded_cleaner(settings: CentralSettings) -> BoundedCleaner[Record]:
+    """:func:`article_record` in a killable helper process: parsing is C code (libxml2) that no
+    in-process deadline can interrupt, so the per-article time bound is enforced from outside
+    (``cleaner_timeout``); the helper is reused for every article of an input."""
+    return BoundedCleaner(article_record, timeout_s=settings.max_article_seconds,
+                          max_input=settings.max_article_bytes, preload=("sources.pubmed",))
+
+
+def _clean(cleaner: BoundedCleaner[Record] | None, data: bytes, where: str, settings: CentralSettings) -> Record:
+    if cleaner is None:
+        return article_record(data, where, settings)
+    return cleaner.run(where, data, where, settings, size=len(data))
+
+
+def iter_package(path: Path, settings: CentralSettings, cleaner: BoundedCleaner[Record] | None = None
+                 ) -> Iterator[Record]:
     """Stream a PMC tar package: one record per article member; never write a member anywhere."""
     number = 0
     name = path.name
@@ -134,13 +151,14 @@ def iter_package(path: Path, settings: CentralSettings) -> Iterator[Record]:
                     continue
                 handle = archive.extractfile(member)
                 data = handle.read() if handle is not None else b""
-                yield article_record(data, where, settings)
+                yield _clean(cleaner, data, where, settings)
     except (*CODEC_ERRORS, TruncatedInputError, tarfile.TarError) as exc:
         yield Drop("truncated_input", f"{name}:article {number + 1}",
                    f"{name}: unreadable after {number} articles: {type(exc).__name__}: {exc}")
 
 
-def _read_file(path: Path, where: str, settings: CentralSettings) -> Record:
+def _read_file(path: Path, where: str, settings: CentralSettings, cleaner: BoundedCleaner[Record] | None
+               ) -> Record:
     try:
         size = path.stat().st_size
         if size > settings.max_article_bytes and not path.name.endswith(".gz"):
@@ -148,11 +166,24 @@ def _read_file(path: Path, where: str, settings: CentralSettings) -> Record:
         data = path.read_bytes()
     except OSError as exc:
         return Drop("unreadable", where, f"{where}: {exc}")
-    return article_record(data, where, settings)
+    return _clean(cleaner, data, where, settings)
 
 
-def iter_central(path: Path, settings: CentralSettings) -> Iterator[Record]:
-    """Every article of one PMC input (single file, package or article list)."""
+def iter_central(path: Path, settings: CentralSettings, bounded: bool = True) -> Iterator[Record]:
+    """Every article of one PMC input (single file, package or article list).
+
+    ``bounded`` runs each article through :func:`bounded_cleaner`; ``False`` parses in this
+    process (tests of the parser itself, and the benchmark's in-process comparison).
+    """
+    if not bounded:
+        yield from _iter_central(path, settings, None)
+        return
+    with bounded_cleaner(settings) as cleaner:
+        yield from _iter_central(path, settings, cleaner)
+
+
+def _iter_central(path: Path, settings: CentralSettings, cleaner: BoundedCleaner[Record] | None
+                  ) -> Iterator[Record]:
     name = path.name
     if name.endswith(LIST_SUFFIX):
         try:
@@ -163,14 +194,14 @@ def iter_central(path: Path, settings: CentralSettings) -> Iterator[Record]:
             return
         for file in files:
             if is_package(file.name):
-                yield from iter_package(file, settings)
+                yield from iter_package(file, settings, cleaner)
             else:
-                yield _read_file(file, file.name, settings)
+                yield _read_file(file, file.name, settings, cleaner)
         return
     if is_package(name):
-        yield from iter_package(path, settings)
+        yield from iter_package(path, settings, cleaner)
         return
-    yield _read_file(path, name, settings)
+    yield _read_file(path, name, settings, cleaner)
 
 
 @dataclass(frozen=True)

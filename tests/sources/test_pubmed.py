@@ -29,8 +29,8 @@ TITLES = {
 }
 
 
-def _records(path: Path, **kwargs: object) -> list[Document | Drop]:
-    return list(iter_central(path, CentralSettings(**kwargs)))  # type: ignore[arg-type]
+def _records(path: Path, bounded: bool = False, **kwargs: object) -> list[Document | Drop]:
+    return list(iter_central(path, CentralSettings(**kwargs), bounded=bounded))  # type: ignore[arg-type]
 
 
 def _doc(path: Path, **kwargs: object) -> Document:
@@ -172,6 +172,15 @@ def test_tar_paths_are_labels_only_and_links_are_dropped(tmp_path: Path) -> None
     assert isinstance(records[0], Document) and records[0].meta["file"] == "bulk.tar.gz:../../escape/PMC9000005.nxml"
     assert [r.reason for r in records[1:]] == ["not_a_file", "too_large"]  # type: ignore[union-attr]
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["bulk.tar.gz", "pkg"]  # nothing extracted
+
+
+def test_bounded_helper_same_result_and_time_bound(sample: list[Path]) -> None:
+    inline = _records(sample[2])
+    bounded = _records(sample[2], bounded=True)
+    assert [r.text for r in bounded if isinstance(r, Document)] == [r.text for r in inline if isinstance(r, Document)]
+    slow = _records(sample[2], bounded=True, max_article_seconds=1e-6)
+    assert [r.reason for r in slow] == ["cleaner_timeout", "cleaner_timeout"]  # type: ignore[union-attr]
+    assert "PMC9000003.xml" in slow[0].record
 
 
 # -- hostile XML ---------------------------------------------------------------------------
