@@ -19,6 +19,9 @@ _EXPORTS = {
     "open_tensor_set": "loader.tensors",
     "Permutation": "loader.permutation",
     "RemoteError": "loader.remote",
+    "UnsafePathError": "loader.safe_paths",
+    "verify_tensor_set": "loader.verify",
+    "VerifyReport": "loader.verify",
 }
 
 __all__ = sorted(_EXPORTS)

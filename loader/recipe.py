@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,10 +29,14 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from loader.dataset import ItemOptions, MixtureDataset, WindowDataset, plan_counts
 from loader.iterators import Batch, IndexedSource, Prefetch, State, Stride
 from loader.permutation import Permutation
+from loader.safe_paths import inside
 from loader.tensor_writer import TensorFormatError, find_input_shards
 from loader.tensors import TensorFile, TensorSet, open_tensor_set
 
 STATE_VERSION = 1
+log = logging.getLogger(__name__)
+#: Recipe fields added after states were first saved, with their defaults (see Recipe.fingerprint).
+_LATER_FIELDS: dict[str, Any] = {"on_empty": "error"}
 
 
 class Component(BaseModel):
@@ -61,6 +66,10 @@ class Recipe(BaseModel):
     tokenizer_hash: str | None = Field(None, description="refuse tensors built with another tokenizer")
     cache_dir: Path | None = Field(None, description="cache of remote tensor sets")
     prefetch_workers: int = Field(4, ge=1, description="parallel downloads of remote files")
+    prefetch_files: int | None = Field(8, ge=1, description="remote files downloaded ahead of the reader (null: all)")
+    cache_max_bytes: int | None = Field(None, gt=0, description="cap of the remote cache (per process; null: none)")
+    on_empty: Literal["error", "skip"] = Field(
+        "error", description="a component with no data: refuse the recipe, or leave it out (weights renormalized)")
     # on-the-fly mode
     documents: str | None = Field(None, description="data root with docs/ (or labeled/) Parquet shards")
     tokenizer: str | None = Field(None, description="tokenizer.json for on-the-fly mode")
@@ -78,8 +87,16 @@ class Recipe(BaseModel):
         return cls.model_validate(data)
 
     def fingerprint(self) -> str:
-        """What a saved iterator state must match to be resumed with this recipe."""
-        fields = self.model_dump(mode="json", exclude={"cache_dir", "prefetch_workers"})
+        """What a saved iterator state must match to be resumed with this recipe.
+
+        Fields that only say how data is fetched are left out, and so are fields added later
+        while at their defaults, so states saved before they existed still resume.
+        """
+        fields = self.model_dump(mode="json", exclude={"cache_dir", "prefetch_workers", "prefetch_files",
+                                                        "cache_max_bytes"})
+        for name, default in _LATER_FIELDS.items():
+            if fields.get(name) == default:
+                fields.pop(name)
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
     # -- tensors ----------------------------------------------------------------------------
@@ -87,7 +104,8 @@ class Recipe(BaseModel):
         """Open (once) a tensor set of the recipe."""
         if location not in self._sets:
             self._sets[location] = open_tensor_set(
-                location, self.split, self.tokenizer_hash, self.cache_dir, self.prefetch_workers)
+                location, self.split, self.tokenizer_hash, self.cache_dir, self.prefetch_workers,
+                prefetch_files=self.prefetch_files, cache_max_bytes=self.cache_max_bytes)
         return self._sets[location]
 
     def component_files(self) -> list[list[TensorFile]]:
@@ -106,23 +124,43 @@ class Recipe(BaseModel):
             raise TensorFormatError(f"recipe {self.name!r} mixes tensors of different tokenizers ({listing})")
         return result
 
+    def _empty_component(self, component: Component, files: Sequence[TensorFile], context_length: int) -> str:
+        """Why a component has no window, and how to fix it (one line)."""
+        where = component.locations or self.locations
+        if files:
+            found = f"its {len(files)} file(s) hold {sum(f.tokens for f in files)} tokens, less than one " \
+                    f"{context_length}-token window per file"
+        else:
+            held = sorted({f.source for loc in where for f in self.tensor_set(loc).files})
+            found = f"no {self.split!r} file of sources={component.sources or 'any'} labels={component.labels or 'any'}" \
+                    f" in {where} (they hold sources {held})"
+        return (f"recipe {self.name!r}: component {component.name!r} has no data: {found}. Tokenize that "
+                f"source, remove the component, or set on_empty: skip (Recipe.from_yaml(path, "
+                f"{{'on_empty': 'skip'}})) to read only the components that have data")
+
     def dataset(self, context_length: int, seed: int | None = None, document_ids: bool = True,
                 position_ids: bool = False, attention_mask: bool = False) -> MixtureDataset:
         """The whole run as a map-style Dataset (shuffled, mixed, deterministic for the seed)."""
         options = ItemOptions(document_ids, position_ids, attention_mask)
-        windows, first_doc = [], 0
+        windows, kept, first_doc = [], [], 0
         for component, files in zip(self.components, self.component_files(), strict=True):
             ds = WindowDataset(files, context_length, options, first_document=first_doc)
             if len(ds) == 0:
-                raise ValueError(f"component {component.name!r} has no {context_length}-token window "
-                                 f"(sources={component.sources}, labels={component.labels})")
+                reason = self._empty_component(component, files, context_length)
+                if self.on_empty == "error":
+                    raise ValueError(reason)
+                log.warning("%s: left out", reason.split(". ")[0])
+                continue
             first_doc += ds.documents
             windows.append(ds)
+            kept.append(component)
+        if not kept:
+            raise ValueError(f"recipe {self.name!r}: no component has data in {self.locations}")
         total = self.total_tokens // context_length if self.total_tokens else None
-        counts = plan_counts([len(w) for w in windows], [c.weight for c in self.components],
-                             [c.epochs for c in self.components], self.balance, total)
+        counts = plan_counts([len(w) for w in windows], [c.weight for c in kept],
+                             [c.epochs for c in kept], self.balance, total)
         return MixtureDataset(windows, counts, self.seed if seed is None else seed, self.shuffle,
-                              [c.name for c in self.components])
+                              [c.name for c in kept])
 
     # -- iterators --------------------------------------------------------------------------
     def iterator(self, context_length: int, batch_size: int, rank: int = 0, world_size: int = 1,
@@ -159,15 +197,27 @@ class Recipe(BaseModel):
             raise ValueError("on-the-fly mode needs 'documents' (a data root) and 'tokenizer'")
         root = Path(self.documents)
         pool = TokenizerPool(self.tokenizer, self.split_digits, self.split_mode, self.eos_token, workers)
-        streams = []
+        streams, weights = [], []
         for index, component in enumerate(self.components):
             shards = find_input_shards(root, component.labels, component.sources)
             if not shards:
-                raise ValueError(f"component {component.name!r}: no document shards under {root}")
+                reason = (f"recipe {self.name!r}: component {component.name!r} has no data: no document shard of "
+                          f"sources={component.sources or 'any'} labels={component.labels or 'any'} under {root}. "
+                          f"Run that source's flow, remove the component, or set on_empty: skip")
+                if self.on_empty == "error":
+                    pool.close()
+                    raise ValueError(reason)
+                log.warning("%s: left out", reason.split(". ")[0])
+                continue
             order = Permutation(len(shards), seed, 7919 + index) if self.shuffle else None
-            paths = [root / shards[order(i) if order else i].rel_path for i in range(len(shards))]
+            paths = [inside(root, shards[order(i) if order else i].rel_path, "document shard")
+                     for i in range(len(shards))]
             streams.append(Chunk(Tokenize(ParquetDocuments(paths), pool), context_length, options))
-        return Mix(streams, [c.weight for c in self.components], seed), [pool]
+            weights.append(component.weight)
+        if not streams:
+            pool.close()
+            raise ValueError(f"recipe {self.name!r}: no component has document shards under {root}")
+        return Mix(streams, weights, seed), [pool]
 
 
 def _close_all(closers: Sequence[Any]) -> None:

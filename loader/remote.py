@@ -12,19 +12,24 @@ naming its URL.
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import hashlib
 import json
 import logging
 import os
+import re
 import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+from loader.safe_paths import inside
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +61,7 @@ def cache_dir_for(base_url: str, cache_root: Path) -> Path:
     parsed = urllib.parse.urlparse(base_url)
     digest = hashlib.sha256(base_url.encode()).hexdigest()[:12]
     name = f"{parsed.hostname or 'host'}-{parsed.port or ''}-{Path(parsed.path).name or 'root'}-{digest}"
-    return cache_root / name
+    return cache_root / re.sub(r"[^A-Za-z0-9._-]", "_", name)  # one plain directory name, whatever the URL
 
 
 def _fetch_once(url: str, part: Path, timeout: float) -> None:
@@ -133,62 +138,207 @@ def fetch_json(url: str, target: Path, policy: RetryPolicy = DEFAULT_POLICY) -> 
 
 
 class RemoteFiles:
-    """Background downloads of a tensor set's files into a local cache directory.
+    """Background downloads of a tensor set's files into a bounded local cache directory.
 
-    ``files`` is ``(relative path, size, sha256)`` in the order they will be used; downloads
-    start at once in ``workers`` threads. :meth:`local_path` returns the verified local file,
-    waiting only if it is not there yet.
+    ``files`` is ``(relative path, size, sha256)`` in the order they will be used. Every path is
+    checked to stay inside ``cache`` before anything is fetched (a hostile ``metadata.json``
+    must not write outside it). Downloads run in ``workers`` threads, at most ``window`` files
+    ahead of the last file asked for (all of them when ``window`` is None), in listing order.
+
+    With ``cap_bytes`` the files on disk (finished, being downloaded, or left by an earlier
+    run) never add up to more than the cap: before a download starts, finished files are
+    evicted, oldest first. A prefetch evicts only files that were already read and makes no
+    room by evicting a file fetched ahead but not read yet (it is skipped instead); a file
+    asked for evicts whatever it must, waiting for running downloads if needed. A file being
+    opened is pinned (:meth:`unpin` when done) and never evicted; ``on_evict(path)`` lets the
+    reader drop its memory map of an evicted file, which is downloaded again if asked for later.
     """
 
     def __init__(self, base_url: str, cache: Path, files: Sequence[tuple[str, int, str]],
-                 workers: int = 4, policy: RetryPolicy = DEFAULT_POLICY) -> None:
+                 workers: int = 4, policy: RetryPolicy = DEFAULT_POLICY, window: int | None = 8,
+                 cap_bytes: int | None = None, on_evict: Callable[[str], None] | None = None) -> None:
+        for path, _, _ in files:
+            inside(cache, path, f"{base_url}: file")
         self.base_url = base_url.rstrip("/")
         self.cache = cache
         self.policy = policy
+        self.window = window
+        self.cap_bytes = cap_bytes
+        self.on_evict = on_evict
+        self._order = [path for path, _, _ in files]
+        self._position = {path: i for i, path in enumerate(self._order)}
         self._specs = {path: (size, sha) for path, size, sha in files}
+        if cap_bytes is not None and files:
+            largest = sorted(files, key=lambda f: f[1])[-2:]  # a shard opens its tokens and its index together
+            if sum(f[1] for f in largest) > cap_bytes:
+                raise ValueError(f"{self.base_url}: a cache cap of {cap_bytes} bytes cannot hold "
+                                 f"{' + '.join(f'{f[0]} ({f[1]} bytes)' for f in largest)} at once; "
+                                 f"raise cache_max_bytes")
         self._futures: dict[str, Future[Path]] = {}
-        self._lock = threading.Lock()
+        self._resident: collections.OrderedDict[str, int] = collections.OrderedDict()  # on disk or coming
+        self._used: set[str] = set()
+        self._pinned: collections.Counter[str] = collections.Counter()
+        self._lock = threading.RLock()
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="kinda-prefetch")
-        for path, _, _ in files:
-            self._submit(path)
+        evicted = self._adopt_cached()
+        self._notify(evicted)
+        self._prefetch(0)
 
+    # -- bookkeeping (called with the lock held) ------------------------------------------------
+    def _adopt_cached(self) -> list[str]:
+        """Count intact files left by an earlier run (they are on disk: they count against the cap)."""
+        with self._lock:
+            for path in self._order:
+                file = self.cache / path
+                if file.is_file() and file.stat().st_size == self._specs[path][0]:
+                    done: Future[Path] = Future()
+                    done.set_result(file)
+                    self._futures[path] = done
+                    self._resident[path] = self._specs[path][0]
+                    self._used.add(path)  # unknown history: first to go
+            return self._make_room(0, prefetch=False) or []
+
+    def cached_bytes(self) -> int:
+        """Bytes of the files on disk or being downloaded (what the cap bounds)."""
+        with self._lock:
+            return sum(self._resident.values())
+
+    def _make_room(self, size: int, prefetch: bool) -> list[str] | None:
+        """Evict finished, unpinned files (oldest first) until ``size`` more bytes fit; None if they cannot."""
+        if self.cap_bytes is None:
+            return []
+        evicted: list[str] = []
+        total = sum(self._resident.values())
+        read = [p for p in self._resident if p in self._used]  # files already read go first, oldest first
+        for path in read if prefetch else read + [p for p in self._resident if p not in self._used]:
+            if total + size <= self.cap_bytes:
+                break
+            future = self._futures.get(path)
+            if self._pinned[path] or future is None or not future.done():
+                continue
+            self._drop(path)
+            total -= self._specs[path][0]
+            evicted.append(path)
+        return evicted if total + size <= self.cap_bytes else None
+
+    def _drop(self, path: str) -> None:
+        self._resident.pop(path, None)
+        self._futures.pop(path, None)
+        self._used.discard(path)
+        (self.cache / path).unlink(missing_ok=True)
+
+    def _notify(self, evicted: Sequence[str]) -> None:
+        if self.on_evict is not None:
+            for path in evicted:
+                self.on_evict(path)
+
+    def _start(self, path: str) -> Future[Path]:
+        """Reserve the file's bytes and queue its download (room already made)."""
+        size, sha = self._specs[path]
+        self._resident[path] = size
+        future = self._pool.submit(download, self.url(path), self.cache / path, size, sha, self.policy)
+        future.add_done_callback(lambda f, p=path: self._finished(p, f))
+        self._futures[path] = future
+        return future
+
+    def _finished(self, path: str, future: Future[Path]) -> None:
+        """A failed or cancelled download leaves nothing on disk: free its reservation (asking retries it)."""
+        if future.cancelled() or future.exception() is not None:
+            with self._lock:
+                if self._futures.get(path) is future:
+                    self._futures.pop(path)
+                    self._resident.pop(path, None)
+
+    def _prefetch(self, first: int) -> None:
+        """Queue the files of the window starting at listing position ``first`` that fit under the cap."""
+        last = len(self._order) if self.window is None else min(len(self._order), first + self.window)
+        evicted: list[str] = []
+        with self._lock:
+            for path in self._order[first:last]:
+                if path in self._futures:
+                    continue
+                room = self._make_room(self._specs[path][0], prefetch=True)
+                if room is None:
+                    break
+                evicted.extend(room)
+                self._start(path)
+        self._notify(evicted)
+
+    # -- the reader's side ------------------------------------------------------------------------
     def url(self, rel_path: str) -> str:
         """The URL of a file of the set."""
         return f"{self.base_url}/{urllib.parse.quote(rel_path)}"
 
-    def _submit(self, rel_path: str) -> Future[Path]:
-        with self._lock:
-            return self._submit_locked(rel_path)
-
-    def _submit_locked(self, rel_path: str) -> Future[Path]:
-        future = self._futures.get(rel_path)
-        if future is None:
-            size, sha = self._specs[rel_path]
-            future = self._pool.submit(download, self.url(rel_path), self.cache / rel_path, size, sha, self.policy)
-            self._futures[rel_path] = future
-        return future
-
     def local_path(self, rel_path: str) -> Path:
-        """The verified local copy of ``rel_path``; waits only for a download already running."""
+        """The verified local copy of ``rel_path``, pinned until :meth:`unpin`; prefetches the files after it."""
         if rel_path not in self._specs:
             raise KeyError(f"{rel_path} is not a file of {self.base_url}")
-        with self._lock:
-            future = self._submit_locked(rel_path)
-            mine = future.cancel()  # still queued behind others: fetch it now, in this thread
-            if mine:
-                future = Future()
-                self._futures[rel_path] = future
+        size, sha = self._specs[rel_path]
+        evicted: list[str] = []
+        mine = False
+        while True:
+            with self._lock:
+                future = self._futures.get(rel_path)
+                if future is not None and future.cancel():  # queued behind others: fetch it in this thread
+                    self._futures.pop(rel_path, None)
+                    self._resident.pop(rel_path, None)
+                    future = None
+                if future is None:
+                    room = self._make_room(size, prefetch=False)
+                    if room is not None:
+                        evicted.extend(room)
+                        future = Future()
+                        self._futures[rel_path] = future
+                        self._resident[rel_path] = size
+                        mine = True
+                    else:  # the cap is taken by downloads in flight: cancel queued ones, wait for one
+                        for path, other in list(self._futures.items()):
+                            if other.cancel():
+                                self._futures.pop(path, None)
+                                self._resident.pop(path, None)
+                        busy = [f for f in self._futures.values() if not f.done()]
+                        if not busy:
+                            pinned = sorted(p for p, n in self._pinned.items() if n)
+                            raise RemoteError(f"{self.base_url}: cache cap of {self.cap_bytes} bytes is full of "
+                                              f"files being opened ({pinned}); raise cache_max_bytes")
+                if future is not None:
+                    self._pinned[rel_path] += 1
+                    self._used.add(rel_path)
+                    if rel_path in self._resident:
+                        self._resident.move_to_end(rel_path)
+                    break
+            concurrent.futures.wait(busy, timeout=1.0, return_when=concurrent.futures.FIRST_COMPLETED)
+        self._notify(evicted)
         if mine:
-            size, sha = self._specs[rel_path]
             try:
                 future.set_result(download(self.url(rel_path), self.cache / rel_path, size, sha, self.policy))
             except BaseException as exc:
+                with self._lock:
+                    if self._futures.get(rel_path) is future:  # asking again retries
+                        self._futures.pop(rel_path)
+                        self._resident.pop(rel_path, None)
                 future.set_exception(exc)
-        return future.result()
+        try:
+            result = future.result()
+        except BaseException:
+            self.unpin(rel_path)
+            raise
+        self._prefetch(self._position[rel_path] + 1)
+        return result
+
+    def unpin(self, rel_path: str) -> None:
+        """The reader is done opening ``rel_path`` (its map, if any, keeps the data): it may be evicted."""
+        with self._lock:
+            if self._pinned[rel_path] > 0:
+                self._pinned[rel_path] -= 1
 
     def wait_all(self) -> list[Path]:
-        """Block until every file is fetched; raise the first permanent failure."""
-        return [self._futures[p].result() for p in self._specs]
+        """Fetch every file (in this thread, through the cache rules); raise the first permanent failure."""
+        paths = []
+        for path in self._order:
+            paths.append(self.local_path(path))
+            self.unpin(path)
+        return paths
 
     def close(self) -> None:
         """Stop queued downloads (running ones finish)."""

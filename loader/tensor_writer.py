@@ -42,6 +42,7 @@ from core.atomic import atomic_path, sha256_file, write_json_atomic
 from core.shards import shard_metadata
 from core.tokenizer import LoadedTokenizer, encode_texts, load_tokenizer
 from core.version import __version__
+from loader.safe_paths import UnsafePathError, check_metadata_paths, inside
 
 FORMAT = "kinda-tensors"
 FORMAT_VERSION = 1
@@ -235,7 +236,10 @@ def _marker_valid(marker: dict[str, Any], expect: dict[str, Any], out: Path) -> 
         return False
     for split in marker.get("splits", {}).values():
         for key in ("tokens_path", "docs_path"):
-            file = out / split[key]
+            try:
+                file = inside(out, split[key], key)  # a marker is data: its paths stay under out
+            except UnsafePathError:
+                return False
             if not file.exists() or file.stat().st_size != split[key.replace("_path", "_bytes")]:
                 return False
     return True
@@ -348,6 +352,7 @@ def read_metadata(root: Path) -> dict[str, Any]:
     if metadata.get("format") != FORMAT or metadata.get("format_version") != FORMAT_VERSION:
         raise TensorFormatError(f"{path}: format {metadata.get('format')!r} v{metadata.get('format_version')} "
                                 f"is not {FORMAT} v{FORMAT_VERSION}")
+    check_metadata_paths(metadata, Path(root), str(path))  # every file it names stays inside root
     return metadata
 
 

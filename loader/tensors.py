@@ -11,6 +11,7 @@ from the one expected, or a format version we do not know is refused with the fi
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,11 +20,33 @@ from typing import Any
 import numpy as np
 
 from loader.remote import DEFAULT_POLICY, RemoteFiles, RetryPolicy, cache_dir_for, fetch_json, is_remote
+from loader.safe_paths import check_metadata_paths, inside
 from loader.tensor_writer import METADATA_NAME, TensorFormatError, open_tokens, read_metadata
+
+#: Token ids checked per step when a file is opened (bounded temporaries, early stop on a bad id).
+ID_CHECK_BLOCK = 1 << 24
 
 
 def _normalize_label(label: str) -> str:
     return label.upper().replace(".", "")
+
+
+def check_token_ids(tokens: np.ndarray, vocab_size: int | None, name: object) -> None:
+    """Refuse a token file holding an id the tokenizer cannot have produced (a corrupt file).
+
+    A same-size file of garbage passes every size check; an id past the vocabulary would index
+    past the embedding table on the GPU. One vectorised ``max`` per block: a few GB/s, so it is
+    done on every open. Skipped when every value of the dtype is a valid id.
+    """
+    if vocab_size is None or vocab_size > np.iinfo(tokens.dtype).max:
+        return
+    for start in range(0, len(tokens), ID_CHECK_BLOCK):
+        block = tokens[start:start + ID_CHECK_BLOCK]
+        if int(block.max()) >= vocab_size:
+            where = int(np.argmax(block >= vocab_size))
+            raise TensorFormatError(
+                f"{name}: token id {int(block[where])} at position {start + where} is past the vocabulary "
+                f"({vocab_size} ids): the file is corrupt; `loader.verify.verify_tensor_set` checks the whole set")
 
 
 @dataclass
@@ -40,6 +63,7 @@ class TensorFile:
     tokens_path: str
     docs_path: str
     opener: Any = field(repr=False, default=None)
+    vocab_size: int | None = None
     _data: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -53,15 +77,33 @@ class TensorFile:
         if data is None:
             with self._lock:
                 if self._data is None:
+                    register = getattr(self.opener, "register", None)
+                    if register is not None:
+                        register(self)
                     tokens_file, docs_file = self.opener(self.tokens_path), self.opener(self.docs_path)
-                    tokens, offsets = open_tokens(Path(tokens_file), Path(docs_file), self.dtype)
+                    try:
+                        tokens, offsets = open_tokens(Path(tokens_file), Path(docs_file), self.dtype)
+                    finally:
+                        unpin = getattr(self.opener, "unpin", None)
+                        if unpin is not None:
+                            unpin(self.tokens_path)
+                            unpin(self.docs_path)
                     if len(tokens) != self.tokens or len(offsets) - 1 != self.docs:
                         raise TensorFormatError(
                             f"{tokens_file}: {len(tokens)} tokens / {len(offsets) - 1} documents, but "
                             f"metadata.json says {self.tokens} / {self.docs}")
+                    check_token_ids(tokens, self.vocab_size, tokens_file)
                     self._data = (tokens.view(np.ndarray), offsets)
                 data = self._data
         return data
+
+    def release(self) -> None:
+        """Drop the memory map (its file left a bounded cache); the next window reopens it.
+
+        No lock: called from the cache while other files' locks may be held, and a reader that
+        already holds the arrays keeps a valid map until it lets go of them.
+        """
+        self._data = None
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle without the memory map (DataLoader workers reopen it)."""
@@ -80,28 +122,46 @@ class _LocalOpener:
         self.root = root
 
     def __call__(self, rel_path: str) -> Path:
-        return self.root / rel_path
+        return inside(self.root, rel_path)
 
 
 class _RemoteOpener:
-    """Picklable: a DataLoader worker re-creates its own downloader on first use."""
+    """Picklable: a DataLoader worker re-creates its own downloader (and cache accounting) on first use."""
 
     def __init__(self, base_url: str, cache: Path, files: list[tuple[str, int, str]], workers: int,
-                 policy: RetryPolicy) -> None:
-        self.args = (base_url, cache, files, workers, policy)
+                 policy: RetryPolicy, window: int | None = 8, cap_bytes: int | None = None) -> None:
+        self.args = (base_url, cache, files, workers, policy, window, cap_bytes)
         self._files: RemoteFiles | None = None
+        self._readers: dict[str, weakref.ref[TensorFile]] = {}
 
-    def start(self) -> None:
+    def start(self) -> RemoteFiles:
         if self._files is None:
-            self._files = RemoteFiles(*self.args)
+            base_url, cache, files, workers, policy, window, cap_bytes = self.args
+            self._files = RemoteFiles(base_url, cache, files, workers, policy, window, cap_bytes, self._evicted)
+        return self._files
+
+    def register(self, reader: TensorFile) -> None:
+        """``reader`` maps ``reader.tokens_path``: tell it when the cache evicts that file."""
+        self._readers[reader.tokens_path] = weakref.ref(reader)
+
+    def _evicted(self, rel_path: str) -> None:
+        ref = self._readers.pop(rel_path, None)
+        reader = ref() if ref is not None else None
+        if reader is not None:
+            reader.release()
 
     def __call__(self, rel_path: str) -> Path:
-        self.start()
-        assert self._files is not None
-        return self._files.local_path(rel_path)
+        return self.start().local_path(rel_path)
+
+    def unpin(self, rel_path: str) -> None:
+        self.start().unpin(rel_path)
+
+    def close(self) -> None:
+        if self._files is not None:
+            self._files.close()
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"args": self.args, "_files": None}
+        return {"args": self.args, "_files": None, "_readers": {}}
 
 
 @dataclass
@@ -135,18 +195,26 @@ def open_tensor_set(
     cache_root: Path | None = None,
     prefetch_workers: int = 4,
     policy: RetryPolicy = DEFAULT_POLICY,
+    prefetch_files: int | None = 8,
+    cache_max_bytes: int | None = None,
 ) -> TensorSet:
-    """Open a local or remote tensor set; refuse it if built with another tokenizer than expected."""
+    """Open a local or remote tensor set; refuse it if built with another tokenizer than expected.
+
+    A remote set is downloaded ``prefetch_files`` files ahead of the reader (all when None) into
+    a cache holding at most ``cache_max_bytes`` (unbounded when None); see :class:`RemoteFiles`.
+    Any file path in the metadata that would leave the set's root refuses the whole set.
+    """
     location = str(location)
     if is_remote(location):
         base = location.rstrip("/")
         cache = cache_dir_for(base, Path(cache_root or Path.home() / ".cache" / "kinda-tensors"))
         metadata = fetch_json(f"{base}/{METADATA_NAME}", cache / METADATA_NAME, policy)
+        check_metadata_paths(metadata, cache, f"{base}/{METADATA_NAME}")  # before any file is fetched
         read_metadata(cache)  # format checks
         files = [(info[f"{k}_path"], info[f"{k}_bytes"], info[f"{k}_sha256"])
                  for shard in metadata["shards"] if (info := shard["splits"].get(split))
                  for k in ("docs", "tokens")]
-        opener: Any = _RemoteOpener(base, cache, files, prefetch_workers, policy)
+        opener: Any = _RemoteOpener(base, cache, files, prefetch_workers, policy, prefetch_files, cache_max_bytes)
         opener.start()
     else:
         metadata = read_metadata(Path(location))
@@ -155,6 +223,8 @@ def open_tensor_set(
     if expect_tokenizer is not None and found != expect_tokenizer:
         raise TensorFormatError(f"{location}/{METADATA_NAME}: built with tokenizer {found[:12]}…, "
                                 f"expected {expect_tokenizer[:12]}…")
+    vocab = metadata["tokenizer"].get("vocab_size")
+    vocab_size = int(vocab) if vocab is not None else None
     files = []
     for shard in metadata["shards"]:
         info = shard["splits"].get(split)
@@ -164,5 +234,6 @@ def open_tensor_set(
             name=shard["input"], source=shard["source"], language=shard.get("language"),
             labels=tuple(shard.get("labels", [])), dtype=metadata["dtype"], tokens=int(info["tokens"]),
             docs=int(info["docs"]), tokens_path=info["tokens_path"], docs_path=info["docs_path"], opener=opener,
+            vocab_size=vocab_size,
         ))
     return TensorSet(location=location, metadata=metadata, files=files)
