@@ -78,6 +78,13 @@ SOURCE_FLOWS: dict[str, StageFlow] = {
     "books": StageFlow("flows.books", "BooksConfig", "books.yaml"),
     "arxiv": StageFlow("flows.arxiv", "ArxivConfig", "arxiv.yaml"),
     "stackexchange": StageFlow("flows.stackexchange", "StackExchangeConfig", "stackexchange.yaml"),
+    # G.2 extension sources (configs/g2.yaml)
+    "pubmed": StageFlow("flows.pubmed", "PubmedConfig", "pubmed.yaml"),
+    "science_books": StageFlow("flows.science_books", "ScienceBooksConfig", "science_books.yaml"),
+    "dm_math": StageFlow("flows.dm_math", "DmMathConfig", "dm_math.yaml"),
+    "stack_code": StageFlow("flows.stack_code", "StackCodeConfig", "stack_code.yaml"),
+    "dialogue": StageFlow("flows.dialogue", "DialogueConfig", "dialogue.yaml"),
+    "reasoning": StageFlow("flows.reasoning", "ReasoningConfig", "reasoning.yaml"),
 }
 AFTER_FLOWS: dict[str, StageFlow] = {
     "pile_index": StageFlow("flows.pile_index", "PileIndexConfig", "dedup.yaml"),

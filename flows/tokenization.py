@@ -54,6 +54,8 @@ class TokenizeConfig(PipelineConfig):
     holdout_fraction: float = Field(0.001, ge=0, lt=1)
     batch_docs: int = Field(256, gt=0)
     megatron: bool = Field(False, description="also write Megatron .bin/.idx per split under <out>/megatron/")
+    work_tokens: Literal["added", "text"] | None = Field(
+        None, description="<work> markers: 'text' (encoded by the existing vocabulary) or 'added' (two new ids)")
 
     def settings(self) -> TokenizeSettings:
         """What every task needs (picklable)."""
@@ -61,7 +63,7 @@ class TokenizeConfig(PipelineConfig):
             raise ValueError("no tokenizer: give --tokenizer path/to/tokenizer.json")
         return TokenizeSettings(tokenizer=self.tokenizer, split_digits=self.split_digits, split_mode=self.split_mode,
                                 eos_token=self.eos_token, holdout_fraction=self.holdout_fraction,
-                                batch_docs=self.batch_docs)
+                                batch_docs=self.batch_docs, work_tokens=self.work_tokens)
 
 
 @task(name="tokenize-shard", cache_policy=NO_CACHE, task_run_name="tokenize {shard.rel_path}")

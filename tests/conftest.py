@@ -14,6 +14,8 @@ REALDATA = Path(os.environ.get("KINDA_REALDATA", REPO_ROOT.parent / "shared" / "
 # Tests get their own Prefect home (its SQLite database, settings), not the user's project-local one.
 os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="kinda-test-prefect-")
 os.environ.setdefault("DO_NOT_TRACK", "1")
+# A loaded 2-core machine can take more than the default to start Prefect's temporary server.
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT", "false")
 
