@@ -59,6 +59,14 @@ ATTRIBUTE_COLUMNS = (
 )
 
 
+def _one_row(cursor: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
+    """The single row of an aggregate query (DuckDB types ``fetchone`` as optional)."""
+    row = cursor.fetchone()
+    if row is None:
+        raise RuntimeError("an aggregate query returned no row")
+    return row
+
+
 def attributes_path(out: Path, shard: str) -> Path:
     """Attribute shard beside a document shard (``docs/a/b.parquet`` -> ``attributes/dedup/a/b.parquet``)."""
     relative = Path(shard)
@@ -82,7 +90,7 @@ def exact_edges(root: Path, parts: Sequence[dict[str, Any]], target: Path, setti
                 COPY (SELECT min(doc) OVER (PARTITION BY {group}) AS a, doc AS b
                       FROM read_parquet({_files(root, parts)})
                       QUALIFY a < b ORDER BY a, b) TO '{tmp.as_posix()}' (FORMAT parquet)""")
-        return int(con.execute(f"SELECT count(*) FROM '{target.as_posix()}'").fetchone()[0])
+        return int(_one_row(con.execute(f"SELECT count(*) FROM '{target.as_posix()}'"))[0])
     finally:
         con.close()
 
@@ -173,8 +181,8 @@ def write_attributes(decisions: Path, out: Path, shard: str) -> dict[str, Any]:
             con.execute(
                 f"COPY (SELECT {cols} FROM read_parquet('{decisions.as_posix()}') WHERE shard = ? ORDER BY row) "
                 f"TO '{tmp.as_posix()}' (FORMAT parquet, COMPRESSION zstd)", [shard])
-        duplicates, reference = con.execute(
-            f"SELECT count(duplicate_of), count(reference_kind) FROM '{target.as_posix()}'").fetchone()
+        duplicates, reference = _one_row(con.execute(
+            f"SELECT count(duplicate_of), count(reference_kind) FROM '{target.as_posix()}'"))
     finally:
         con.close()
     return {"shard": shard, "attributes": target.relative_to(out).as_posix(),
@@ -197,42 +205,135 @@ def record_matches(con: duckdb.DuckDBPyConnection, run_id: str, decisions: Path,
                reference_set, reference_jaccard, ?, ? FROM read_parquet('{path}') WHERE reference_kind IS NOT NULL
         """, [run_id, threshold, layout, run_id, reference_index, threshold, layout])
     con.execute("COMMIT")
-    return int(con.execute("SELECT count(*) FROM matches WHERE run_id = ?", [run_id]).fetchone()[0])
+    return int(_one_row(con.execute("SELECT count(*) FROM matches WHERE run_id = ?", [run_id]))[0])
 
 
-def explain(manifest_path: Path, doc_id: str) -> dict[str, Any]:
-    """Everything the manifest knows about one document's dedup fate (read-only)."""
+# -- kinda dedup explain ----------------------------------------------------------------------
+def _query(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+    cursor = con.execute(sql, list(params))
+    columns = [d[0] for d in cursor.description] if cursor.description else []
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def _inside(out: Path, rel_path: str) -> Path | None:
+    """A shard path read from the manifest, only if it stays inside the output root."""
+    target = (out / rel_path).resolve()
+    return target if target.is_relative_to(out.resolve()) and target.is_file() else None
+
+
+def _source_drops(out: Path, doc_id: str) -> list[dict[str, Any]]:
+    """Why a source run left ``doc_id`` out after staging, from ``attributes/<source>/<input>.drops.parquet``.
+
+    The pipeline writes the reason and the kept document it matched (``matched_id``) beside the
+    shards; books' run-level ``near_duplicates.parquet`` (score and mode) is read as well.
+    """
+    attributes = out / "attributes"
+    drops = sorted(p.as_posix() for p in attributes.glob("*/*.drops.parquet"))
+    near = sorted(p.as_posix() for p in attributes.glob("*/near_duplicates.parquet"))
+    con = duckdb.connect()
+    try:
+        rows = _query(con, "SELECT id, reason, matched_id AS kept_id, detail, NULL::DOUBLE AS score, NULL AS mode "
+                           "FROM read_parquet(?, union_by_name=true) WHERE id = ? ORDER BY reason, kept_id",
+                      [drops, doc_id]) if drops else []
+        scores = _query(con, "SELECT matched_id AS kept_id, score, mode FROM read_parquet(?) WHERE doc_id = ?",
+                        [near, doc_id]) if near else []
+    finally:
+        con.close()
+    for score in scores:
+        row = next((r for r in rows if r["kept_id"] == score["kept_id"]), None)
+        if row is None:
+            rows.append({"id": doc_id, "reason": "near_duplicate", "kept_id": score["kept_id"], "detail": None,
+                         "score": score["score"], "mode": score["mode"]})
+        else:
+            row.update(score=score["score"], mode=score["mode"])
+    return rows
+
+
+def _stored_in(out: Path, shards: Sequence[dict[str, Any]], doc_id: str) -> list[dict[str, Any]]:
+    """The shards (of those given) whose ``id`` column holds ``doc_id``, with their labels."""
+    by_path = {str(_inside(out, s["path"])): s for s in shards if _inside(out, s["path"]) is not None}
+    if not by_path:
+        return []
+    con = duckdb.connect()
+    try:
+        names = _query(con, "SELECT DISTINCT filename FROM read_parquet(?, filename=true) WHERE id = ? ORDER BY 1",
+                       [sorted(by_path), doc_id])
+    finally:
+        con.close()
+    found = []
+    for row in names:
+        shard = by_path[row["filename"]]
+        parts = Path(shard["path"]).parts
+        cls = parts[1] if parts[0] == "labeled" and len(parts) > 1 else None
+        found.append({"path": shard["path"], "class": cls, "labels": list(shard["labels"] or [])})
+    return found
+
+
+def explain(out: Path, doc_id: str, manifest_path: Path | None = None) -> dict[str, Any]:
+    """Everything the output root knows about one document's fate (read-only).
+
+    Looks in the source runs' duplicate records (:mod:`core.duplicates`, books' near
+    duplicates), the ``matches`` table of ``flows.dedup`` and the shards that hold documents;
+    ``verdict`` is ``duplicate``, ``kept`` or ``unknown`` (no trace of the id anywhere).
+    """
+    out = Path(out)
+    manifest_path = manifest_path or out / "manifest.duckdb"
+    dropped = _source_drops(out, doc_id)
     con = duckdb.connect(str(manifest_path), read_only=True)
     try:
         tables = {row[0] for row in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-        if "matches" not in tables:
-            return {"doc_id": doc_id, "matches": [], "note": "no dedup run recorded in this manifest"}
-        cursor = con.execute("SELECT * FROM matches WHERE doc_id = ? ORDER BY kind", [doc_id])
-        columns = [d[0] for d in cursor.description]
-        matches = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
-        members = con.execute("SELECT count(*) FROM matches WHERE matched_doc_id = ?", [doc_id]).fetchone()[0]
+        matches = _query(con, "SELECT * FROM matches WHERE doc_id = ? ORDER BY kind", [doc_id]) if "matches" in tables else []
+        members = (con.execute("SELECT count(*) FROM matches WHERE matched_doc_id = ?", [doc_id]).fetchone()
+                   if "matches" in tables else None)
+        shards = _query(con, "SELECT path, labels FROM shards WHERE starts_with(path, 'docs/') "
+                             "OR starts_with(path, 'labeled/') ORDER BY path", [])
     finally:
         con.close()
-    return {"doc_id": doc_id, "matches": matches, "duplicates_pointing_here": int(members)}
+    stored = _stored_in(out, shards, doc_id)
+    duplicate = [m for m in matches if m["kind"].startswith("duplicate_")]
+    verdict = "duplicate" if dropped or duplicate else "kept" if stored else "unknown"
+    return {
+        "doc_id": doc_id, "verdict": verdict, "source_duplicates": dropped,
+        "duplicates": duplicate, "references": [m for m in matches if m["kind"].startswith("reference_")],
+        "stored_in": stored, "duplicates_pointing_here": int(members[0]) if members else 0,
+        "dedup_run": "matches" in tables,
+    }
+
+
+def _jaccard(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else "?"
 
 
 def format_explanation(result: dict[str, Any]) -> str:
-    """A few human lines for :func:`explain`'s result."""
-    lines = [f"document {result['doc_id']}"]
-    if result.get("note"):
-        return "\n".join([*lines, f"  {result['note']}"])
-    if not result["matches"]:
-        lines.append("  no duplicate and no reference match: kept, and in G.3 if its source is a LLaMA source")
-    for match in result["matches"]:
-        jaccard = f"{match['jaccard']:.3f}" if match["jaccard"] is not None else "?"
-        if match["kind"].startswith("duplicate_"):
-            lines.append(f"  dropped as {match['kind'].removeprefix('duplicate_')} duplicate of "
-                         f"{match['matched_doc_id']} (estimated Jaccard {jaccard}, threshold {match['threshold']}, "
-                         f"layout {match['layout']}); shard {match['shard']}")
+    """The answer as a few lines: unknown, duplicate of which document, reference match, or kept with labels."""
+    doc = result["doc_id"]
+    if result["verdict"] == "unknown":
+        return f"{doc}: unknown id (in no shard, no duplicate record and no dedup match of this output root)"
+    lines = []
+    for row in result["source_duplicates"]:
+        kind = "exact" if row["reason"] == "duplicate_exact" else "near" if "near" in row["reason"] else None
+        if row["score"] is not None:
+            score = f", estimated {row.get('mode') or 'Jaccard'} {_jaccard(row['score'])}"
         else:
-            lines.append(f"  left out of G.3: {match['kind'].removeprefix('reference_')} match in the reference "
-                         f"{match['reference_index']} at {match['reference_shard']} line {match['reference_line']} "
-                         f"({match['reference_set']}), estimated Jaccard {jaccard}")
-    if result.get("duplicates_pointing_here"):
-        lines.append(f"  kept as the representative of {result['duplicates_pointing_here']} duplicate(s)")
+            score = f": {row['detail']}" if row.get("detail") else ""
+        what = f"{kind} duplicate" if kind else row["reason"]
+        target = f" of {row['kept_id']}" if row["kept_id"] else ""
+        lines.append(f"{doc}: dropped as {what}{target} (by its source run{score})")
+    for match in result["duplicates"]:
+        kind = match["kind"].removeprefix("duplicate_")
+        score = f", estimated Jaccard {_jaccard(match['jaccard'])}" if kind == "near" else ""
+        lines.append(f"{doc}: dropped as {kind} duplicate of {match['matched_doc_id']} (by flows.dedup{score}, "
+                     f"threshold {match['threshold']})")
+    for match in result["references"]:
+        lines.append(f"{doc}: matched reference document {match['reference_shard']}:{match['reference_line']} "
+                     f"({match['reference_set'] or '?'}, {match['kind'].removeprefix('reference_')}, estimated "
+                     f"Jaccard {_jaccard(match['jaccard'])}) of {match['reference_index']}: left out of G3")
+    for place in result["stored_in"]:
+        if place["class"]:
+            lines.append(f"{doc}: kept in class {place['class']}, labels {' '.join(place['labels']) or '(none)'} "
+                         f"({place['path']})")
+        else:
+            lines.append(f"{doc}: kept, in no labeled set ({place['path']}: flows.label not run, or its source is in neither list)")
+    if result["duplicates_pointing_here"]:
+        lines.append(f"{doc}: kept as the representative of {result['duplicates_pointing_here']} duplicate(s)")
     return "\n".join(lines)

@@ -1,52 +1,34 @@
-"""Label flow: partition documents into membership classes and label each class's shards G1/G2/G3.
+"""Label flow: split each final document shard into its membership classes, labeled G1/G2/G3.
 
     python -m flows.label --data data/ --config configs/labels.yaml
     kinda manifest sql "SELECT source, sum(docs) FROM shards WHERE list_contains(labels,'G3') GROUP BY 1"
 
-Each document is stored once, in the shards of its class under ``labeled/<class>/<source>/<part>/``:
-
-=================  =====================================================  ============
-class              documents                                              labels
-=================  =====================================================  ============
-``llama``          LLaMA-source documents without a reference match       G1 G2 G3
-``llama-in-ref``   LLaMA-source documents with an exact/near Pile match   G1 G2
-``extension``      documents of an extension source                       G2
-=================  =====================================================  ============
-
-Duplicates found by ``flows.dedup`` (``duplicate_of`` set) belong to no set; documents of a
-source listed in neither list are left out and counted. One task per document shard; the labels
-go into each shard's Parquet metadata (``kinda.labels``) and the manifest's ``shards.labels``.
+The classes, their labels and the "one copy of each document" rule are in :mod:`dedupe.labels`
+(pure logic): class shards under ``labeled/<class>/…`` become the documents' only copy and the
+``docs/`` shard they came from is released (deleted, recorded in ``_state/released/`` and the
+manifest's ``released`` table), so counts over ``shards`` see each document once. This module
+is the Prefect part: one task per document shard, the manifest rows, the artifact.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
+import datetime as dt
 import sys
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
-from core.atomic import sha256_file, write_json_atomic
-from core.config import CONFIG_DIR, PipelineConfig
-from core.layout import slug
+from core.config import PipelineConfig
 from core.manifest import Manifest
-from core.shards import ShardWriter, read_documents
+from core.released import RELEASED_SQL
 from core.version import code_version
-from dedupe.explain import attributes_path
-from flows._runtime import make_task_runner, prefect_api
-from flows._source_flow import add_common_arguments, current_run_id, load_config
-
-DEFAULT_CONFIG = CONFIG_DIR / "labels.yaml"
-CLASS_LABELS: dict[str, list[str]] = {"llama": ["G1", "G2", "G3"], "llama-in-ref": ["G1", "G2"], "extension": ["G2"]}
-LABELED = "labeled"
+from dedupe.labels import CLASS_LABELS, LABELED, LabelJob, LabelResult, label_shard, stale_labeled
+from flows._cli import Flag, FlowCLI
+from flows._recorder import RunRecorder
 
 
 class LabelConfig(PipelineConfig):
@@ -57,93 +39,47 @@ class LabelConfig(PipelineConfig):
     extension_sources: list[str] = Field(default_factory=list)
     drop_duplicates: bool = True
     require_dedup: bool = True
+    release_docs: bool = Field(True, description="delete each docs/ shard once its documents are in class shards "
+                                                 "(one copy on disk); false keeps both copies")
+
+    def job(self) -> LabelJob:
+        """The picklable settings each shard task needs."""
+        return LabelJob(tuple(self.llama_sources), tuple(self.extension_sources), self.drop_duplicates,
+                        self.config_hash(), self.shards.limits(), self.require_dedup, self.release_docs)
 
 
-def membership_class(source: str, attributes: dict[str, Any] | None, config: LabelConfig) -> str | None:
-    """The class of one document, or the reason it is in no class (``duplicate``, ``unlisted_source``)."""
-    if attributes is not None and config.drop_duplicates and attributes.get("duplicate_of"):
-        return "duplicate"
-    if source in config.llama_sources:
-        in_reference = attributes is not None and attributes.get("reference_kind") is not None
-        return "llama-in-ref" if in_reference else "llama"
-    if source in config.extension_sources:
-        return "extension"
-    return "unlisted_source"
+@task(name="label-shard", cache_policy=NO_CACHE, task_run_name="label {path}")
+def label_task(out: Path, path: str, shard: dict[str, Any], job: LabelJob) -> LabelResult:
+    """One document shard -> its classes' shards (and the release of the docs/ copy)."""
+    return label_shard(out, shard, job)
 
 
-@dataclass
-class LabelResult:
-    """What one task did for one document shard."""
-
-    shard: str
-    shards: list[dict[str, Any]] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-    error: str | None = None
-
-
-def label_shard(out: Path, shard: str, config: LabelConfig) -> LabelResult:
-    """Split one document shard into its classes' shards; resumable through a marker."""
-    docs_path = out / shard
-    attr_path = attributes_path(out, shard)
-    has_attributes = attr_path.exists()
-    if not has_attributes and config.require_dedup:
-        return LabelResult(shard, error=f"{shard}: no dedup attributes at {attr_path}; run flows.dedup first")
-    fingerprint = {"docs": sha256_file(docs_path), "attributes": sha256_file(attr_path) if has_attributes else None,
-                   "config": config.config_hash()}
-    marker = out / "_state" / LABELED / f"{slug(shard)}.json"
-    if marker.exists():
-        done = json.loads(marker.read_text(encoding="utf-8"))
-        if done["fingerprint"] == fingerprint and all((out / s["path"]).exists() for s in done["shards"]):
-            return LabelResult(shard, done["shards"], done["counts"])
-    rel = Path(shard).relative_to("docs") if shard.startswith("docs/") else Path(shard)
-    writers: dict[str, ShardWriter] = {}
-    counts: Counter[str] = Counter()
-    attr_rows = pq.ParquetFile(attr_path).iter_batches(batch_size=1000) if has_attributes else None
-    pending: list[dict[str, Any]] = []
-    try:
-        for doc in read_documents(docs_path):
-            attributes = None
-            if attr_rows is not None:
-                if not pending:
-                    pending = next(attr_rows).to_pylist()
-                attributes = pending.pop(0)
-                if attributes["id"] != doc.id:
-                    raise ValueError(f"{attr_path} is out of step with {shard} at {doc.id}")
-            cls = membership_class(doc.source, attributes, config)
-            counts[cls] += 1
-            if cls not in CLASS_LABELS:
-                continue
-            writer = writers.get(cls)
-            if writer is None:
-                writer = ShardWriter(out, out / LABELED / cls / rel.parent, rel.stem, doc.source, doc.language,
-                                     labels=CLASS_LABELS[cls], limits=config.shards.limits(),
-                                     file_metadata={"class": cls, "from": shard, "config_hash": config.config_hash()})
-                writers[cls] = writer
-            writer.write(doc)
-        shards = [{**info.to_dict(), "inputs": [shard]} for cls in sorted(writers) for info in writers[cls].close()]
-    except Exception as exc:
-        for writer in writers.values():
-            writer.abort()
-        return LabelResult(shard, error=f"{shard}: {type(exc).__name__}: {exc}")
-    write_json_atomic(marker, {"fingerprint": fingerprint, "shards": shards, "counts": dict(counts)})
-    return LabelResult(shard, shards, dict(counts))
+def document_shards(manifest: Manifest) -> list[dict[str, Any]]:
+    """Final document shards to label: those in ``docs/`` and those released by an earlier run."""
+    columns = "path, source, language, docs, text_bytes, bytes, sha256"
+    _, tables = manifest.query("SELECT table_name FROM information_schema.tables")
+    released = f" UNION ALL SELECT {columns} FROM released" if ("released",) in tables else ""
+    names, rows = manifest.query(f"SELECT {columns} FROM shards WHERE starts_with(path, 'docs/'){released}")
+    unique: dict[str, dict[str, Any]] = {}
+    for row in rows:  # a docs/ row (the shard written again by its source) wins over its old release
+        unique.setdefault(row[0], dict(zip(names, row, strict=True)))
+    return sorted(unique.values(), key=lambda s: (s["source"], s["path"]))
 
 
-@task(name="label-shard", cache_policy=NO_CACHE, task_run_name="label {shard}")
-def label_task(out: Path, shard: str, config: LabelConfig) -> LabelResult:
-    """One document shard -> its classes' shards."""
-    return label_shard(out, shard, config)
-
-
-def _remove_stale(out: Path, keep: set[str]) -> list[str]:
-    """Delete labeled shards a previous run wrote that this run did not (e.g. after a config change)."""
-    removed = []
-    for path in sorted((out / LABELED).rglob("*.parquet")):
-        rel = path.relative_to(out).as_posix()
-        if rel not in keep:
-            path.unlink()
-            removed.append(rel)
-    return removed
+def record_releases(manifest: Manifest, run_id: str, results: list[LabelResult]) -> int:
+    """Move released shards from ``shards`` to ``released`` (one transaction)."""
+    released = [r.released for r in results if r.released]
+    with manifest.connect() as con:
+        con.execute(RELEASED_SQL)
+        con.execute("BEGIN TRANSACTION")
+        for rec in released:
+            con.execute("INSERT OR REPLACE INTO released VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [rec["path"], rec["source"], rec["language"], rec["docs"], rec["text_bytes"], rec["bytes"],
+                         rec["sha256"], [s["path"] for s in rec["into"]], rec["dropped"], run_id,
+                         dt.datetime.now(dt.UTC).replace(tzinfo=None)])
+            con.execute("DELETE FROM shards WHERE path = ?", [rec["path"]])
+        con.execute("COMMIT")
+    return len(released)
 
 
 @flow(name="label", log_prints=True)
@@ -151,60 +87,48 @@ def label_flow(config: LabelConfig) -> list[LabelResult]:
     """Label every document shard of the output root (see the module docstring)."""
     logger = get_run_logger()
     out = Path(config.out).resolve()
-    manifest = Manifest.for_output(out)
-    run_id = current_run_id()
-    manifest.start_run(run_id, "label", None, config.config_hash(), config.output_fields(), code_version(), run_id)
-    status = "failed"
-    try:
-        _, rows = manifest.query("SELECT path FROM shards WHERE starts_with(path, 'docs/') ORDER BY source, path")
-        futures = [label_task.submit(out, path, config) for (path,) in rows]
+    with RunRecorder(out, "label", None, config) as run:
+        shards = document_shards(run.manifest)
+        job = config.job()
+        futures = [label_task.submit(out, shard["path"], shard, job) for shard in shards]
         results = [f.result() for f in futures]
-        shards = [s for r in results for s in r.shards]
-        _remove_stale(out, {s["path"] for s in shards})
-        manifest.record_shards(run_id, shards, config.config_hash(), "label", code_version(),
-                               replace_prefix=f"{LABELED}/")
+        written = [s for r in results for s in r.shards]
+        failed = any(r.error for r in results)
+        if not failed:  # a failed shard's earlier class shards may be its documents' only copy: keep them
+            for path in stale_labeled(out, {s["path"] for s in written}):
+                path.unlink()
+        run.manifest.record_shards(run.run_id, written, config.config_hash(), "label", code_version(),
+                                   replace_prefix=None if failed else f"{LABELED}/")
+        released = record_releases(run.manifest, run.run_id, results)
         totals: Counter[str] = Counter()
         for result in results:
             totals.update(result.counts)
             if result.error:
                 logger.error("%s", result.error)
-        create_table_artifact([{"class": k, "documents": v, "labels": " ".join(CLASS_LABELS.get(k, []))}
-                               for k, v in sorted(totals.items())], key="label-classes",
-                              description="Documents per membership class")
-        logger.info("labels: %s", dict(sorted(totals.items())))
-        status = "completed" if not any(r.error for r in results) else "partial"
+        run.table("label-classes", [{"class": k, "documents": v, "labels": " ".join(CLASS_LABELS.get(k, []))}
+                                    for k, v in sorted(totals.items())], "Documents per membership class")
+        logger.info("labels: %s; %d docs/ shards released into their class shards", dict(sorted(totals.items())),
+                    released)
+        run.status = "partial" if failed else "completed"
         return results
-    finally:
-        manifest.finish_run(run_id, status)
 
 
-def run(config: LabelConfig) -> list[LabelResult]:
-    """Run the flow with the task runner the config names."""
-    return label_flow.with_options(task_runner=make_task_runner(config))(config)
-
-
-def parse_args(argv: list[str] | None = None) -> LabelConfig:
-    """Command line -> typed config."""
-    parser = argparse.ArgumentParser(prog="python -m flows.label", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, help="output root (same as --out)")
-    add_common_arguments(parser, DEFAULT_CONFIG)
-    args = parser.parse_args(argv)
-    if args.data is not None and args.out is None:
-        args.out = args.data
-    return load_config(LabelConfig, args, {})  # type: ignore[return-value]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m flows.label``."""
-    config = parse_args(argv)
-    with prefect_api():
-        results = run(config)
+def report(results: list[LabelResult]) -> int:
+    """What the command prints after a run; exit 1 when a shard could not be labeled."""
     totals: Counter[str] = Counter()
     for result in results:
         totals.update(result.counts)
+        if result.error:
+            print(f"error: {result.error}", file=sys.stderr)
     print("documents per class:", dict(sorted(totals.items())))
+    print(f"docs/ shards released into labeled/: {sum(1 for r in results if r.released)}")
     return 1 if any(r.error for r in results) else 0
+
+
+cli = FlowCLI(label_flow, LabelConfig, "labels.yaml", __doc__, report=report, flags=[
+    Flag("--data", "out", "output root (same as --out)", type=Path),
+])
+parse_args, run, main = cli.parse_args, cli.run, cli.main
 
 
 if __name__ == "__main__":

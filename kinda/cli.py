@@ -2,6 +2,11 @@
 
 ``kinda manifest summary|sql|verify`` work on ``<out>/manifest.duckdb`` (``--out``, default
 ``data``) or an explicit ``--manifest`` file, read-only, so they are safe while a flow runs.
+``--out`` and ``--manifest`` may be given before or after the sub-command.
+
+Errors a user can hit (no manifest, a corrupt one, a bad SQL query, ``| head`` closing the
+pipe, a missing optional package) end in one line on stderr, never a traceback:
+exit 2 for usage errors (bad query, missing manifest or package), 1 for a damaged manifest.
 """
 
 from __future__ import annotations
@@ -9,29 +14,86 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-from core.manifest import MANIFEST_NAME, Manifest
-from kinda.summary import format_summary, format_table
+import duckdb
+
+from core.manifest import MANIFEST_NAME, Manifest, ManifestError
+from kinda.summary import format_storage, format_summary, format_table, storage
 
 #: Optional sub-command modules, each with ``register(subparsers)``; absent ones are skipped.
 PLUGIN_MODULES = ("kinda.cli_dedup", "kinda.cli_report", "kinda.cli_tensors")
+#: Exit status of a command whose reader closed the pipe (as a process killed by SIGPIPE).
+BROKEN_PIPE_EXIT = 128 + 13
 
 
-def _manifest(args: argparse.Namespace) -> Manifest:
-    return Manifest(args.manifest) if args.manifest else Manifest(Path(args.out) / MANIFEST_NAME)
+class KindaError(Exception):
+    """An error the user can act on: printed as one line, with its exit status, no traceback."""
+
+    def __init__(self, message: str, status: int = 2) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def manifest_path(args: argparse.Namespace) -> Path:
+    """The manifest the command reads: ``--manifest``, else ``<--out>/manifest.duckdb``."""
+    return Path(args.manifest) if args.manifest else Path(args.out) / MANIFEST_NAME
+
+
+def open_manifest(args: argparse.Namespace) -> Manifest:
+    """The manifest, checked once so a missing or damaged file is one line, not retries and a traceback.
+
+    :class:`core.manifest.Manifest` retries while a file is locked by a writing flow, which is
+    right for a lock but wrong for a file that is not a DuckDB database at all (retrying cannot
+    fix it); this one read-only open tells the two apart before any retry.
+    """
+    path = manifest_path(args)
+    if not path.is_file():
+        hint = "" if args.manifest else " (give the output root with --out, or the file with --manifest)"
+        raise KindaError(f"no manifest at {path}{hint}")
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        if "lock" in str(exc).lower():  # a flow is writing: the Manifest's own retries wait for it
+            return Manifest(path)
+        raise KindaError(f"{path} is not a readable manifest ({first_line(exc)}); "
+                         "restore it from a backup or re-run the flows into a fresh --out", 1) from exc
+    try:
+        con.execute("SELECT count(*) FROM information_schema.tables").fetchall()
+    except duckdb.Error as exc:
+        raise KindaError(f"{path} is damaged ({first_line(exc)}); restore it from a backup or re-run "
+                         "the flows into a fresh --out", 1) from exc
+    finally:
+        con.close()
+    return Manifest(path)
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (DuckDB's carry a multi-line hint)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    """Print documents, bytes and drops per source and language."""
-    print(format_summary(_manifest(args)))
+    """Print documents, bytes and drops per source and language, each document counted once."""
+    manifest = open_manifest(args)
+    print(format_summary(manifest))
+    print()
+    print(format_storage(storage(manifest, manifest.path.parent)))
     return 0
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    """Run one read-only SQL query and print the result."""
-    columns, rows = _manifest(args).query(args.query)
+    """Run one read-only SQL query and print the result; a bad query is a usage error (exit 2)."""
+    manifest = open_manifest(args)
+    try:
+        columns, rows = manifest.query(args.query)
+    except (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException,
+            duckdb.InvalidInputException, duckdb.ConversionException) as exc:
+        raise KindaError(f"bad query: {first_line(exc)}") from exc
     if args.json:
         print(json.dumps([dict(zip(columns, row, strict=True)) for row in rows], default=str, indent=1))
     else:
@@ -41,8 +103,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Re-hash every shard; non-zero exit when one is missing or corrupt."""
-    manifest = _manifest(args)
-    root = Path(args.out) if not args.manifest else Path(args.manifest).parent
+    manifest = open_manifest(args)
+    root = Path(args.manifest).parent if args.manifest else Path(args.out)
     problems = manifest.verify(root)
     _, rows = manifest.query("SELECT count(*) FROM shards")
     for problem in problems:
@@ -51,16 +113,36 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def _add_root_options(parser: argparse.ArgumentParser, top: bool) -> None:
+    """``--out``/``--manifest``; on a sub-command they default to what was given before it."""
+    existing = {s for action in parser._actions for s in action.option_strings}
+    if "--out" not in existing:
+        parser.add_argument("--out", default="data" if top else argparse.SUPPRESS,
+                            help="output root holding manifest.duckdb (default: data)")
+    if "--manifest" not in existing:
+        parser.add_argument("--manifest", default=None if top else argparse.SUPPRESS, help="explicit manifest file")
+
+
+def _subcommand_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """Every parser below ``parser`` (sub-commands, their sub-commands, ...)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):  # aliases map to the same parser
+                yield child
+                yield from _subcommand_parsers(child)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser, with plugin sub-commands registered."""
-    parser = argparse.ArgumentParser(prog="kinda", description=__doc__)
-    parser.add_argument("--out", default="data", help="output root holding manifest.duckdb (default: data)")
-    parser.add_argument("--manifest", help="explicit manifest file")
+    """The argument parser, with plugin sub-commands registered and ``--out`` on every one."""
+    parser = argparse.ArgumentParser(prog="kinda", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_root_options(parser, top=True)
     commands = parser.add_subparsers(dest="command", required=True)
     manifest = commands.add_parser("manifest", help="query and verify the manifest")
     sub = manifest.add_subparsers(dest="manifest_command", required=True)
     sub.add_parser("summary", help="documents, bytes, drops by reason").set_defaults(func=cmd_summary)
-    sql = sub.add_parser("sql", help="run a SQL query (tables: runs, inputs, shards, drops, errors)")
+    sql = sub.add_parser("sql", help="run a SQL query (tables: runs, inputs, shards, drops, errors, matches, "
+                                     "tensors, released)")
     sql.add_argument("query")
     sql.add_argument("--json", action="store_true", help="print rows as JSON")
     sql.set_defaults(func=cmd_sql)
@@ -73,18 +155,45 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.register(commands)
+    for child in _subcommand_parsers(parser):
+        _add_root_options(child, top=False)
     return parser
+
+
+def _quiet_broken_pipe() -> int:
+    """The reader (``| head``) went away: stop writing, say nothing, exit as ``cat`` would."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not raise again
+    except (OSError, ValueError):  # stdout without a file descriptor (captured in tests)
+        pass
+    return BROKEN_PIPE_EXIT
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``kinda`` console script."""
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
+    except KindaError as exc:
+        print(f"kinda: {exc}", file=sys.stderr)
+        return exc.status
     except FileNotFoundError as exc:
         print(f"kinda: {exc}", file=sys.stderr)
         return 2
+    except ManifestError as exc:  # the manifest's own one-line diagnosis (damaged, unopenable)
+        print(f"kinda: {first_line(exc)}", file=sys.stderr)
+        return 1
+    except duckdb.Error as exc:  # damage found only while reading (a corrupt block)
+        print(f"kinda: {manifest_path(args)}: {first_line(exc)}", file=sys.stderr)
+        return 1
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # ``python -m kinda.cli``: run the imported module, so plugins share its classes
+    from kinda.cli import main as imported_main
+
+    sys.exit(imported_main())

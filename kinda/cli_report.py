@@ -16,13 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from core.atomic import atomic_path
-from core.manifest import MANIFEST_NAME, Manifest
+from core.manifest import Manifest
+from kinda.cli import KindaError, open_manifest
+from kinda.summary import COUNTED_SHARDS, format_storage, storage
 
-#: Documents per source: all final documents, then per label of the labeled shards.
-SOURCES_SQL = """
-WITH rows AS (
-    SELECT source, 'all documents' AS label, 0 AS rank, docs, text_bytes, NULL::BIGINT AS tokens
-    FROM shards WHERE starts_with(path, 'docs/')
+#: Documents per source: all final documents (each once), then per label of the labeled shards.
+SOURCES_SQL = f"""
+WITH {COUNTED_SHARDS}, rows AS (
+    SELECT source, 'all documents' AS label, 0 AS rank, docs, text_bytes, tokens
+    FROM counted WHERE starts_with(path, 'docs/') OR starts_with(path, 'labeled/')
     UNION ALL
     SELECT source, label, 1 AS rank, docs, text_bytes, tokens
     FROM (SELECT *, unnest(labels) AS label FROM shards WHERE starts_with(path, 'labeled/'))
@@ -46,14 +48,19 @@ def _rows(manifest: Manifest, sql: str) -> list[dict[str, Any]]:
     return [dict(zip(columns, row, strict=True)) for row in rows]
 
 
-def report_tables(manifest: Manifest) -> dict[str, list[dict[str, Any]]]:
-    """The report's three tables (``tokens`` is empty until a tokenize run wrote its table)."""
+def report_tables(manifest: Manifest, out: Path | None = None) -> dict[str, list[dict[str, Any]]]:
+    """The report's tables (``tokens`` is empty until a tokenize run wrote its table).
+
+    With the output root, ``storage`` holds one row: bytes of document shards on disk against one
+    copy of the kept documents (:func:`kinda.summary.storage`).
+    """
     _, present = manifest.query("SELECT table_name FROM information_schema.tables")
     tables = {name for (name,) in present}
     return {
         "sources": _rows(manifest, SOURCES_SQL),
         "drops": _rows(manifest, DROPS_SQL),
         "tokens": _rows(manifest, TENSORS_SQL) if "tensors" in tables else [],
+        "storage": [storage(manifest, out)] if out is not None else [],
     }
 
 
@@ -68,6 +75,7 @@ def format_text(tables: dict[str, list[dict[str, Any]]]) -> str:
         rows = tables[key]
         body = format_table(list(rows[0]), [list(r.values()) for r in rows]) if rows else "(none)"
         parts.append(f"{title}\n{body}")
+    parts.extend(format_storage(row) for row in tables.get("storage", []))
     return "\n\n".join(parts)
 
 
@@ -121,6 +129,7 @@ def render_html(tables: dict[str, list[dict[str, Any]]], title: str) -> str:
         ("Drop reasons per source", _bar_svg(series["drops"], "dropped"), tables["drops"]),
     ]
     body = "".join(f"<h2>{html.escape(name)}</h2>{chart}{_html_table(rows)}" for name, chart, rows in sections)
+    body += "".join(f"<h2>Storage</h2><p>{html.escape(format_storage(row))}</p>" for row in tables.get("storage", []))
     return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
             f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>\n")
 
@@ -134,7 +143,8 @@ def render_png(tables: dict[str, list[dict[str, Any]]], target: Path, title: str
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise SystemExit("kinda report --png needs matplotlib (pip install matplotlib); --html needs nothing") from exc
+        raise KindaError("--png needs matplotlib: pip install 'kinda-llama[report]' (or pip install matplotlib); "
+                         "--html needs nothing") from exc
     series = chart_series(tables)
     heights = [max(1, len(v)) for v in series.values()]
     fig, axes = plt.subplots(3, 1, figsize=(10, 2 + 0.3 * sum(heights)),
@@ -155,10 +165,8 @@ def render_png(tables: dict[str, list[dict[str, Any]]], target: Path, title: str
 # -- command ----------------------------------------------------------------------------------
 def cmd_report(args: argparse.Namespace) -> int:
     """Write the report as text (stdout), HTML or PNG."""
-    manifest = Manifest(args.manifest) if args.manifest else Manifest(Path(args.out) / MANIFEST_NAME)
-    if not manifest.path.exists():
-        raise FileNotFoundError(f"no manifest at {manifest.path}")
-    tables = report_tables(manifest)
+    manifest = open_manifest(args)
+    tables = report_tables(manifest, manifest.path.parent)
     title = f"kinda-llama report: {manifest.path.parent}"
     if args.html:
         with atomic_path(Path(args.html)) as tmp:
@@ -178,5 +186,4 @@ def register(subparsers: Any) -> None:
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--html", metavar="FILE", help="write a self-contained HTML page")
     target.add_argument("--png", metavar="FILE", help="write a PNG (needs matplotlib)")
-    parser.add_argument("--out", default=argparse.SUPPRESS, help="output root holding manifest.duckdb (as kinda --out)")
     parser.set_defaults(func=cmd_report)

@@ -1,0 +1,111 @@
+"""Released shards: a document shard deleted because its documents now live, once, in their final form.
+
+The label stage splits each final document shard (``docs/…``) into the shards of its membership
+classes (``labeled/<class>/…``). Keeping both would store and ship every document twice, so
+once the class shards are written the ``docs/`` shard is *released*: deleted, with a record of
+what it was and where its documents went:
+
+``<out>/_state/released/<shard>.json``: ``path``, ``sha256``, ``bytes``, ``docs``, ``source``,
+``language``, ``into`` (the class shards, each ``path``/``bytes``/``sha256``) and ``dropped``
+(documents that went to no class: duplicates).
+
+A stage that checks whether its outputs are still there (a source's resume marker lists its
+``docs/`` shards) asks :func:`shard_intact`, which accepts a released shard whose class shards
+are intact; the manifest moves the row from ``shards`` to ``released`` (:data:`RELEASED_SQL`),
+so every count over ``shards`` sees each document once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from core.atomic import write_json_atomic
+from core.layout import slug
+
+RELEASED_DIR = ("_state", "released")
+RELEASED_SQL = """
+CREATE TABLE IF NOT EXISTS released (
+    path VARCHAR PRIMARY KEY,
+    source VARCHAR NOT NULL,
+    language VARCHAR,
+    docs BIGINT NOT NULL,
+    text_bytes BIGINT NOT NULL,
+    bytes BIGINT NOT NULL,
+    sha256 VARCHAR NOT NULL,
+    into_shards VARCHAR[] NOT NULL,
+    dropped BIGINT NOT NULL,
+    run_id VARCHAR NOT NULL,
+    released_at TIMESTAMP NOT NULL
+);
+"""
+
+
+def release_record_path(out: Path, shard_path: str) -> Path:
+    """Where the release record of one ``docs/`` shard lives."""
+    return out.joinpath(*RELEASED_DIR) / f"{slug(shard_path)}.json"
+
+
+def read_release(out: Path, shard_path: str) -> dict[str, Any] | None:
+    """The release record of a shard, or None (never released, or the record is unreadable)."""
+    path = release_record_path(out, shard_path)
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and record.get("path") == shard_path else None
+
+
+def _file_intact(out: Path, entry: dict[str, Any]) -> bool:
+    target = out / entry["path"]
+    return target.is_file() and target.stat().st_size == int(entry["bytes"])
+
+
+def released_intact(out: Path, record: dict[str, Any]) -> bool:
+    """True when every class shard the released documents went to is still on disk, same size."""
+    return all(_file_intact(out, entry) for entry in record.get("into", []))
+
+
+def shard_intact(out: Path, shard: dict[str, Any]) -> bool:
+    """A shard (``path``, ``bytes``; ``sha256`` when known) is on disk, or released with its documents intact."""
+    if _file_intact(out, shard):
+        return True
+    record = read_release(out, shard["path"])
+    if record is None or int(record["bytes"]) != int(shard["bytes"]):
+        return False
+    if shard.get("sha256") and record["sha256"] != shard["sha256"]:
+        return False
+    return released_intact(out, record)
+
+
+def write_release(out: Path, shard: dict[str, Any], into: Sequence[dict[str, Any]], dropped: int) -> dict[str, Any]:
+    """Record a shard's release (call before deleting it, so a crash leaves the shard, not a gap)."""
+    record = {
+        "path": shard["path"], "sha256": shard["sha256"], "bytes": int(shard["bytes"]), "docs": int(shard["docs"]),
+        "text_bytes": int(shard.get("text_bytes") or 0), "source": shard["source"], "language": shard.get("language"),
+        "into": [{"path": s["path"], "bytes": int(s["bytes"]), "sha256": s["sha256"]} for s in into],
+        "dropped": int(dropped),
+    }
+    write_json_atomic(release_record_path(out, shard["path"]), record)
+    return record
+
+
+def release_records(out: Path) -> list[dict[str, Any]]:
+    """Every release record under an output root, in path order."""
+    base = out.joinpath(*RELEASED_DIR)
+    records = []
+    for path in sorted(base.glob("*.json")) if base.is_dir() else []:
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict) and "path" in record:
+            records.append(record)
+    return sorted(records, key=lambda r: str(r["path"]))
+
+
+def is_released(out: Path, shard_path: str) -> bool:
+    """True when a shard's file is gone because it was released (a row for it must not come back)."""
+    return not (out / shard_path).is_file() and read_release(out, shard_path) is not None
