@@ -50,6 +50,8 @@ PILE_SET = "DM Mathematics"
 SPLITS = ("train-easy", "train-medium", "train-hard", "interpolate", "extrapolate")
 TRAIN_SPLITS = ("train-easy", "train-medium", "train-hard")
 _NOTES_HEADER = re.compile(r"^(train-easy|train-medium|train-hard|interpolate|extrapolate)/([A-Za-z0-9_]+)\.txt:\s*$")
+#: What a cut or corrupt input raises while streamed.
+READ_ERRORS: tuple[type[BaseException], ...] = (*CODEC_ERRORS, TruncatedInputError, tarfile.TarError)
 _MODULE = re.compile(r"^[a-z0-9]+__[a-z0-9_]+$")
 
 
@@ -165,7 +167,7 @@ def iter_module_file(path: Path, settings: DmMathSettings, split: str | None = N
     try:
         with open_binary(path) as stream:
             yield from _module_records(stream, module_of(path.name), split, where, settings)
-    except (*CODEC_ERRORS, TruncatedInputError) as exc:
+    except READ_ERRORS as exc:
         yield Drop("truncated_input", where, f"{where}: {type(exc).__name__}: {exc}")
 
 
@@ -188,7 +190,7 @@ def iter_package(path: Path, settings: DmMathSettings) -> Iterator[Record]:
                 if handle is not None:
                     yield from _module_records(handle, module_of(member.name), split, where, settings)
                 done += 1
-    except (*CODEC_ERRORS, TruncatedInputError, tarfile.TarError) as exc:
+    except READ_ERRORS as exc:
         yield Drop("truncated_input", f"{name}:member {done + 1}",
                    f"{name}: unreadable after {done} module files: {type(exc).__name__}: {exc}")
 
@@ -268,7 +270,7 @@ def iter_dmmath(path: Path, settings: DmMathSettings) -> Iterator[Record]:
         yield from iter_module_file(path, settings)
 
 
-@dataclass(frozen=True)
+@dataclass
 class DmMathRecipe:
     """DeepMind Mathematics as a :class:`core.pipeline.SourceRecipe`."""
 

@@ -57,6 +57,8 @@ LIST_SUFFIX = ".pmc.json"
 LIST_FORMAT = "kinda-pmc-list/1"
 ARTICLE_SUFFIXES = (".nxml", ".xml", ".nxml.gz", ".xml.gz")
 TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tar.xz")
+#: What a cut or corrupt package raises while streamed.
+PACKAGE_ERRORS: tuple[type[BaseException], ...] = (*CODEC_ERRORS, TruncatedInputError, tarfile.TarError)
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,7 @@ def iter_package(path: Path, settings: CentralSettings, cleaner: BoundedCleaner[
                 handle = archive.extractfile(member)
                 data = handle.read() if handle is not None else b""
                 yield _clean(cleaner, data, where, settings)
-    except (*CODEC_ERRORS, TruncatedInputError, tarfile.TarError) as exc:
+    except PACKAGE_ERRORS as exc:
         yield Drop("truncated_input", f"{name}:article {number + 1}",
                    f"{name}: unreadable after {number} articles: {type(exc).__name__}: {exc}")
 
@@ -204,7 +206,7 @@ def _iter_central(path: Path, settings: CentralSettings, cleaner: BoundedCleaner
     yield _read_file(path, name, settings, cleaner)
 
 
-@dataclass(frozen=True)
+@dataclass
 class PubmedCentralRecipe:
     """PubMed Central OA full text as a :class:`core.pipeline.SourceRecipe`."""
 
@@ -228,7 +230,7 @@ class PubmedCentralRecipe:
         return doc.language or "und"
 
 
-@dataclass(frozen=True)
+@dataclass
 class PubmedAbstractsRecipe:
     """PubMed/MEDLINE titles and abstracts as a :class:`core.pipeline.SourceRecipe`."""
 
