@@ -323,13 +323,18 @@ class RedditFilters:
             return "removed_body"
         if not stripped:
             return "empty_body"
-        if self.is_bot(author) or BOT_BODY.search(body):
+        if self.is_bot(author) or (_may_say_bot(body) and BOT_BODY.search(body)):
             return "bot"
         if len(body) > self.max_body_chars:
             return "body_too_long"
         if kind == 1 and self.min_score is not None and score < self.min_score:
             return "low_score"
         return None
+
+
+def _may_say_bot(body: str) -> bool:
+    """Cheap substring pre-check (C speed) before the case-insensitive :data:`BOT_BODY` regex."""
+    return "bot" in body or "Bot" in body or "BOT" in body or "automatically" in body
 
 
 # -- body cleaning -----------------------------------------------------------------------------
@@ -402,6 +407,7 @@ class Node:
     kind: int
     line: int
     children: list[str] = field(default_factory=list)
+    reason: str | None = None  # why the comment itself cannot be a turn (depth aside), computed once
 
 
 @dataclass
@@ -449,6 +455,7 @@ def build_thread(link: str, rows: Sequence[dict[str, Any]], filters: RedditFilte
             result.drops.append(("bad_parent", node))
             continue
         node.parent = parent
+        node.reason = filters.comment_reason(node.author, node.body, node.score, 1)
         nodes[node.id] = node
     roots: list[str] = []
     for node in sorted(nodes.values(), key=lambda n: (n.created, n.id)):  # dump order must not matter
@@ -504,23 +511,21 @@ def _walk(roots: list[str], nodes: dict[str, Node], submission: Node | None, fil
 
 
 def _own_reason(node: Node, depth: int, filters: RedditFilters) -> str | None:
-    if depth > filters.max_depth:
-        return "too_deep"
-    return filters.comment_reason(node.author, node.body, node.score, node.kind)
+    return "too_deep" if depth > filters.max_depth else node.reason
 
 
 def _has_kept_child(node: Node, nodes: dict[str, Node], depth: int, filters: RedditFilters) -> bool:
-    return any(_own_reason(nodes[c], depth + 1, filters) is None for c in node.children)
+    return depth < filters.max_depth and any(nodes[c].reason is None for c in node.children)
 
 
 def _choose_paths(leaves: list[list[Node]], filters: RedditFilters, result: ThreadResult) -> None:
     """Keep at most ``max_paths_per_root`` paths of one root: best leaf score, then longest, then id."""
     ranked = sorted(leaves, key=lambda p: (-p[-1].score, -len(p), p[-1].created, p[-1].id))
     kept: list[list[Node]] = []
-    for index, path in enumerate(ranked):
+    for path in ranked:
         if len(path) < filters.min_turns:
             result.path_drops.append(("too_few_turns", path))
-        elif filters.max_paths_per_root and index >= filters.max_paths_per_root:
+        elif filters.max_paths_per_root and len(kept) >= filters.max_paths_per_root:
             result.path_drops.append(("path_limit", path))
         else:
             kept.append(path)
@@ -681,8 +686,11 @@ def group_threads(sources: Sequence[Path], work: Path, memory_limit: str, batch_
         reader = query.to_arrow_reader(batch_rows)
         link: str | None = None
         rows: list[dict[str, Any]] = []
+        names = ROW_SCHEMA.names
         for batch in reader:
-            for row in batch.to_pylist():
+            columns = batch.to_pydict()
+            for values in zip(*(columns[n] for n in names), strict=True):
+                row = dict(zip(names, values, strict=True))
                 if row["link"] != link:
                     if rows:
                         yield link, rows  # type: ignore[misc]
