@@ -178,14 +178,14 @@ def test_malformed_page_and_invalid_utf8_cost_one_page_each(tmp_path: Path, en_p
 def test_wikitext_parser_failure_drops_only_that_page(
     tmp_path: Path, en_pages: list[SamplePage], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_parse = wikipedia.mwparserfromhell.parse
+    real_clean = wikipedia.FastWikitextCleaner.clean
 
-    def parse(text: str):  # a page mwparserfromhell chokes on
+    def clean(self: wikipedia.FastWikitextCleaner, text: str) -> str:  # a page the cleaner chokes on
         if "BOOM" in text:
             raise RecursionError("maximum recursion depth exceeded")
-        return real_parse(text)
+        return real_clean(self, text)
 
-    monkeypatch.setattr(wikipedia.mwparserfromhell, "parse", parse)
+    monkeypatch.setattr(wikipedia.FastWikitextCleaner, "clean", clean)
     pages = [*en_pages, SamplePage(500, "Exploding page", 0, "BOOM {{x}}")]
     docs, stats = _run(_write(tmp_path / "enwiki-x.xml", dump_xml("en", pages)))
     assert _reasons(stats)["wikitext_parse_error"] == 1
