@@ -172,6 +172,7 @@ class MixtureDataset(Dataset[dict[str, torch.Tensor]]):
         self._component_ids = [torch.tensor(i) for i in range(len(self.components))]
         self._inner = [Permutation(len(c), seed, salt + 1 + i) if shuffle else None
                        for i, c in enumerate(self.components)]
+        self._remote = any(f.remote for c in self.components for f in c.files)
 
     def __len__(self) -> int:
         return self._starts[-1]
@@ -191,6 +192,24 @@ class MixtureDataset(Dataset[dict[str, torch.Tensor]]):
         local = (u - self._starts[component]) % len(self.components[component])
         inner = self._inner[component]
         return component, inner(local) if inner is not None else local
+
+    def hint_ahead(self, start: int, count: int) -> None:
+        """Tell remote caches which files items ``start .. start + count`` read, in order (local: nothing).
+
+        A bounded cache then prefetches what the reader needs next and keeps it, whatever the
+        shuffle, instead of guessing from the listing order.
+        """
+        if not self._remote:
+            return
+        wanted: dict[int, tuple[Any, list[str]]] = {}
+        for index in range(start, min(len(self), start + count)):
+            component, window = self.source_of(index)
+            file_no, _ = self.components[component].locate(window)
+            file = self.components[component].files[file_no]
+            if file.remote:
+                wanted.setdefault(id(file.opener), (file.opener, []))[1].extend(file.hint_files())
+        for opener, paths in wanted.values():
+            opener.hint(paths)
 
     def __getitem__(self, index: int) -> dict[str, Any]:
         component, window = self.source_of(index)

@@ -42,10 +42,14 @@ class IndexedSource:
     each repeat is a new permutation.
     """
 
+    #: Every this many items, tell the dataset (``hint_ahead``) which items come next, this far ahead.
+    HINT_EVERY, HINT_AHEAD = 32, 128
+
     def __init__(self, dataset: Any, repeat: bool = False) -> None:
         self.dataset = dataset
         self.repeat = repeat
         self.position = 0
+        self._next_hint = 0 if hasattr(dataset, "hint_ahead") else None
 
     def __iter__(self) -> IndexedSource:
         return self
@@ -59,10 +63,19 @@ class IndexedSource:
         dataset = self.dataset.for_epoch(epoch) if epoch and hasattr(self.dataset, "for_epoch") else self.dataset
         return dataset[index]
 
+    def _hint(self, n: int) -> None:
+        """Prefetch hints for remote sets (cheap no-op for local ones)."""
+        epoch, index = divmod(self.position, n)
+        dataset = self.dataset.for_epoch(epoch) if epoch and hasattr(self.dataset, "for_epoch") else self.dataset
+        dataset.hint_ahead(index, self.HINT_AHEAD)
+        self._next_hint = self.position + self.HINT_EVERY
+
     def __next__(self) -> Any:
         n = self._length()
         if n == 0 or (not self.repeat and self.position >= n):
             raise StopIteration
+        if self._next_hint is not None and self.position >= self._next_hint:
+            self._hint(n)
         item = self._at(self.position)
         self.position += 1
         return item
@@ -72,6 +85,8 @@ class IndexedSource:
         n = self._length()
         allowed = count if self.repeat else max(0, min(count, n - self.position))
         self.position += allowed
+        if self._next_hint is not None and allowed >= self.HINT_EVERY:
+            self._next_hint = self.position  # jumped: hint again at the next item
         return allowed
 
     def state_dict(self) -> State:
@@ -79,6 +94,8 @@ class IndexedSource:
 
     def load_state_dict(self, state: State) -> None:
         self.position = int(state["position"])
+        if self._next_hint is not None:
+            self._next_hint = self.position
 
 
 def _skip(upstream: Any, count: int) -> bool:

@@ -178,11 +178,11 @@ class RemoteFiles:
         self._resident: collections.OrderedDict[str, int] = collections.OrderedDict()  # on disk or coming
         self._used: set[str] = set()
         self._pinned: collections.Counter[str] = collections.Counter()
+        self._upcoming: list[str] | None = None  # the reader's next files, when it tells (see hint)
         self._lock = threading.RLock()
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="kinda-prefetch")
         evicted = self._adopt_cached()
         self._notify(evicted)
-        self._prefetch(0)
 
     # -- bookkeeping (called with the lock held) ------------------------------------------------
     def _adopt_cached(self) -> list[str]:
@@ -209,8 +209,11 @@ class RemoteFiles:
             return []
         evicted: list[str] = []
         total = sum(self._resident.values())
-        read = [p for p in self._resident if p in self._used]  # files already read go first, oldest first
-        for path in read if prefetch else read + [p for p in self._resident if p not in self._used]:
+        coming = set(self._upcoming or ())
+        # Files read and not coming back soon go first (oldest first); a prefetch evicts nothing else.
+        done_with = [p for p in self._resident if p in self._used and p not in coming]
+        rest = [p for p in self._resident if p not in done_with]
+        for path in done_with if prefetch else done_with + rest:
             if total + size <= self.cap_bytes:
                 break
             future = self._futures.get(path)
@@ -249,12 +252,27 @@ class RemoteFiles:
                     self._futures.pop(path)
                     self._resident.pop(path, None)
 
-    def _prefetch(self, first: int) -> None:
-        """Queue the files of the window starting at listing position ``first`` that fit under the cap."""
-        last = len(self._order) if self.window is None else min(len(self._order), first + self.window)
+    def hint(self, upcoming: Sequence[str]) -> None:
+        """The files the reader will ask for next, in order: prefetch follows them, not the listing."""
+        with self._lock:
+            self._upcoming = [p for p in dict.fromkeys(upcoming) if p in self._specs]
+        self._prefetch(None)
+
+    def _prefetch(self, after: str | None) -> None:
+        """Queue the next ``window`` files the reader will need that fit under the cap.
+
+        The next files are the hinted ones when the reader gave hints, else those after
+        ``after`` in listing order.
+        """
+        with self._lock:
+            if self._upcoming is not None:
+                ahead = self._upcoming
+            else:
+                ahead = self._order[self._position[after] + 1:] if after is not None else self._order
+            ahead = ahead if self.window is None else ahead[: self.window]
         evicted: list[str] = []
         with self._lock:
-            for path in self._order[first:last]:
+            for path in ahead:
                 if path in self._futures:
                     continue
                 room = self._make_room(self._specs[path][0], prefetch=True)
@@ -323,7 +341,7 @@ class RemoteFiles:
         except BaseException:
             self.unpin(rel_path)
             raise
-        self._prefetch(self._position[rel_path] + 1)
+        self._prefetch(rel_path)
         return result
 
     def unpin(self, rel_path: str) -> None:

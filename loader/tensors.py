@@ -97,6 +97,15 @@ class TensorFile:
                 data = self._data
         return data
 
+    def hint_files(self) -> tuple[str, str]:
+        """The files :meth:`open` reads (for a remote set's prefetch hints)."""
+        return self.tokens_path, self.docs_path
+
+    @property
+    def remote(self) -> bool:
+        """True when the files come through a remote cache (that takes prefetch hints)."""
+        return hasattr(self.opener, "hint")
+
     def release(self) -> None:
         """Drop the memory map (its file left a bounded cache); the next window reopens it.
 
@@ -155,6 +164,9 @@ class _RemoteOpener:
 
     def unpin(self, rel_path: str) -> None:
         self.start().unpin(rel_path)
+
+    def hint(self, rel_paths: list[str]) -> None:
+        self.start().hint(rel_paths)
 
     def close(self) -> None:
         if self._files is not None:
