@@ -15,7 +15,10 @@ are bounded too, so a gzip bomb costs a counted ``too_large`` drop, not the work
 
 Each member of a bulk tar is one record: a kept paper, or a drop with a reason (``pdf_only``,
 ``not_gzip``, ``corrupt_archive``, ``unsafe_archive``, ``too_large``, ``no_section``...).
-A bulk tar cut short ends with one ``truncated_input`` drop after the papers read before the cut.
+A bulk tar cut short yields the papers before the cut and exactly one ``truncated_input`` drop
+(the cut paper, or the end of the readable data), never a second one for the same member.
+Each paper's LaTeX is cleaned under a time and size bound (:mod:`core.bounded`): a paper past it
+is one ``cleaner_timeout`` / ``record_too_large`` drop and the tar goes on.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from core.bounded import BoundedCleaner
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import MinLength, Record, Step
 from sources.latex import CleanResult, LatexOptions, clean_paper, decode_tex
@@ -56,6 +60,11 @@ class ArchiveLimits:
     max_unpacked_bytes: int = 512 * 1024 * 1024
     max_tex_bytes: int = 8 * 1024 * 1024
     max_members: int = 20_000
+    #: Wall time for cleaning one paper's LaTeX (a normal paper takes well under a second); past
+    #: it the paper is a ``cleaner_timeout`` drop and the input goes on (see :mod:`core.bounded`).
+    clean_timeout_s: float = 60.0
+    #: Characters of ``.tex`` source one paper may hand to the cleaner (``record_too_large`` past it).
+    max_clean_chars: int = 64 * 1024 * 1024
 
 
 class PaperError(Exception):
@@ -216,6 +225,35 @@ def read_paper(compressed: BinaryIO, name: str, limits: ArchiveLimits) -> PaperS
         raise PaperError("corrupt_archive", f"{type(exc).__name__}: {exc}") from exc
 
 
+def _ends_properly(path: Path, offset: int) -> bool:
+    """True when a zero block (tar's end-of-archive marker) is at ``offset``.
+
+    tarfile stops quietly at the end of the data and at a cut header alike; only the marker
+    tells a whole tar from one cut between (or inside the header of) two members.
+    """
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        block = handle.read(tarfile.BLOCKSIZE)
+    return len(block) == tarfile.BLOCKSIZE and not block.strip(b"\0")
+
+
+def _cut_inside(outer: tarfile.TarFile, member: tarfile.TarInfo, handle: BinaryIO | None) -> str | None:
+    """Read what is left of ``member``'s data (tarfile would, to skip it); why, if the tar ends in it.
+
+    ``handle`` is the member's reader if the paper was read (a streamed tar cannot seek back to
+    open a new one); else one is opened at the member's start.
+    """
+    if not member.isfile():
+        return None
+    try:
+        handle = handle or outer.extractfile(member)
+        while handle is not None and handle.read(1 << 20):
+            pass
+    except (tarfile.ReadError, EOFError, OSError, zlib.error) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
 # -- the reader ------------------------------------------------------------------------------
 @dataclass
 class ArxivReader:
@@ -226,6 +264,13 @@ class ArxivReader:
     limits: ArchiveLimits = field(default_factory=ArchiveLimits)
 
     def __iter__(self) -> Iterator[Record]:
+        # the LaTeX cleaner is regular expressions and a scanner over text of any shape: each
+        # paper is cleaned in core.bounded's killable helper, under a time and a size bound
+        with BoundedCleaner(clean_paper, timeout_s=self.limits.clean_timeout_s,
+                            max_input=self.limits.max_clean_chars) as self._cleaner:
+            yield from self._records()
+
+    def _records(self) -> Iterator[Record]:
         name = self.spec.path.name.lower()
         if name.endswith(".tar"):
             yield from self._bulk()
@@ -244,13 +289,27 @@ class ArxivReader:
         return PaperSource(files={path.name: decode_tex(path.read_bytes())})
 
     def _bulk(self) -> Iterator[Record]:
+        """One record per member; a cut tar is exactly one ``truncated_input`` drop.
+
+        The drop is the cut member itself when the cut falls inside its data (its outcome is
+        then ``truncated_input``, not also ``corrupt_archive``), else "end of readable data"
+        (the cut fell in a header or between members).
+        """
         where = self.spec.location
         try:
             with tarfile.open(self.spec.path, mode="r|") as outer:
                 for member in outer:
+                    self._handle: BinaryIO | None = None
                     record = self._bulk_member(outer, member)
+                    cut = _cut_inside(outer, member, self._handle)
+                    if cut is not None:
+                        yield Drop("truncated_input", f"{where}: {member.name}", f"the input ends inside this member: {cut}")
+                        return
                     if record is not None:
                         yield record
+                if not _ends_properly(self.spec.path, outer.offset):
+                    yield Drop("truncated_input", f"{where}: end of readable data",
+                               f"no end-of-archive block at byte {outer.offset}: the tar was cut there")
         except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
             yield Drop("truncated_input", f"{where}: end of readable data", f"{type(exc).__name__}: {exc}")
 
@@ -270,7 +329,7 @@ class ArxivReader:
             return Drop("not_latex_source", label, f"unexpected member type {posixpath.splitext(lower)[1]!r}")
         if member.size > self.limits.max_paper_bytes:
             return Drop("too_large", label, f"{member.size} bytes, over max_paper_bytes")
-        handle = outer.extractfile(member)
+        handle = self._handle = outer.extractfile(member)  # type: ignore[assignment]
         if handle is None:
             return Drop("corrupt_archive", label, "member has no data")
         return self._paper(lambda: read_paper(handle, path, self.limits), path)
@@ -283,10 +342,13 @@ class ArxivReader:
             source = load()
         except PaperError as exc:
             return Drop(exc.reason, label, str(exc))
+        size = sum(len(text) for text in source.files.values())
         try:
-            result = clean_paper(source.files, self.latex)
+            result = self._cleaner.run(label, source.files, self.latex, size=size)
         except RecursionError as exc:  # deeply nested input beyond what the scanner bounds
             return Drop("latex_error", label, f"RecursionError: {exc}")
+        if isinstance(result, Drop):
+            return result
         if result.text is None:
             return Drop(result.drop_reason or "empty_after_cleaning", label, result.detail)
         return Document(
