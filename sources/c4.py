@@ -19,6 +19,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from core.compressed import CODEC_ERRORS
 from core.document import Document, Drop, InputSpec, make_doc_id
@@ -40,16 +41,36 @@ from sources.warc import WarcLimits
 SOURCE = "c4"
 
 
-def read_c4_json(path: Path, location: str, source: str = SOURCE, language: str = "en") -> Iterator[Record]:
+#: A line longer than this is one ``record_too_large`` drop, skipped without being held in memory
+#: (released C4 documents are at most a few hundred KB).
+MAX_LINE_BYTES = 16 << 20
+
+
+def _bounded_lines(handle: BinaryIO, limit: int) -> Iterator[bytes | None]:
+    """Lines of ``handle``; None for a line past ``limit`` bytes (its rest is read and discarded)."""
+    while line := handle.readline(limit + 1):
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line
+            continue
+        while (rest := handle.readline(1 << 20)) and not rest.endswith(b"\n"):
+            pass
+        yield None
+
+
+def read_c4_json(path: Path, location: str, source: str = SOURCE, language: str = "en",
+                 max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Record]:
     """Stream one released C4 file as Documents and Drops (see the module docstring)."""
     name = Path(location).name
     line_number = 0
     try:
         with gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb") as handle:
-            for line_number, raw in enumerate(handle, start=1):
+            for line_number, raw in enumerate(_bounded_lines(handle, max_line_bytes), start=1):
+                where = f"{location}: line {line_number}"
+                if raw is None:
+                    yield Drop("record_too_large", where, f"line over {max_line_bytes:,} bytes", language)
+                    continue
                 if not raw.strip():
                     continue
-                where = f"{location}: line {line_number}"
                 try:
                     row = json.loads(raw)
                 except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -161,3 +161,4 @@ def _alive(pid: int) -> bool:
             return stat.read().split(")")[-1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
