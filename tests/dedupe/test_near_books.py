@@ -121,3 +121,21 @@ def test_drop_list_keeps_first_reason_and_match_table_round_trip(tmp_path: Path)
     assert [(r["ordinal"], r["reason"]) for r in rows] == [(1, "near_duplicate"), (4, "duplicate_exact")]
     write_matches(tmp_path, "books", [match(1)])
     assert read_matches(tmp_path, "books") == [match(1)]
+
+
+def test_batch_signatures_equal_per_book_and_datasketch() -> None:
+    """The batch path gives each book the signature of its own shingles, as datasketch computes it."""
+    from datasketch import MinHash
+
+    from dedupe.near_books import SCHEME, book_signatures
+
+    settings = NearDupSettings()
+    texts = [book(1, 3000), "", "too short", book(2, 1200), "Ünïcode wörds, ÄND case!" * 40]
+    batch = book_signatures(texts, settings)
+    for text, (size, values) in zip(texts, batch, strict=True):
+        hashes = shingle_hashes(text)
+        assert size == len(hashes)
+        assert values == signature(hashes, settings).hashvalues.astype(np.uint32).tobytes()
+        reference = MinHash(num_perm=settings.num_perm, seed=settings.seed, hashfunc=int, scheme=SCHEME)
+        reference.update_batch(hashes.tolist())
+        assert values == reference.hashvalues.astype(np.uint32).tobytes()
