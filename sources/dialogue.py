@@ -424,6 +424,10 @@ class DialogueReader:
                 yield from self._archive(inner, where, depth + 1)
 
 
+#: A head that cannot be decoded (truncated, window over the limit) still names a Pushshift file.
+SNIFF_ERRORS: tuple[type[BaseException], ...] = (*CODEC_ERRORS, ValueError)
+
+
 # -- the recipe ---------------------------------------------------------------------------------
 def input_kind(path: Path, max_window_size: int = 1 << 31) -> str | None:
     """The format of one input file (see :func:`sniff`); Reddit files also by their dump name."""
@@ -431,7 +435,7 @@ def input_kind(path: Path, max_window_size: int = 1 << 31) -> str | None:
         return "reddit_submissions"
     try:
         head = file_head(path, max_window_size)
-    except (*CODEC_ERRORS, ValueError):
+    except SNIFF_ERRORS:
         return "reddit_comments" if path.name.startswith("RC_") else None
     if path.name.startswith("RC_") and not head:
         return "reddit_comments"

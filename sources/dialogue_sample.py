@@ -23,7 +23,7 @@ import io
 import json
 import random
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import zstandard
@@ -100,7 +100,7 @@ def zstd_writer_params() -> zstandard.ZstdCompressor:
     return zstandard.ZstdCompressor(compression_params=params)
 
 
-def write_ndjson_zst(path: Path, rows: Iterator[dict[str, object]] | list[dict[str, object]],
+def write_ndjson_zst(path: Path, rows: Iterable[Mapping[str, object]],
                      extra_lines: list[bytes] | None = None) -> int:
     """Write ``rows`` as ndjson into one zstd frame; returns the number of lines written."""
     path.parent.mkdir(parents=True, exist_ok=True)

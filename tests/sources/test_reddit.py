@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import io
 import json
 import re
 from collections import defaultdict
@@ -233,4 +232,3 @@ def test_clean_body_is_bounded_and_readable() -> None:
     assert clean_body("a&amp;amp;b &lt;3\r\n\r\n\r\n\r\n&#x200B;\r\n* item  \r\n") == "a&amp;b <3\n\n* item"
     big = "&gt; " * 5000
     assert clean_body(big).startswith("> >")
-    assert io.BytesIO  # keep the import honest for the writer helpers
