@@ -49,7 +49,7 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 import zstandard
 
-from core.compressed import TruncatedInputError
+from core.compressed import CODEC_ERRORS, TruncatedInputError, open_binary
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import Record, Step
 
@@ -94,6 +94,10 @@ BOT_BODY = re.compile(r"(?i)\bI(?:'m| am) a bot\b|\bthis action was performed au
 # -- reading the zstd stream -------------------------------------------------------------------
 class WindowTooLargeError(ValueError):
     """A zstd frame needs a larger window than the configured limit."""
+
+
+#: What a damaged (not merely truncated) input raises while it is read.
+READ_ERRORS: tuple[type[BaseException], ...] = (zstandard.ZstdError, *CODEC_ERRORS)
 
 
 def zstd_chunks(path: Path, max_window_size: int, read_size: int = READ_BYTES) -> Iterator[bytes]:
@@ -612,11 +616,11 @@ class RedditReader:
                     if writer is None:
                         writer = pq.ParquetWriter(target, ROW_SCHEMA, compression="lz4")
                     writer.write_table(table, row_group_size=self.batch_rows)
-        except TruncatedInputError as exc:
+        except (TruncatedInputError, EOFError) as exc:  # bz2/xz/gz say EOFError
             yield Drop("truncated_input", f"{where}: after line {line - 1}", str(exc))
         except WindowTooLargeError as exc:
             yield Drop("zstd_window_too_large", f"{where}: after line {line - 1}", str(exc))
-        except (zstandard.ZstdError, OSError) as exc:
+        except READ_ERRORS as exc:
             yield Drop("corrupt_input", f"{where}: after line {line - 1}", f"{type(exc).__name__}: {exc}")
         finally:
             if writer is not None:
@@ -660,7 +664,8 @@ class RedditReader:
 
 
 def _plain_chunks(path: Path) -> Iterator[bytes]:
-    with open(path, "rb") as handle:
+    """Older dumps (``RC_2005-12.bz2``, ``RC_2017-12.xz``) and plain ndjson, via ``open_binary``."""
+    with open_binary(path) as handle:
         while chunk := handle.read(READ_BYTES):
             yield chunk
 

@@ -123,6 +123,20 @@ def test_truncated_zst_keeps_what_was_readable(realdata: Path, tmp_path: Path) -
     assert 0 < complete < 1075 and counted == complete
 
 
+def test_older_bz2_and_xz_dumps(realdata: Path, tmp_path: Path) -> None:
+    import bz2
+    import lzma
+
+    raw = b"".join(json.dumps(c).encode() + b"\n" for c in plain_lines(realdata / REAL))
+    expected, _ = read(realdata / REAL)
+    (tmp_path / "RC_2005-12.xz").write_bytes(lzma.compress(raw))
+    docs, _ = read(tmp_path / "RC_2005-12.xz")
+    assert [d.text for d in docs] == [d.text for d in expected]
+    (tmp_path / "RC_2005-12.bz2").write_bytes(bz2.compress(raw)[:-100])
+    docs, drops = read(tmp_path / "RC_2005-12.bz2")
+    assert [d.reason for d in drops if d.is_error] == ["truncated_input"]
+
+
 def test_window_over_the_limit_is_a_counted_drop(realdata: Path) -> None:
     docs, drops = read(realdata / REAL, max_window_log=20)
     assert not docs and [d.reason for d in drops] == ["zstd_window_too_large"]
