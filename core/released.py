@@ -109,3 +109,12 @@ def release_records(out: Path) -> list[dict[str, Any]]:
 def is_released(out: Path, shard_path: str) -> bool:
     """True when a shard's file is gone because it was released (a row for it must not come back)."""
     return not (out / shard_path).is_file() and read_release(out, shard_path) is not None
+
+
+def recreated(out: Path) -> list[str]:
+    """Released shards that are on disk again (their source ran again): a second copy to release.
+
+    A stage runner that skips the label stage as finished must run it when this is not empty,
+    or the corpus is stored twice until the next label run.
+    """
+    return [r["path"] for r in release_records(out) if (out / r["path"]).is_file()]
