@@ -142,6 +142,20 @@ class _StrictStream:
         self.raw.close()
 
 
+def _check_whole(record: ArcWarcRecord) -> None:
+    """Raise :class:`WarcCut` when an uncompressed file ended inside ``record``.
+
+    Without a codec there is no error to see: warcio returns a header block cut short, or a body
+    shorter than its Content-Length, as if they were whole. Every WARC record has a
+    Content-Length, and a whole one has all of its bytes.
+    """
+    if record.rec_headers.get_header("Content-Length") is None:
+        raise WarcCut("the record's header block is cut (it has no Content-Length)")
+    missing = getattr(record.raw_stream, "limit", 0)
+    if missing > 0:
+        raise WarcCut(f"the record is {missing} bytes short of its Content-Length")
+
+
 def open_warc(path: Path) -> _StrictStream:
     """Open a ``.warc.gz`` / ``.warc`` file as an uncompressed stream that reports truncation."""
     raw = gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")  # noqa: SIM115
@@ -167,22 +181,24 @@ class WarcRecords:
         try:
             with contextlib.closing(open_warc(self.path)) as handle:
                 for number, record in enumerate(ArchiveIterator(handle, no_record_parse=True), start=1):
-                    if record.rec_type not in COUNTED_TYPES:
-                        continue
+                    counted = record.rec_type in COUNTED_TYPES
                     try:
-                        outcome = self._page_or_drop(record, number)
+                        outcome = self._page_or_drop(record, number) if counted else None
                         # read the rest of the record (warcio would, to skip it): a cut inside a
                         # record already decided (too_large, not_html, a page) must be found here,
                         # not at the next record's header as a second drop for the same record
                         while record.raw_stream.read(1 << 16):
                             pass
+                        _check_whole(record)
                     except WarcCut as exc:
                         url = _header(record, "WARC-Target-URI") or ""
                         record_id = _header(record, "WARC-Record-ID") or f"record#{number}"
-                        yield Drop("truncated_input", f"{self.location}: {record_id} {url}",
+                        label = f"{record_id} {url}" if counted else f"after WARC record #{number - 1}"
+                        yield Drop("truncated_input", f"{self.location}: {label}",
                                    f"cut inside WARC record #{number}: {exc}")
                         return
-                    yield outcome
+                    if outcome is not None:
+                        yield outcome
         except (ArchiveLoadFailed, WarcCut, TruncatedInputError, *CODEC_ERRORS) as exc:
             yield Drop("truncated_input", f"{self.location}: after WARC record #{number}",
                        f"{type(exc).__name__}: {exc}")
