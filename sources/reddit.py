@@ -130,35 +130,62 @@ def zstd_chunks(path: Path, max_window_size: int, read_size: int = READ_BYTES) -
         raise TruncatedInputError(f"{path.name}: the last zstd frame is incomplete")
 
 
-def line_blocks(chunks: Iterable[bytes], block_bytes: int = BLOCK_BYTES) -> Iterator[bytes]:
+#: What :func:`line_blocks` puts in place of a line longer than the bound (it is never parsed).
+TOO_LONG = b"\x00line_too_long"
+MAX_LINE_BYTES = 16 * 1024 * 1024  # a real comment line is a few KB; Reddit caps bodies at 10,000 chars
+
+
+def line_blocks(chunks: Iterable[bytes], block_bytes: int = BLOCK_BYTES,
+                max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes]:
     """Regroup decompressed chunks into blocks of whole lines (about ``block_bytes`` each).
 
     The tail after the last newline waits for the next chunk; whatever is left at the end (a
-    last line without newline) comes out as a final block. When the stream fails (a truncated
-    frame), the whole lines read so far still come out before the error goes on; the cut-off
-    partial line is the truncated record.
+    last line without newline) comes out as a final block. A line longer than
+    ``max_line_bytes`` is not buffered: it is skipped to its newline and stands in the output as
+    one :data:`TOO_LONG` line, so line numbers stay right and the reader counts it. When the
+    stream fails (a truncated frame), the whole lines read so far still come out before the error
+    goes on; the cut-off partial line is the truncated record.
     """
     pending: list[bytes] = []
     size = 0
+    skipping = False
     try:
         for chunk in chunks:
+            if skipping:
+                newline = chunk.find(b"\n")
+                if newline < 0:
+                    continue
+                skipping, chunk = False, chunk[newline + 1:]
             pending.append(chunk)
             size += len(chunk)
-            if size < block_bytes:
+            if size < block_bytes and size <= max_line_bytes:
                 continue
             data = b"".join(pending)
             cut = data.rfind(b"\n") + 1
             if cut:
-                yield data[:cut]
+                yield _mark_long_lines(data[:cut], max_line_bytes)
             pending, size = [data[cut:]], len(data) - cut
+            if size > max_line_bytes:
+                yield TOO_LONG + b"\n"
+                pending, size, skipping = [], 0, True
     except Exception:
         data = b"".join(pending)
-        if data.rfind(b"\n") >= 0:
-            yield data[: data.rfind(b"\n") + 1]
+        if data.rfind(b"\n") >= 0 and not skipping:
+            yield _mark_long_lines(data[: data.rfind(b"\n") + 1], max_line_bytes)
         raise
     data = b"".join(pending)
-    if data:
-        yield data if data.endswith(b"\n") else data + b"\n"
+    if data and not skipping:
+        yield _mark_long_lines(data if data.endswith(b"\n") else data + b"\n", max_line_bytes)
+
+
+def _mark_long_lines(block: bytes, max_line_bytes: int) -> bytes:
+    """Replace each complete line over the bound by :data:`TOO_LONG` (only a block that could hold one is split)."""
+    if len(block) <= max_line_bytes:
+        return block
+    lines = block.split(b"\n")
+    if max(len(line) for line in lines) <= max_line_bytes:
+        return block
+    return b"\n".join(TOO_LONG if len(line) > max_line_bytes else line for line in lines)
 
 
 # -- parsing lines into rows -------------------------------------------------------------------
@@ -261,6 +288,9 @@ def _slow_rows(block: bytes, first_line: int, submissions: bool, problems: list[
     for offset, raw in enumerate(block.split(b"\n")[:-1]):
         number = first_line + offset
         if not raw.strip():
+            continue
+        if raw == TOO_LONG:
+            problems.append(LineProblem(number, "line_too_long", f"a line over {MAX_LINE_BYTES} bytes, skipped"))
             continue
         try:
             rows.append(make(json.loads(raw), number))
@@ -603,8 +633,8 @@ class RedditReader:
         writer: pq.ParquetWriter | None = None
         line = 1
         try:
-            for block in line_blocks(zstd_chunks(path, 1 << self.max_window_log) if path.suffix == ".zst"
-                                     else _plain_chunks(path)):
+            chunks = zstd_chunks(path, 1 << self.max_window_log) if path.suffix == ".zst" else _plain_chunks(path)
+            for block in line_blocks(chunks, max_line_bytes=MAX_LINE_BYTES):
                 table, problems = parse_block(block, line, submissions)
                 line += block.count(b"\n")
                 for problem in problems:

@@ -168,6 +168,18 @@ def test_malformed_lines_bots_and_entities(tmp_path: Path) -> None:
     assert docs[0].meta["speakers"] == ["A", "A", "B"]
 
 
+def test_overlong_line_is_skipped_and_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sources.reddit as reddit
+
+    monkeypatch.setattr(reddit, "MAX_LINE_BYTES", 2_000)
+    path = tmp_path / "RC_2006-03.zst"
+    rows = [comment("a", "t3_L", "first"), comment("b", "t1_a", "x" * 5_000), comment("c", "t1_a", "second")]
+    write_ndjson_zst(path, rows)
+    docs, drops = read(path)
+    assert [(d.reason, d.record) for d in drops if d.is_error] == [("line_too_long", f"{path}: line 2")]
+    assert [d.meta["comment_ids"] for d in docs] == [["a", "c"]]
+
+
 def test_speaker_labels() -> None:
     assert label_speakers(["x", "y", "x", "[deleted]", "[deleted]", "z"]) == ["A", "B", "A", "C", "D", "E"]
 
