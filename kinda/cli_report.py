@@ -4,7 +4,10 @@
     kinda --out data report --html report.html   # one self-contained file (tables + SVG bars), no network
     kinda --out data report --png report.png     # three bar charts (needs matplotlib)
 
-Everything comes from the manifest, read-only, so a report can be taken while a flow runs.
+Everything comes from the manifest, read-only, so a report can be taken while a flow runs. Each
+document is counted once (a ``docs/`` shard whose documents are also in ``labeled/`` class shards
+is not counted again), and the last line compares the bytes of document shards on disk with one
+copy of the kept documents: about 1.00x when every document is stored once.
 """
 
 from __future__ import annotations
