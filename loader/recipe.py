@@ -15,11 +15,12 @@ from the one the recipe names if it names one: mixing tokenizers is refused, not
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, Self
 
@@ -36,7 +37,7 @@ from loader.tensors import TensorFile, TensorSet, open_tensor_set
 STATE_VERSION = 1
 log = logging.getLogger(__name__)
 #: Recipe fields added after states were first saved, with their defaults (see Recipe.fingerprint).
-_LATER_FIELDS: dict[str, Any] = {"on_empty": "error"}
+_LATER_FIELDS: dict[str, Any] = {"on_empty": "error", "block_docs": 256}
 
 
 class Component(BaseModel):
@@ -76,6 +77,7 @@ class Recipe(BaseModel):
     split_digits: bool = True
     split_mode: Literal["sequence", "regex"] = "sequence"
     eos_token: str | None = None
+    block_docs: int = Field(256, ge=1, description="documents per block of per-rank streaming (iterator per_rank)")
 
     _sets: dict[str, TensorSet] = PrivateAttr(default_factory=dict)
 
@@ -166,32 +168,56 @@ class Recipe(BaseModel):
     def iterator(self, context_length: int, batch_size: int, rank: int = 0, world_size: int = 1,
                  seed: int | None = None, state_dict: State | None = None, mode: str = "tensors",
                  prefetch: int = 2, workers: int = 2, repeat: bool = False, document_ids: bool = True,
-                 position_ids: bool = False, attention_mask: bool = False) -> LoaderIterator:
-        """A checkpointable iterator of batches for one rank; ``state_dict`` resumes exactly."""
+                 position_ids: bool = False, attention_mask: bool = False, per_rank: bool = False,
+                 ) -> LoaderIterator:
+        """A checkpointable iterator of batches for one rank; ``state_dict`` resumes exactly.
+
+        ``per_rank`` (documents mode): each rank tokenizes only its own blocks of ``block_docs``
+        documents instead of the whole stream; resume with the rank's own state on the same
+        world size, or with the list of every rank's state on another (see loader.stream.RankBlocks).
+        """
         seed = self.seed if seed is None else seed
         options = ItemOptions(document_ids, position_ids, attention_mask)
+        merge = None
+        if per_rank and mode != "documents":
+            raise ValueError("per_rank streaming is for mode='documents' (tensors need no tokenizing)")
         if mode == "tensors":
             source: Any = IndexedSource(
                 self.dataset(context_length, seed, document_ids, position_ids, attention_mask), repeat=repeat)
             closers: list[Any] = []
         elif mode == "documents":
-            source, closers = self._document_stream(context_length, seed, options, workers)
+            source, closers = self._document_stream(context_length, seed, options, workers,
+                                                    (rank, world_size) if per_rank else None)
         else:
             raise ValueError(f"mode must be 'tensors' or 'documents', not {mode!r}")
-        chain: Any = Batch(Stride(source, rank, world_size), batch_size)
+        if per_rank:  # the rank split is inside each component's stream
+            chain: Any = Batch(source, batch_size)
+            merge = functools.partial(_merge_per_rank, rank=rank, world_size=world_size)
+        else:
+            chain = Batch(Stride(source, rank, world_size), batch_size)
         if prefetch:
             chain = Prefetch(chain, prefetch)
             closers.insert(0, chain)
         header = {"version": STATE_VERSION, "mode": mode, "recipe": self.fingerprint(),
                   "context_length": context_length, "seed": seed}
-        iterator = LoaderIterator(chain, header, closers)
+        if per_rank:
+            header["per_rank"] = True
+        iterator = LoaderIterator(chain, header, closers, merge)
         if state_dict is not None:
             iterator.load_state_dict(state_dict)
         return iterator
 
-    def _document_stream(self, context_length: int, seed: int, options: ItemOptions,
-                         workers: int) -> tuple[Any, list[Any]]:
-        from loader.stream import Chunk, Mix, ParquetDocuments, Tokenize, TokenizerPool
+    def _document_stream(self, context_length: int, seed: int, options: ItemOptions, workers: int,
+                         per_rank: tuple[int, int] | None = None) -> tuple[Any, list[Any]]:
+        from loader.stream import (
+            Chunk,
+            DocumentBlocks,
+            Mix,
+            ParquetDocuments,
+            RankBlocks,
+            Tokenize,
+            TokenizerPool,
+        )
 
         if not self.documents or not self.tokenizer:
             raise ValueError("on-the-fly mode needs 'documents' (a data root) and 'tokenizer'")
@@ -212,12 +238,27 @@ class Recipe(BaseModel):
             order = Permutation(len(shards), seed, 7919 + index) if self.shuffle else None
             paths = [inside(root, shards[order(i) if order else i].rel_path, "document shard")
                      for i in range(len(shards))]
-            streams.append(Chunk(Tokenize(ParquetDocuments(paths), pool), context_length, options))
+            if per_rank is not None:
+                streams.append(RankBlocks(DocumentBlocks(paths, self.block_docs), pool, context_length,
+                                          *per_rank, options=options))
+            else:
+                streams.append(Chunk(Tokenize(ParquetDocuments(paths), pool), context_length, options))
             weights.append(component.weight)
         if not streams:
             pool.close()
             raise ValueError(f"recipe {self.name!r}: no component has document shards under {root}")
         return Mix(streams, weights, seed), [pool]
+
+
+def _merge_per_rank(states: Sequence[State], rank: int, world_size: int) -> State:
+    """This rank's pipeline state (Batch -> Mix -> RankBlocks) from every old rank's, for a new world size."""
+    from loader.stream import merge_rank_states
+
+    mixes = [state["upstream"] for state in states]
+    streams = [merge_rank_states([mix["streams"][c] for mix in mixes], rank, world_size)
+               for c in range(len(mixes[0]["streams"]))]
+    return {"upstream": {"step": max(int(m["step"]) for m in mixes), "live": [True] * len(streams),
+                         "streams": streams}}
 
 
 def _close_all(closers: Sequence[Any]) -> None:
@@ -228,8 +269,9 @@ def _close_all(closers: Sequence[Any]) -> None:
 class LoaderIterator:
     """Batches for one rank, with a state that resumes exactly, also with another world size."""
 
-    def __init__(self, chain: Any, header: dict[str, Any], closers: Sequence[Any] = ()) -> None:
-        self.chain, self.header = chain, header
+    def __init__(self, chain: Any, header: dict[str, Any], closers: Sequence[Any] = (),
+                 merge: Callable[[Sequence[State]], State] | None = None) -> None:
+        self.chain, self.header, self._merge = chain, header, merge
         # Closed at the latest at interpreter exit: a prefetch thread or tokenizer pool left running
         # while the interpreter tears down torch aborts the process (exit code 134).
         self._finalizer = weakref.finalize(self, _close_all, list(closers))
@@ -244,12 +286,23 @@ class LoaderIterator:
         """Everything needed to continue after the last batch handed out (JSON-able)."""
         return {**self.header, "pipeline": self.chain.state_dict()}
 
-    def load_state_dict(self, state: State) -> None:
-        """Continue from a saved state; refuse one saved with another recipe, context or seed."""
-        for key, value in self.header.items():
-            if state.get(key) != value:
-                raise ValueError(f"iterator state has {key}={state.get(key)!r}, this iterator {value!r}")
-        self.chain.load_state_dict(state["pipeline"])
+    def load_state_dict(self, state: State | Sequence[State]) -> None:
+        """Continue from a saved state; refuse one saved with another recipe, context or seed.
+
+        Per-rank streaming also takes the list of every rank's state, to resume on another world size.
+        """
+        states = [state] if isinstance(state, dict) else list(state)
+        for one in states:
+            for key in self.header.keys() | {k for k in one if k != "pipeline"}:
+                if one.get(key) != self.header.get(key):
+                    raise ValueError(f"iterator state has {key}={one.get(key)!r}, this iterator "
+                                     f"{self.header.get(key)!r}")
+        if isinstance(state, dict):
+            self.chain.load_state_dict(state["pipeline"])
+        elif self._merge is None:
+            raise ValueError("a list of states resumes per-rank streaming only; pass one state")
+        else:
+            self.chain.load_state_dict(self._merge([one["pipeline"] for one in states]))
 
     def close(self) -> None:
         """Stop background threads and worker processes (idempotent; also runs at interpreter exit)."""

@@ -263,3 +263,153 @@ class Mix:
         self.step, self.live = int(state["step"]), list(state["live"])
         for stream, sub in zip(self.streams, state["streams"], strict=True):
             stream.load_state_dict(sub)
+
+
+# -- per-rank streaming ---------------------------------------------------------------------------
+class DocumentBlocks:
+    """A component's documents cut into blocks of ``block_docs`` (in shard order): the unit of work.
+
+    Row counts come from the Parquet footers alone, so every rank knows every block's place
+    without reading a row; block ``b`` is documents ``b * block_docs`` up to the next block.
+    """
+
+    def __init__(self, paths: Sequence[Path], block_docs: int) -> None:
+        if block_docs < 1:
+            raise ValueError("block_docs must be >= 1")
+        self.paths, self.block_docs = [Path(p) for p in paths], block_docs
+        self._starts = [0]
+        for path in self.paths:
+            self._starts.append(self._starts[-1] + pq.ParquetFile(path).metadata.num_rows)
+        self.documents = self._starts[-1]
+        self.count = -(-self.documents // block_docs)
+
+    def texts(self, block: int) -> list[str]:
+        """The texts of one block."""
+        first = block * self.block_docs
+        count = min(self.block_docs, self.documents - first)
+        file = bisect.bisect_right(self._starts, first) - 1
+        reader = ParquetDocuments(self.paths, batch_rows=min(256, self.block_docs))
+        reader.load_state_dict({"file": file, "row": first - self._starts[file]})
+        return [next(reader) for _ in range(count)]
+
+
+def _block_windows(encoded: list[np.ndarray], first_doc: int, length: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """A block's documents (EOS included) concatenated and cut into windows; the tail under one window is left."""
+    kept = [(i, ids) for i, ids in enumerate(encoded) if len(ids)]
+    if not kept:
+        return []
+    tokens = np.concatenate([ids for _, ids in kept])
+    docs = np.concatenate([np.full(len(ids), first_doc + i, dtype=np.int64) for i, ids in kept])
+    return [(tokens[s:s + length], docs[s:s + length]) for s in range(0, len(tokens) - length + 1, length)]
+
+
+class RankBlocks:
+    """Per-rank streaming: rank ``rank`` of ``world_size`` tokenizes and serves only its own blocks.
+
+    The work list is ``pending`` (blocks left part-read by an earlier world, each with the
+    window to start at) followed by every block from ``next`` on; rank ``r`` takes items
+    ``r, r + W, r + 2W, ...``. Each block is tokenized alone and cut into windows, so a rank
+    needs nobody else's tokens. State: the shared work list, and this rank's progress in it
+    (items finished, windows handed out of the current one). Resuming on the same world size
+    takes the rank's own state; on another, :func:`merge_rank_states` turns the states of all
+    ranks into a new work list, so every window is served exactly once across the change.
+    """
+
+    def __init__(self, blocks: DocumentBlocks, pool: TokenizerPool, context_length: int, rank: int,
+                 world_size: int, options: ItemOptions = DEFAULT_OPTIONS, ahead: int = 2) -> None:
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank {rank} not in range({world_size})")
+        self.blocks, self.pool, self.context_length, self.options = blocks, pool, context_length, options
+        self.rank, self.world_size, self.ahead = rank, world_size, max(0, ahead)
+        self.pending: list[list[int]] = []
+        self.next_block = 0
+        self.done = 0  # items of this rank finished
+        self.offset = 0  # windows handed out of the current item
+        self._futures: dict[int, Future[list[np.ndarray]]] = {}
+        self._windows: tuple[int, list[tuple[np.ndarray, np.ndarray]]] | None = None
+
+    def __iter__(self) -> RankBlocks:
+        return self
+
+    def _item(self, index: int) -> tuple[int, int] | None:
+        """(block, first window) of work item ``index`` of the shared list, None past the end."""
+        if index < len(self.pending):
+            block, start = self.pending[index]
+            return block, start
+        block = self.next_block + index - len(self.pending)
+        return (block, 0) if block < self.blocks.count else None
+
+    def _mine(self, done: int) -> tuple[int, int] | None:
+        return self._item(self.rank + done * self.world_size)
+
+    def _submit(self, done: int) -> None:
+        item = self._mine(done)
+        if item is not None and done not in self._futures:
+            self._futures[done] = self.pool.submit(self.blocks.texts(item[0]))
+
+    def _windows_of(self, done: int, block: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        if self._windows is None or self._windows[0] != done:
+            self._submit(done)
+            encoded = self._futures.pop(done).result()
+            self._windows = (done, _block_windows(encoded, block * self.blocks.block_docs, self.context_length))
+            for later in range(done + 1, done + 1 + self.ahead):
+                self._submit(later)
+        return self._windows[1]
+
+    def __next__(self) -> dict[str, Any]:
+        while True:
+            item = self._mine(self.done)
+            if item is None:
+                raise StopIteration
+            windows = self._windows_of(self.done, item[0])
+            position = item[1] + self.offset
+            if position < len(windows):
+                self.offset += 1
+                tokens, docs = windows[position]
+                return make_item(tokens.copy(), docs.copy(), self.options)
+            self.done, self.offset, self._windows = self.done + 1, 0, None
+
+    def state_dict(self) -> State:
+        return {"pending": [list(p) for p in self.pending], "next": self.next_block, "blocks": self.blocks.count,
+                "rank": self.rank, "world_size": self.world_size, "done": self.done, "offset": self.offset}
+
+    def load_state_dict(self, state: State) -> None:
+        if (state["rank"], state["world_size"]) != (self.rank, self.world_size):
+            raise ValueError(f"per-rank state of rank {state['rank']} of {state['world_size']} cannot resume rank "
+                             f"{self.rank} of {self.world_size}: pass the states of all {state['world_size']} "
+                             f"ranks (state_dict=[...]) to resume on another world size")
+        for future in self._futures.values():
+            future.cancel()
+        self._futures, self._windows = {}, None
+        self.pending = [[int(b), int(s)] for b, s in state["pending"]]
+        self.next_block, self.done, self.offset = int(state["next"]), int(state["done"]), int(state["offset"])
+
+
+def merge_rank_states(states: Sequence[State], rank: int, world_size: int) -> State:
+    """The state of rank ``rank`` of a new world from the :class:`RankBlocks` states of every old rank.
+
+    Work items every old rank finished are dropped; an item a rank was inside stays with the
+    window it reached; items no rank reached follow. The new world splits what is left.
+    """
+    old_world = int(states[0]["world_size"])
+    progress = {int(s["rank"]): (int(s["done"]), int(s["offset"])) for s in states}
+    shared = {(repr(s["pending"]), int(s["next"]), int(s["world_size"])) for s in states}
+    if sorted(progress) != list(range(old_world)) or len(states) != old_world or len(shared) != 1:
+        raise ValueError(f"need the per-rank states of all {old_world} ranks of one job, got ranks "
+                         f"{sorted(progress)} of {len(states)} states")
+    pending, next_block, blocks = [list(p) for p in states[0]["pending"]], int(states[0]["next"]), int(states[0]["blocks"])
+    reached = max(r + done * old_world for r, (done, _) in progress.items())
+    remaining = []
+    for index in range(reached + 1):
+        block, start = pending[index] if index < len(pending) else (next_block + index - len(pending), 0)
+        done, offset = progress[index % old_world]
+        local = index // old_world
+        if local >= done and block < blocks:
+            remaining.append([block, start + (offset if local == done else 0)])
+    if reached + 1 < len(pending):
+        remaining.extend(pending[reached + 1:])
+        new_next = next_block
+    else:
+        new_next = next_block + reached + 1 - len(pending)
+    return {"pending": remaining, "next": min(new_next, blocks), "blocks": blocks, "rank": rank,
+            "world_size": world_size, "done": 0, "offset": 0}

@@ -5,6 +5,10 @@ repeat across epochs) and documents (ParquetDocuments -> Tokenize -> Chunk -> Mi
 Stride -> Batch -> Prefetch (on or off). Oracle: read k batches, save the state, read n more;
 a fresh iterator loaded with the state reads the same n batches; and with another world size,
 the ranks together continue the same global stream from the saved position.
+
+Per-rank streaming (documents mode, ``per_rank=True``: each rank tokenizes only its own blocks)
+has its own oracle: each rank's state resumes its exact batches on the same world size, and the
+states of all ranks resume on another world size with every window served exactly once.
 """
 
 from __future__ import annotations
@@ -94,3 +98,100 @@ def test_resume_oracle(corpus: tuple[Path, Path], tokenizer_file: Path, mode: st
                     position = consumed + (step * new_batch_size + b) * new_world_size + new_rank
                     if position < len(stream):
                         assert item == stream[position]
+
+
+# -- per-rank streaming (documents mode, per_rank=True) -------------------------------------------
+def _items(iterator: Any, limit: int = 100_000) -> list[tuple[Any, ...]]:
+    return [item for batch in _take(iterator, limit) for item in batch]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    mixture=st.booleans(),
+    context_length=st.sampled_from([8, 13, 32]),
+    block_docs=st.sampled_from([3, 16, 64]),
+    batch_size=st.integers(1, 3),
+    world_size=st.integers(1, 3),
+    new_world_size=st.integers(1, 4),
+    k=st.integers(0, 10),
+    n=st.integers(1, 5),
+    prefetch=st.sampled_from([0, 2]),
+    seed=st.integers(0, 3),
+)
+def test_per_rank_resume_oracle(corpus: tuple[Path, Path], tokenizer_file: Path, mixture: bool,
+                                context_length: int, block_docs: int, batch_size: int, world_size: int,
+                                new_world_size: int, k: int, n: int, prefetch: int, seed: int) -> None:
+    """Same world size: each rank's own state resumes its exact batches. Another world size: the
+    states of all ranks resume the job, and every window of the stream is served exactly once."""
+    data_root, tensors = corpus
+    recipe = _recipe(data_root, tensors, tokenizer_file, mixture).model_copy(update={"block_docs": block_docs})
+    opts = {"context_length": context_length, "seed": seed, "mode": "documents", "workers": 0, "per_rank": True}
+    with recipe.iterator(batch_size=1, prefetch=0, **opts) as whole:
+        everything = sorted(_items(whole))  # a multiset: a short document can repeat a window
+    assert everything
+
+    seen, states = [], []
+    for rank in range(world_size):
+        with recipe.iterator(batch_size=batch_size, rank=rank, world_size=world_size, prefetch=prefetch,
+                             **opts) as it:
+            seen += [item for batch in _take(it, k) for item in batch]
+            state = json.loads(json.dumps(it.state_dict()))
+            expected = _take(it, n)
+        with recipe.iterator(batch_size=batch_size, rank=rank, world_size=world_size, prefetch=prefetch,
+                             state_dict=state, **opts) as resumed:
+            assert _take(resumed, n) == expected
+        states.append(state)
+
+    for new_rank in range(new_world_size):
+        with recipe.iterator(batch_size=1, rank=new_rank, world_size=new_world_size, prefetch=prefetch,
+                             state_dict=states, **opts) as elastic:
+            seen += _items(elastic)
+    assert sorted(seen) == everything
+
+
+def test_per_rank_streaming_tokenizes_only_each_ranks_share(corpus: tuple[Path, Path], tokenizer_file: Path,
+                                                            monkeypatch: Any) -> None:
+    import loader.stream
+
+    data_root, tensors = corpus
+    recipe = _recipe(data_root, tensors, tokenizer_file, True).model_copy(update={"block_docs": 8})
+    counted: list[int] = []
+    real = loader.stream.encode
+
+    def counting(texts: list[str]) -> Any:
+        counted.append(len(texts))
+        return real(texts)
+
+    monkeypatch.setattr(loader.stream, "encode", counting)
+    total_docs = 120 + 90
+    per_rank, windows = [], 0
+    for rank in range(3):
+        counted.clear()
+        with recipe.iterator(context_length=16, batch_size=1, rank=rank, world_size=3, mode="documents",
+                             workers=0, per_rank=True) as it:
+            windows += len(_items(it))
+        per_rank.append(sum(counted))
+    assert sum(per_rank) == total_docs and max(per_rank) < total_docs / 2  # each document tokenized once, by one rank
+    counted.clear()
+    with recipe.iterator(context_length=16, batch_size=1, rank=0, world_size=3, mode="documents", workers=0) as it:
+        _items(it)
+    assert sum(counted) >= total_docs  # the global stream: every rank tokenizes everything
+    assert windows > 0
+
+
+def test_per_rank_state_of_one_rank_is_refused_on_another_world_size(corpus: tuple[Path, Path],
+                                                                     tokenizer_file: Path) -> None:
+    import pytest
+
+    data_root, tensors = corpus
+    recipe = _recipe(data_root, tensors, tokenizer_file, False).model_copy(update={"block_docs": 8})
+    opts = {"context_length": 8, "mode": "documents", "workers": 0, "per_rank": True, "batch_size": 2}
+    with recipe.iterator(rank=1, world_size=2, **opts) as it:
+        next(it)
+        state = it.state_dict()
+    with pytest.raises(ValueError, match="pass the states of all 2 ranks"):
+        recipe.iterator(rank=0, world_size=3, state_dict=state, **opts)
+    with pytest.raises(ValueError, match="all 2 ranks"):
+        recipe.iterator(rank=0, world_size=3, state_dict=[state], **opts)
+    with pytest.raises(ValueError, match="per_rank"):
+        recipe.iterator(context_length=8, mode="documents", workers=0, batch_size=2, state_dict=state)
