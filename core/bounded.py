@@ -46,7 +46,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any, BinaryIO, Generic, TypeVar
+from typing import IO, Any, Generic, TypeVar
 
 from core.document import Drop
 
@@ -81,13 +81,13 @@ def payload_size(args: tuple[Any, ...]) -> int:
     return sum(len(arg) for arg in args if isinstance(arg, str | bytes | bytearray | memoryview))
 
 
-def _write_frame(stream: BinaryIO, data: bytes) -> None:
+def _write_frame(stream: IO[bytes], data: bytes) -> None:
     stream.write(_HEADER.pack(len(data)))
     stream.write(data)
     stream.flush()
 
 
-def _read_exact(stream: BinaryIO, size: int) -> bytes | None:
+def _read_exact(stream: IO[bytes], size: int) -> bytes | None:
     """Read exactly ``size`` bytes, or None when the stream ends first."""
     parts: list[bytes] = []
     while size:
@@ -165,8 +165,8 @@ class _Helper:
             close_fds=True,
         )
         assert self.process.stdin is not None and self.process.stdout is not None
-        self.requests: BinaryIO = self.process.stdin
-        self.answers: BinaryIO = self.process.stdout
+        self.requests: IO[bytes] = self.process.stdin
+        self.answers: IO[bytes] = self.process.stdout
         for stream in (self.requests, self.answers):
             _widen_pipe(stream.fileno())
         _write_frame(self.requests, pickle.dumps(list(sys.path)))

@@ -14,7 +14,7 @@ import lzma
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import zstandard
 
@@ -37,11 +37,11 @@ def open_binary(path: Path) -> BinaryIO:
     """Open ``path`` for binary reading, decompressing by suffix (.bz2 .gz .xz .zst or none)."""
     name = path.name.lower()
     if name.endswith(".bz2"):
-        return bz2.open(path, "rb")
+        return cast(BinaryIO, bz2.open(path, "rb"))
     if name.endswith(".gz"):
-        return gzip.open(path, "rb")
+        return cast(BinaryIO, gzip.open(path, "rb"))
     if name.endswith(".xz"):
-        return lzma.open(path, "rb")
+        return cast(BinaryIO, lzma.open(path, "rb"))
     if name.endswith(".zst"):
         return io.BufferedReader(_ZstdFrames(path), buffer_size=1 << 20)
     return open(path, "rb")

@@ -33,7 +33,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, Protocol
 
 from core.bounded import BoundedCleaner
 from core.document import Document, Drop, InputSpec, make_doc_id
@@ -125,10 +125,14 @@ def member_path(name: str) -> str:
 
 
 # -- bounded streams -------------------------------------------------------------------------
+class _Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
 class _BoundedReader(io.RawIOBase):
     """Reads from ``stream`` (a decompressor) and fails once more than ``limit`` bytes came out."""
 
-    def __init__(self, stream: BinaryIO, limit: int, prefix: bytes = b"") -> None:
+    def __init__(self, stream: _Readable, limit: int, prefix: bytes = b"") -> None:
         self._stream = stream
         self._limit = limit
         self._prefix = prefix
@@ -152,7 +156,7 @@ class _BoundedReader(io.RawIOBase):
         return len(data)
 
 
-def _read_bounded(stream: BinaryIO, limit: int) -> bytes | None:
+def _read_bounded(stream: IO[bytes], limit: int) -> bytes | None:
     """Up to ``limit`` bytes of ``stream``, or None when it holds more."""
     data = stream.read(limit + 1)
     return None if len(data) > limit else data
@@ -195,7 +199,7 @@ def _tex_members(tar: tarfile.TarFile, limits: ArchiveLimits, source: PaperSourc
         source.files[path] = decode_tex(data)
 
 
-def read_paper(compressed: BinaryIO, name: str, limits: ArchiveLimits) -> PaperSource:
+def read_paper(compressed: IO[bytes], name: str, limits: ArchiveLimits) -> PaperSource:
     """The ``.tex`` files of one paper from its gzipped e-print (a tar, or one ``.tex``).
 
     Raises :class:`PaperError` with the drop reason for anything that makes the paper unusable.
@@ -237,7 +241,7 @@ def _ends_properly(path: Path, offset: int) -> bool:
     return len(block) == tarfile.BLOCKSIZE and not block.strip(b"\0")
 
 
-def _cut_inside(outer: tarfile.TarFile, member: tarfile.TarInfo, handle: BinaryIO | None) -> str | None:
+def _cut_inside(outer: tarfile.TarFile, member: tarfile.TarInfo, handle: IO[bytes] | None) -> str | None:
     """Read what is left of ``member``'s data (tarfile would, to skip it); why, if the tar ends in it.
 
     ``handle`` is the member's reader if the paper was read (a streamed tar cannot seek back to
@@ -299,7 +303,7 @@ class ArxivReader:
         try:
             with tarfile.open(self.spec.path, mode="r|") as outer:
                 for member in outer:
-                    self._handle: BinaryIO | None = None
+                    self._handle: IO[bytes] | None = None
                     record = self._bulk_member(outer, member)
                     cut = _cut_inside(outer, member, self._handle)
                     if cut is not None:
@@ -329,7 +333,7 @@ class ArxivReader:
             return Drop("not_latex_source", label, f"unexpected member type {posixpath.splitext(lower)[1]!r}")
         if member.size > self.limits.max_paper_bytes:
             return Drop("too_large", label, f"{member.size} bytes, over max_paper_bytes")
-        handle = self._handle = outer.extractfile(member)  # type: ignore[assignment]
+        handle = self._handle = outer.extractfile(member)
         if handle is None:
             return Drop("corrupt_archive", label, "member has no data")
         return self._paper(lambda: read_paper(handle, path, self.limits), path)

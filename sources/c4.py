@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Protocol
 
 from core.compressed import CODEC_ERRORS
 from core.document import Document, Drop, InputSpec, make_doc_id
@@ -46,7 +46,11 @@ SOURCE = "c4"
 MAX_LINE_BYTES = 16 << 20
 
 
-def _bounded_lines(handle: BinaryIO, limit: int) -> Iterator[bytes | None]:
+class _Lines(Protocol):
+    def readline(self, size: int = -1, /) -> bytes: ...
+
+
+def _bounded_lines(handle: _Lines, limit: int) -> Iterator[bytes | None]:
     """Lines of ``handle``; None for a line past ``limit`` bytes (its rest is read and discarded)."""
     while line := handle.readline(limit + 1):
         if len(line) <= limit or line.endswith(b"\n"):

@@ -646,6 +646,10 @@ def select_sites(
     return sorted(e.key for e in keep), skipped
 
 
+#: What makes a site unmeasurable (it is then skipped, with the error as the reason).
+_SIZE_ERRORS: tuple[type[BaseException], ...] = (RefusedInput, FileNotFoundError, *ARCHIVE_ERRORS)
+
+
 def measure_site(spec: InputSpec, rank_by: str, cache: Path | None = None) -> SiteSize:
     """The size of one site input for ranking, read from ``cache`` when the file is unchanged.
 
@@ -670,7 +674,7 @@ def measure_site(spec: InputSpec, rank_by: str, cache: Path | None = None) -> Si
     if named.has_posts:
         try:
             size = count_posts(spec.path) if rank_by == "posts" else posts_bytes(spec.path)
-        except (RefusedInput, FileNotFoundError, *ARCHIVE_ERRORS) as exc:
+        except _SIZE_ERRORS as exc:
             error = f"{type(exc).__name__}: {exc}"
     result = SiteSize(spec.key, named.site, named.has_posts, size, error)
     if cache is not None and error is None:

@@ -81,6 +81,9 @@ class WarcLimits:
     min_body_bytes: int = 1
 
 
+_BODY_ERRORS: tuple[type[BaseException], ...] = (*CODEC_ERRORS, ValueError)
+
+
 def _media_type(content_type: str | None) -> str:
     return (content_type or "").split(";", 1)[0].strip().lower()
 
@@ -221,7 +224,7 @@ class WarcRecords:
         content_type = _header(record, "Content-Type")
         try:
             body = _read_bounded(record.raw_stream, self.limits.max_body_bytes)
-        except (*CODEC_ERRORS, ValueError) as exc:
+        except _BODY_ERRORS as exc:
             return Drop("bad_record_body", where, f"{type(exc).__name__}: {exc}")
         if body is None:
             return Drop("too_large", where)
@@ -318,7 +321,7 @@ class WarcReader:
         text = text.strip()
         if len(text) < self.min_text_chars:
             return Drop("no_text", where)
-        return Document(id=make_doc_id(self.source, meta["warc_record_id"]), text=text, source=self.source,
+        return Document(id=make_doc_id(self.source, str(meta["warc_record_id"])), text=text, source=self.source,
                         meta=meta)
 
 
