@@ -17,10 +17,11 @@ record (``cleaner_crashed``), again without ending the input.
 The helper dies with its parent: it exits on end of input on its stdin, and on Linux asks the
 kernel (``PR_SET_PDEATHSIG``) to kill it if the parent is killed while it is busy in C.
 
-Cost (measured with ``python -m core.bounded``, 2-core machine, identity cleaner): a round
-trip costs about 35 us per record for a 100-character record and about 70 us for a 10 KB one,
-plus about 40 ms of interpreter start-up per helper (more when the cleaner's module imports
-heavy libraries), paid once per reader and again after each timeout. Typical cleaners spend
+Cost (measured with ``python -m core.bounded``, identity cleaner, on a 2-core machine shared
+with other jobs, so ranges): a round trip costs 15-70 us for a 100-character record, 35-85 us
+for a 10 KB one and 3-6 ms for 1 MB; a helper starts in 45-180 ms (plus the cleaner's own
+imports, which are not charged to any record), paid once per reader and again after each
+timeout. Typical cleaners spend
 milliseconds per record (mwparserfromhell on an article, a LaTeX paper, a web page), so the bound
 costs a few per cent at most. For cleaners that are cheaper than a round trip and whose time is
 known to be bounded for small inputs (polynomial, not backtracking), ``inline_below`` runs

@@ -13,6 +13,7 @@ import gzip
 import io
 import lzma
 import time
+import tracemalloc
 from collections import Counter
 from pathlib import Path
 
@@ -71,15 +72,25 @@ def test_invalid_utf8_in_row_4000_costs_that_row_only(tmp_path: Path) -> None:
     assert len(docs) + len(drops) == QUESTIONS
 
 
-def test_post_over_libxml2_attribute_limit_is_one_drop(tmp_path: Path) -> None:
-    huge = "<p>" + "x" * (12 << 20) + "</p>"  # 12 MB: past libxml2's 10 MB attribute limit
+def test_50_mb_post_is_one_drop_in_bounded_time_and_memory(tmp_path: Path) -> None:
+    """The issue's case: one 50 MB post (past libxml2's 10 MB attribute limit) cost the whole site."""
+    huge = "<p>" + "x" * (50 << 20) + "</p>"
     path = tmp_path / "huge.stackexchange.com-Posts.xml"
     path.write_bytes(posts_xml(300, {150: huge}))
+    del huge
+    scratch = tmp_path / "scratch"
     started = time.monotonic()
-    docs, drops = read(path)
+    tracemalloc.start()
+    records = list(StackExchangeRecipe(memory_limit="256MB", scratch_dir=scratch).read(
+        InputSpec(str(path), path, path.name)))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    drops = [r for r in records if isinstance(r, Drop)]
     assert [(d.reason, "Id=150" in d.detail) for d in drops] == [("record_too_large", True)]
-    assert kept_ids(docs) == [i for i in range(1, 301) if i != 150]
-    assert time.monotonic() - started < 20
+    assert kept_ids([r for r in records if isinstance(r, Document)]) == [i for i in range(1, 301) if i != 150]
+    assert peak < 30 << 20  # the post is skipped, never held (the row bound is 8 MB)
+    assert time.monotonic() - started < 30
+    assert list(scratch.iterdir()) == []  # the reader's scratch files are gone
 
 
 def test_malformed_rows_in_the_middle_each_cost_one_record(tmp_path: Path) -> None:
