@@ -229,6 +229,11 @@ def open_tensor_set(
         opener: Any = _RemoteOpener(base, cache, files, prefetch_workers, policy, prefetch_files, cache_max_bytes)
         opener.start()
     else:
+        if not (Path(location) / METADATA_NAME).is_file():
+            raise TensorFormatError(
+                f"{location}: no tensor set here (no {METADATA_NAME}); tokenize documents first: "
+                f"python -m flows.tokenization --data data/ --tokenizer tokenizer.json --out {location} "
+                f"(the offline sample: python -m flows.llama --sample --out data/ writes data/tensors/g1)")
         metadata = read_metadata(Path(location))
         opener = _LocalOpener(Path(location))
     found = metadata["tokenizer"]["hash"]
