@@ -238,6 +238,22 @@ def _widen_pipe(fd: int) -> None:
         fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
 
 
+_SHARED = threading.local()
+
+
+def _shared_holder(key: tuple[Any, ...]) -> list[_Helper | None]:
+    """This thread's helper slot for ``key``; a forked child starts afresh.
+
+    A child forked from a process pool inherits this thread's slots, and with them the pipes
+    of the parent's helpers: talking to those would interleave two processes' records on one
+    pipe, so a different process id means new, empty slots.
+    """
+    if getattr(_SHARED, "pid", None) != os.getpid():
+        _SHARED.pid, _SHARED.holders = os.getpid(), {}
+    holders: dict[tuple[Any, ...], list[_Helper | None]] = _SHARED.holders
+    return holders.setdefault(key, [None])
+
+
 def _close_helper(holder: list[_Helper | None]) -> None:
     helper = holder[0]
     holder[0] = None
@@ -251,7 +267,9 @@ class BoundedCleaner(Generic[R]):
     ``run(record, *args)`` returns the cleaner's result, or a :class:`Drop` (``cleaner_timeout``,
     ``record_too_large``, ``cleaner_crashed``) naming ``record``. Exceptions the cleaner raises
     are raised again here, so callers keep their own error handling. ``func`` and the arguments
-    must pickle (a module-level function, or a ``functools.partial`` of one). ``preload`` names
+    must pickle (a module-level function, or a ``functools.partial`` of one). ``shared`` keeps
+    the helper for the next cleaner of the same function in the same thread (a worker reading
+    many small inputs, one e-print each, pays the start-up once, not per input). ``preload`` names
     modules the cleaner imports lazily (``trafilatura``): a new helper imports them before its
     first record, so the import is not charged to that record's time.
     """
@@ -265,17 +283,23 @@ class BoundedCleaner(Generic[R]):
         inline_below: int = 0,
         memory_limit: int | None = None,
         preload: tuple[str, ...] = (),
+        shared: bool = False,
     ) -> None:
         self.func = func
+        self.shared = shared
         self.preload = preload
         self.timeout_s = timeout_s
         self.max_input = max_input
         self.inline_below = inline_below
         self.memory_limit = memory_limit
         self._func_key = pickle.dumps(func, protocol=pickle.HIGHEST_PROTOCOL)
-        self._holder: list[_Helper | None] = [None]
         self._lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, _close_helper, self._holder)
+        self._holder: list[_Helper | None]
+        if shared:
+            self._holder = _shared_holder((self._func_key, memory_limit, preload))
+        else:
+            self._holder = [None]
+            weakref.finalize(self, _close_helper, self._holder)
         #: How many helpers were started (1 + restarts); tests and logs read it.
         self.starts = 0
 
@@ -286,7 +310,9 @@ class BoundedCleaner(Generic[R]):
         self.close()
 
     def close(self) -> None:
-        """Stop the helper; a later ``run`` starts a new one."""
+        """Stop the helper (a shared one stays for the thread's next reader); ``run`` restarts it."""
+        if self.shared:
+            return
         with self._lock:
             _close_helper(self._holder)
 

@@ -271,7 +271,7 @@ class ArxivReader:
         # the LaTeX cleaner is regular expressions and a scanner over text of any shape: each
         # paper is cleaned in core.bounded's killable helper, under a time and a size bound
         with BoundedCleaner(clean_paper, timeout_s=self.limits.clean_timeout_s,
-                            max_input=self.limits.max_clean_chars) as self._cleaner:
+                            max_input=self.limits.max_clean_chars, shared=True) as self._cleaner:
             yield from self._records()
 
     def _records(self) -> Iterator[Record]:

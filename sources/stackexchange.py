@@ -777,7 +777,8 @@ class StackExchangeReader:
             rows_file = work / "rows.parquet"
             if rows_file.exists():
                 with BoundedCleaner(thread_text, timeout_s=self.cleaner_timeout_s,
-                                    max_input=self.max_thread_chars, inline_below=INLINE_THREAD_CHARS) as cleaner:
+                                    max_input=self.max_thread_chars, inline_below=INLINE_THREAD_CHARS,
+                                    shared=True) as cleaner:
                     yield from self._documents(rows_file, work, cleaner)
         finally:
             shutil.rmtree(work, ignore_errors=True)

@@ -162,3 +162,22 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
 
+
+
+def _shared_pid() -> int:
+    cleaner = BoundedCleaner(abs, shared=True)
+    assert cleaner.run("r", -5, size=0) == 5
+    helper = cleaner._holder[0]
+    assert helper is not None
+    return helper.process.pid
+
+
+def test_shared_helper_serves_the_next_reader_of_the_thread() -> None:
+    first = _shared_pid()
+    again = BoundedCleaner(abs, shared=True)
+    assert again.run("r", -1, size=0) == 1
+    assert again.starts == 0 and _shared_pid() == first  # no second start-up
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        child = pool.submit(_shared_pid).result(timeout=30)
+    assert child != first  # a forked child never talks to its parent's helper
+    assert _shared_pid() == first
