@@ -63,8 +63,9 @@ _ARGUMENT = re.compile(r"\{\{\{[^{}]*\}\}\}")
 _TEMPLATE = re.compile(r"\{\{[^{}]*\}\}")
 _BRACE_TOKENS = re.compile(r"\{\{|\}\}")
 _TABLE_TOKENS = re.compile(r"\{\||\|\}")
-_EXTERNAL = re.compile(r"\[(" + _URL + r"[^\s\[\]<>\"]{0,2000})(?:[ \t\u3000]+([^\]\n]{0,1000}))?\]", re.I)
+_EXTERNAL = re.compile(r"\[(" + _URL + r"[^\s\[\]<>\"]{0,2000})(?:[^\S\n]+([^\]\n]{0,1000}))?\]", re.I)
 _STRAY_BRACKET = re.compile(r"\[(?=" + _URL + ")", re.I)  # an external link's "[" never closed
+_UNCLOSED_LINK = re.compile(r"\[\[([^\[\]|\n]{0,1000})[^\n]*")
 _LINK = re.compile(r"\[\[([^\[\]|\n]{0,1000})(?:\|([^\[\]]{0,10000}))?\]\]")
 _HEADING = re.compile(r"\n(={1,6})[ \t]*(.+?)[ \t]*=+[ \t]*(?=\n)")
 _RULE = re.compile(r"\n----+")
@@ -172,10 +173,12 @@ class FastWikitextCleaner:
         self.bounds = bounds or Bounds()
 
     def _link(self, match: re.Match[str]) -> str:
-        target = match.group(1).strip()
+        target, label = match.group(1, 2)
+        if ":" not in target:  # most links: no namespace or interwiki prefix to look up
+            return label if label is not None else target.strip()
+        target = target.strip()
         if self.is_markup_link(target):
             return ""
-        label = match.group(2)
         return label if label is not None else target.lstrip(":")
 
     def clean(self, wikitext: str) -> str:
@@ -209,7 +212,13 @@ class FastWikitextCleaner:
         if "[" in text:
             text = _STRAY_BRACKET.sub("", _EXTERNAL.sub(_external, text))
             text = self._internal(text, clock)
+        if "[[" in text:  # never closed: a File/Category one is cut to its line's end
+            text = _UNCLOSED_LINK.sub(self._unclosed_link, text)
         return text.replace("[[", "").replace("]]", "")
+
+    def _unclosed_link(self, match: re.Match[str]) -> str:
+        target = match.group(1).strip()
+        return "" if ":" in target and self.is_markup_link(target) else match.group(0)[2:]
 
     def _internal(self, text: str, clock: _Clock) -> str:
         for _ in range(_LINK_PASSES):
