@@ -20,7 +20,13 @@ one core (CPU time):
   shingles each book into the same word 5-grams (lower-cased ``\\w+`` words, as strings),
   ``MinHash(num_perm=128).update_batch`` per book (SHA-1 of each shingle), then a greedy
   ``MinHashLSH(threshold=0.9)`` query/insert; ``ours`` is :mod:`dedupe.near_books`
-  (``shingle_hashes`` + ``signature`` + ``find_near_duplicates``, default settings).
+  (``book_signatures`` over the whole batch, as ``write_signatures`` runs it, then
+  ``find_near_duplicates``, default settings); ``signatures`` is the limit: the project's batch
+  MinHash alone (:meth:`dedupe.minhash.MinHasher.signatures`, 128 permutations, word 5-grams),
+  no set sizes and no matching.
+
+Each task's contenders run interleaved (one round = every contender once), ratios are taken
+within a round, and min/median/max over ``--repeat`` rounds are reported.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from importlib import metadata
 from pathlib import Path
 
 # Run as a script, this folder is sys.path[0]; a sibling module named like a standard one would
@@ -44,7 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 REALDATA = ROOT.parent / "shared" / "realdata" / "books"
-CONTENDERS = {"read": ("bare", "ours"), "dedup": ("datasketch", "ours")}
+CONTENDERS = {"read": ("bare", "ours"), "dedup": ("datasketch", "ours", "signatures")}
 NEAR_EVERY = 3  # every third copy is a planted near-duplicate
 _BODY = re.compile(r"(^\*{3}[^\n]*START OF[^\n]*\n)(.*?)(^\*{3}[^\n]*END OF|^End of (?:the )?Project Gutenberg|\Z)",
                    re.S | re.M | re.I)
@@ -204,24 +211,21 @@ def dedup_datasketch(texts: list[str]) -> dict[str, float]:
 
 def dedup_ours(texts: list[str]) -> dict[str, float]:
     """Our signatures and matcher, as the books flow runs them (minus Parquet files)."""
-    import numpy as np
-
-    from dedupe.near_books import (
-        BookSignature,
-        NearDupSettings,
-        find_near_duplicates,
-        shingle_hashes,
-        signature,
-    )
+    from dedupe.near_books import BookSignature, NearDupSettings, book_signatures, find_near_duplicates
 
     settings = NearDupSettings()
-    books = []
-    for index, text in enumerate(texts):
-        hashes = shingle_hashes(text, settings.ngram)
-        values = signature(hashes, settings).hashvalues.astype(np.uint32).tobytes()
-        books.append(BookSignature("bench", 0, index, f"book-{index}", None, None, len(hashes), values))
+    books = [BookSignature("bench", 0, index, f"book-{index}", None, None, size, values)
+             for index, (size, values) in enumerate(book_signatures(texts, settings))]
     matches = find_near_duplicates(books, settings)
     return {"books": len(texts), "chars": sum(map(len, texts)), "duplicates": len(matches)}
+
+
+def dedup_signatures(texts: list[str]) -> dict[str, float]:
+    """The limit: the project's batch MinHash signatures of all books, nothing else."""
+    from dedupe.minhash import MinHasher
+
+    MinHasher().signatures(texts)
+    return {"books": len(texts), "chars": sum(map(len, texts))}
 
 
 def child(task: str, mode: str, directory: Path) -> dict[str, float]:
@@ -240,7 +244,7 @@ def child(task: str, mode: str, directory: Path) -> dict[str, float]:
         texts = cleaned_texts(paths)
         megabytes = sum(len(text.encode("utf-8")) for text in texts) / 1e6
         started, cpu = time.perf_counter(), time.process_time()
-        result = (dedup_ours if mode == "ours" else dedup_datasketch)(texts)
+        result = {"ours": dedup_ours, "datasketch": dedup_datasketch, "signatures": dedup_signatures}[mode](texts)
     result["seconds"] = time.perf_counter() - started
     result["cpu"] = time.process_time() - cpu
     result["mb"] = megabytes
@@ -257,7 +261,7 @@ def _spawn(task: str, mode: str, directory: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--books", type=int, default=60, help="book files in all (originals + copies)")
-    parser.add_argument("--repeat", type=int, default=1, help="runs per contender (median CPU time)")
+    parser.add_argument("--repeat", type=int, default=3, help="interleaved rounds (min/median/max over them)")
     parser.add_argument("--child", nargs=3, metavar=("TASK", "MODE", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -268,24 +272,30 @@ def main() -> None:
         paths, planted = write_books(Path(tmp), args.books)
         source = "real books" if REALDATA.is_dir() and any(REALDATA.glob("*.txt")) else "generated books"
         print(f"{len(paths)} files from {source}, {sum(p.stat().st_size for p in paths) / 1e6:.1f} MB, "
-              f"{planted} planted near-duplicates; one core (CPU time), median of {args.repeat}; "
-              f"peak RSS = ru_maxrss of a fresh process\n")
-        print(f"{'task':10} {'contender':11} {'books':>6} {'MB':>6} {'books/s/core':>12} {'MB/s/core':>9} "
-              f"{'peak RSS MB':>11} {'near dups':>9} {'vs peer':>8}")
+              f"{planted} planted near-duplicates; peers: datasketch {metadata.version('datasketch')}; one core "
+              f"(CPU time), {args.repeat} interleaved rounds, min/median/max; peak RSS = ru_maxrss of a fresh process\n")
+        print(f"{'task':6} {'contender':11} {'books':>6} {'MB':>6} {'MB/s/core':>17} "
+              f"{'peak RSS MB':>11} {'near dups':>9} {'x first (peer)':>16} {'x signatures':>16}")
         for task, modes in CONTENDERS.items():
-            rows = {}
+            rounds = [{mode: _spawn(task, mode, Path(tmp)) for mode in modes} for _ in range(args.repeat)]
             for mode in modes:
-                runs = [_spawn(task, mode, Path(tmp)) for _ in range(args.repeat)]
-                rows[mode] = {**runs[0], "cpu": statistics.median(r["cpu"] for r in runs),
-                              "maxrss_mb": max(r["maxrss_mb"] for r in runs)}
-            peer = rows[modes[0]]["cpu"]
-            for mode, row in rows.items():
+                runs = [r[mode] for r in rounds]
+                row = runs[0]
                 dups = f"{row['duplicates']:.0f}" if "duplicates" in row else "-"
-                print(f"{task:10} {mode:11} {row['books']:6.0f} {row['mb']:6.1f} {row['books'] / row['cpu']:12.1f} "
-                      f"{row['mb'] / row['cpu']:9.2f} {row['maxrss_mb']:11.0f} {dups:>9} {peer / row['cpu']:7.2f}x")
-        print("\nvs peer: the peer's CPU time / the contender's (above 1: faster). MB: input files for read, "
-              "cleaned text (UTF-8) for dedup.\nReading books counts books kept (ours: PG frame found and "
-              "min_chars met; bare: any text between markers).")
+                vs_peer = [r[modes[0]]["cpu"] / r[mode]["cpu"] for r in rounds]
+                vs_limit = _mmm([r["signatures"]["cpu"] / r[mode]["cpu"] for r in rounds], "{:.2f}") \
+                    if "signatures" in modes else "-"
+                print(f"{task:6} {mode:11} {row['books']:6.0f} {row['mb']:6.1f} "
+                      f"{_mmm([r['mb'] / r['cpu'] for r in runs], '{:.2f}'):>17} "
+                      f"{max(r['maxrss_mb'] for r in runs):11.0f} {dups:>9} {_mmm(vs_peer, '{:.2f}'):>16} {vs_limit:>16}")
+        print("\nx first (peer): the first contender's CPU time / this one's, in the same round (above 1: faster); "
+              "x signatures: the batch MinHash alone vs this one.\nMB: input files for read, cleaned text (UTF-8) "
+              "for dedup. Reading books counts books kept (ours: PG frame found and min_chars met; bare: any text "
+              "between markers).")
+
+
+def _mmm(values: list[float], fmt: str) -> str:
+    return "/".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,9 @@ one core (CPU time is measured; DuckDB runs with one thread):
   dict and answers grouped under them in another dict, then one text per question with
   ``lxml.html`` ``text_content()`` for the bodies. It holds the whole site in memory, so its peak
   RSS grows with the site (stackoverflow's Posts.xml is ~100 GB);
+- ``iterparse+bs4``: the same loop with ``BeautifulSoup(body, "html.parser").get_text()`` for the
+  bodies: the way the RedPajama and Pile StackExchange scripts turn bodies into text (the
+  ``html.parser`` builder, faster here than bs4's ``lxml`` builder on these bodies);
 - ``iterparse+html``: the same loop, bodies through our ``html_to_text`` (paragraphs, lists,
   code kept) and our text layout: the difference to ``ours`` is the cost of the out-of-core path;
 - ``ours``: :class:`sources.stackexchange.StackExchangeReader`: incremental lxml parser ->
@@ -39,6 +42,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 
 # Run as a script, this folder is sys.path[0]; a sibling module named like a standard one would
@@ -48,7 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 REALDATA = ROOT.parent / "shared" / "realdata" / "stackexchange"
-CONTENDERS = ("iterparse", "iterparse+html", "ours", "ours-lowmem")
+CONTENDERS = ("iterparse", "iterparse+bs4", "iterparse+html", "ours", "ours-lowmem")
 READER_MEMORY_LIMIT = "1GB"  # StackExchangeRecipe's default
 
 
@@ -138,9 +142,10 @@ def write_site(directory: Path, questions: int, seed: int = 7) -> Path:
 
 
 # -- contenders (each runs in its own process) ---------------------------------------------------
-def run_iterparse(path: Path, our_html: bool) -> dict[str, float]:
+def run_iterparse(path: Path, bodies: str) -> dict[str, float]:
     """Plain loop: everything in dicts, then one text per question."""
     import lxml.html
+    from bs4 import BeautifulSoup
     from lxml import etree
 
     from sources.stackexchange import html_to_text
@@ -148,7 +153,10 @@ def run_iterparse(path: Path, our_html: bool) -> dict[str, float]:
     def plain_text(html: str) -> str:
         return lxml.html.fromstring(html).text_content().strip() if html.strip() else ""
 
-    to_text = html_to_text if our_html else plain_text
+    def soup_text(html: str) -> str:
+        return BeautifulSoup(html, "html.parser").get_text().strip() if html.strip() else ""
+
+    to_text = {"ours": html_to_text, "lxml": plain_text, "bs4": soup_text}[bodies]
     questions: dict[int, tuple[str, str]] = {}
     answers: dict[int, list[tuple[int, int, str]]] = {}
     docs = chars = 0
@@ -195,6 +203,7 @@ def child(mode: str, path: Path, low_memory: str) -> dict[str, float]:
     Imports happen before the clock starts, the same for every contender (our module loads
     DuckDB and pyarrow; the loop uses its ``html_to_text``), so start-up is not measured.
     """
+    import bs4  # noqa: F401
     import lxml.html  # noqa: F401
 
     import core.pipeline  # noqa: F401
@@ -204,7 +213,7 @@ def child(mode: str, path: Path, low_memory: str) -> dict[str, float]:
     if mode.startswith("ours"):
         result = run_ours(path, low_memory if mode == "ours-lowmem" else READER_MEMORY_LIMIT)
     else:
-        result = run_iterparse(path, our_html=mode == "iterparse+html")
+        result = run_iterparse(path, {"iterparse": "lxml", "iterparse+bs4": "bs4", "iterparse+html": "ours"}[mode])
     result["seconds"] = time.perf_counter() - started
     result["cpu"] = time.process_time() - cpu
     result["maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -218,21 +227,20 @@ def _spawn(mode: str, path: Path, low_memory: str) -> dict[str, float]:
     return json.loads(output.stdout.strip().splitlines()[-1])
 
 
-def measure(path: Path, repeat: int, low_memory: str) -> dict[str, dict[str, float]]:
-    """Median CPU time and max peak RSS of each contender on ``path``."""
-    results = {}
-    for mode in CONTENDERS:
-        runs = [_spawn(mode, path, low_memory) for _ in range(repeat)]
-        results[mode] = {**runs[0], "cpu": statistics.median(r["cpu"] for r in runs),
-                         "maxrss_mb": max(r["maxrss_mb"] for r in runs)}
-    return results
+def measure(path: Path, repeat: int, low_memory: str) -> list[dict[str, dict[str, float]]]:
+    """``repeat`` interleaved rounds, each running every contender once on ``path``."""
+    return [{mode: _spawn(mode, path, low_memory) for mode in CONTENDERS} for _ in range(repeat)]
+
+
+def _mmm(values: list[float], fmt: str) -> str:
+    return "/".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="2000,20000", help="synthetic sites, in questions (comma-separated)")
     parser.add_argument("--posts", type=Path, action="append", help="also measure this Posts.xml (repeatable)")
-    parser.add_argument("--repeat", type=int, default=1, help="runs per contender and input (median CPU)")
+    parser.add_argument("--repeat", type=int, default=3, help="interleaved rounds (min/median/max over them)")
     parser.add_argument("--no-realdata", action="store_true", help="skip the real coffee.stackexchange.com sample")
     parser.add_argument("--low-memory", default="128MB",
                         help="DuckDB memory_limit of the ours-lowmem contender (ours: the reader's 1GB default)")
@@ -246,18 +254,22 @@ def main() -> None:
         if not args.no_realdata:
             inputs += sorted(REALDATA.glob("*Posts.xml"))
         inputs += [write_site(Path(tmp), int(n)) for n in args.sizes.split(",") if n.strip()]
-        print(f"one core (CPU time), median of {args.repeat}; peak RSS = ru_maxrss of a fresh process\n")
-        print(f"{'input':44} {'MB':>7} {'docs':>7} {'contender':15} {'docs/s/core':>11} {'MB/s/core':>9} "
-              f"{'peak RSS MB':>11} {'vs iterparse':>12}")
+        print(f"one core (CPU time), {args.repeat} interleaved rounds, min/median/max; peak RSS = ru_maxrss of "
+              f"a fresh process; lxml {metadata.version('lxml')}, beautifulsoup4 {metadata.version('beautifulsoup4')}, "
+              f"duckdb {metadata.version('duckdb')}\n")
+        print(f"{'input':40} {'MB':>6} {'docs':>6} {'contender':15} {'docs/s/core':>17} {'peak RSS MB':>11} "
+              f"{'vs iterparse':>15} {'vs iterparse+bs4':>16}")
         for path in inputs:
             mb = path.stat().st_size / 1e6
-            results = measure(path, args.repeat, args.low_memory)
-            base = results["iterparse"]["cpu"]
-            for mode, result in results.items():
-                print(f"{path.name[:44]:44} {mb:7.1f} {result['docs']:7.0f} {mode:15} "
-                      f"{result['docs'] / result['cpu']:11.0f} {mb / result['cpu']:9.2f} "
-                      f"{result['maxrss_mb']:11.0f} {base / result['cpu']:11.2f}x")
-        print("\nvs iterparse: its CPU time / the contender's (above 1: faster than the plain loop). "
+            rounds = measure(path, args.repeat, args.low_memory)
+            for mode in CONTENDERS:
+                runs = [r[mode] for r in rounds]
+                print(f"{path.name[:40]:40} {mb:6.1f} {runs[0]['docs']:6.0f} {mode:15} "
+                      f"{_mmm([r['docs'] / r['cpu'] for r in runs], '{:.0f}'):>17} "
+                      f"{max(r['maxrss_mb'] for r in runs):11.0f} "
+                      f"{_mmm([r['iterparse']['cpu'] / r[mode]['cpu'] for r in rounds], '{:.2f}'):>15} "
+                      f"{_mmm([r['iterparse+bs4']['cpu'] / r[mode]['cpu'] for r in rounds], '{:.2f}'):>16}")
+        print("\nvs X: X's CPU time / the contender's in the same round (above 1: faster than X). "
               "Memory: iterparse holds the whole site;\n"
               f"ours holds one thread and a row batch in Python, and DuckDB sorts in memory up to its limit "
               f"({READER_MEMORY_LIMIT}; {args.low_memory} for ours-lowmem), spilling to disk beyond it.")
