@@ -21,6 +21,7 @@ from typing import Any
 import duckdb
 
 from core.atomic import sha256_file
+from core.released import is_released
 
 MANIFEST_NAME = "manifest.duckdb"
 
@@ -256,12 +257,13 @@ class Manifest:
         with self.connect() as con:
             con.execute("BEGIN TRANSACTION")
             for rec in records:
-                self._write_input(con, run_id, rec, recipe, code_version)
+                self._write_input(con, run_id, rec, recipe, code_version, self.path.parent)
             con.execute("COMMIT")
 
     @staticmethod
     def _write_input(
-        con: duckdb.DuckDBPyConnection, run_id: str, rec: InputRecord, recipe: str, code_version: str
+        con: duckdb.DuckDBPyConnection, run_id: str, rec: InputRecord, recipe: str, code_version: str,
+        root: Path,
     ) -> None:
         con.execute("DELETE FROM drops WHERE run_id = ? AND input_key = ?", [run_id, rec.input_key])
         con.execute("DELETE FROM errors WHERE run_id = ? AND input_key = ?", [run_id, rec.input_key])
@@ -283,6 +285,8 @@ class Manifest:
                 [[run_id, rec.input_key, e["step"], e["reason"], e["record"], e["detail"]] for e in rec.errors],
             )
         for shard in rec.shards:
+            if is_released(root, shard["path"]):  # its documents live in class shards now
+                continue
             con.execute(
                 "INSERT OR REPLACE INTO shards VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [shard["path"], shard["source"], shard.get("language"), list(shard.get("labels", [])),

@@ -47,6 +47,7 @@ from core.atomic import sha256_file, write_json_atomic
 from core.config import CONFIG_DIR, PipelineConfig
 from core.lock import OutputLock
 from core.manifest import Manifest
+from core.released import recreated
 from core.version import code_version
 from flows._cli import Flag, FlowCLI
 from flows._recorder import current_run_id
@@ -220,7 +221,9 @@ def document_shards(out: Path) -> list[tuple[str, str]]:
     manifest = Manifest.for_output(out)
     if not manifest.path.exists():
         return []
-    _, rows = manifest.query("SELECT path, sha256 FROM shards WHERE starts_with(path, 'docs/') ORDER BY path")
+    _, tables = manifest.query("SELECT table_name FROM information_schema.tables")
+    released = " UNION SELECT path, sha256 FROM released" if ("released",) in tables else ""
+    _, rows = manifest.query(f"SELECT path, sha256 FROM shards WHERE starts_with(path, 'docs/'){released} ORDER BY path")
     return [(p, s) for p, s in rows]
 
 
@@ -235,6 +238,8 @@ def stage_is_done(out: Path, stage: str, print_: str) -> bool:
     if not path.exists():
         return False
     done = json.loads(path.read_text(encoding="utf-8"))
+    if stage == "labels" and recreated(out):  # a source wrote released docs/ shards again: release them
+        return False
     return done.get("fingerprint") == print_ and all(Path(p).exists() for p in done.get("outputs", []))
 
 

@@ -168,8 +168,10 @@ def write_sample_dumps(directory: Path, pages: int = 200, seed: int = 0) -> list
     for lang, schema in (("en", "0.11"), ("de", "0.10")):
         path = directory / f"{lang}wiki-20220701-pages-articles-sample.xml.bz2"
         data = dump_xml(lang, sample_pages(lang, pages, seed), schema).encode("utf-8")
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(bz2.compress(data, 9))
-        tmp.replace(path)
+        compressed = bz2.compress(data, 9)
+        if not path.is_file() or path.read_bytes() != compressed:  # unchanged: keep its mtime, so runs resume
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_bytes(compressed)
+            tmp.replace(path)
         written.append(path)
     return written

@@ -30,11 +30,12 @@ def test_deep_merge_nests_replaces_lists_and_reads_dotted_keys() -> None:
 
 def test_dataset_files_extend_g1() -> None:
     g1, g2, g3 = (LlamaConfig.from_yaml(CONFIG_DIR / f"{n}.yaml") for n in ("g1", "g2", "g3"))
-    assert list(g1.sources) == list(llama.SOURCE_FLOWS)  # all seven, in table order
+    assert list(g1.sources) == list(llama.SOURCE_FLOWS)[:7]  # the seven LLaMA sources, in table order
+    assert list(g2.sources) == list(llama.SOURCE_FLOWS)  # G.2 adds the six extension sources
     assert (g1.dataset, g2.dataset, g3.dataset) == ("G1", "G2", "G3")
-    assert g2.sources == g1.sources == g3.sources
+    assert g1.sources == g3.sources and {k: g2.sources[k] for k in g1.sources} == g1.sources
     assert g1.pile_index is None and g3.pile_index is not None and g3.pile_index["inputs"]
-    assert g2.labels is not None and "science" in g2.labels["extension_sources"]
+    assert g2.labels is not None and "science_books" in g2.labels["extension_sources"]
     for config in (g1, g2, g3):  # every stage config builds from its YAML plus the section
         for name in config.selected_sources():
             assert config.stage_config(name, config.sources[name] or {}).out == config.out
