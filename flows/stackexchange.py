@@ -32,7 +32,14 @@ from flows._source_flow import (
     print_summary,
     run_source,
 )
-from sources.stackexchange import SOURCE, SiteSize, StackExchangeRecipe, measure_site, select_sites
+from sources.stackexchange import (
+    SOURCE,
+    SiteSize,
+    StackExchangeRecipe,
+    measure_site,
+    posts_path,
+    select_sites,
+)
 
 
 class StackExchangeConfig(PipelineConfig):
@@ -74,7 +81,7 @@ def rank_sites(config: StackExchangeConfig, specs: list[InputSpec]) -> tuple[lis
 
 def _skipped_record(spec: InputSpec, reason: str, config: StackExchangeConfig) -> InputRecord:
     return InputRecord(input_key=spec.key, source=SOURCE, location=spec.location, language=None,
-                       config_hash=config.config_hash(), size=spec.path.stat().st_size, status="skipped",
+                       config_hash=config.config_hash(), size=posts_path(spec.path).stat().st_size, status="skipped",
                        error=reason)
 
 
