@@ -223,7 +223,8 @@ class Recipe(BaseModel):
             raise ValueError("on-the-fly mode needs 'documents' (a data root) and 'tokenizer'")
         root = Path(self.documents)
         pool = TokenizerPool(self.tokenizer, self.split_digits, self.split_mode, self.eos_token, workers)
-        streams, weights = [], []
+        streams: list[Any] = []
+        weights: list[float] = []
         for index, component in enumerate(self.components):
             shards = find_input_shards(root, component.labels, component.sources)
             if not shards:

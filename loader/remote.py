@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import functools
 import hashlib
 import json
 import logging
@@ -240,7 +241,7 @@ class RemoteFiles:
         size, sha = self._specs[path]
         self._resident[path] = size
         future = self._pool.submit(download, self.url(path), self.cache / path, size, sha, self.policy)
-        future.add_done_callback(lambda f, p=path: self._finished(p, f))
+        future.add_done_callback(functools.partial(self._finished, path))
         self._futures[path] = future
         return future
 

@@ -223,10 +223,11 @@ def open_tensor_set(
         metadata = fetch_json(f"{base}/{METADATA_NAME}", cache / METADATA_NAME, policy)
         check_metadata_paths(metadata, cache, f"{base}/{METADATA_NAME}")  # before any file is fetched
         read_metadata(cache)  # format checks
-        files = [(info[f"{k}_path"], info[f"{k}_bytes"], info[f"{k}_sha256"])
-                 for shard in metadata["shards"] if (info := shard["splits"].get(split))
-                 for k in ("docs", "tokens")]
-        opener: Any = _RemoteOpener(base, cache, files, prefetch_workers, policy, prefetch_files, cache_max_bytes)
+        remote_files = [(info[f"{k}_path"], info[f"{k}_bytes"], info[f"{k}_sha256"])
+                        for shard in metadata["shards"] if (info := shard["splits"].get(split))
+                        for k in ("docs", "tokens")]
+        opener: Any = _RemoteOpener(base, cache, remote_files, prefetch_workers, policy, prefetch_files,
+                                    cache_max_bytes)
         opener.start()
     else:
         if not (Path(location) / METADATA_NAME).is_file():

@@ -87,15 +87,16 @@ def test_cache_stays_under_its_cap_and_reads_what_local_reads(
     url, handler, cache = served
     total = sum(p.stat().st_size for p in (tensors / "train").rglob("*") if p.is_file())
     assert total > 2 * CAP
-    components = [{"name": "wiki", "sources": ["wiki"], "weight": 2}, {"name": "c4", "sources": ["c4"]}]
-    with _recipe(str(tensors), None, shuffle, components).iterator(context_length=16, batch_size=4) as it:
+    components: list[dict[str, Any]] = [{"name": "wiki", "sources": ["wiki"], "weight": 2},
+                                        {"name": "c4", "sources": ["c4"]}]
+    with _recipe(str(tensors), None, shuffle, components).iterator(context_length=32, batch_size=4) as it:
         expected = [b["token_ids"] for b in it]
     stop, polled = threading.Event(), [0]
     watcher = threading.Thread(target=_watch, args=(cache, stop, polled))
     watcher.start()
     after_batch = []
     try:
-        with _recipe(url, cache, shuffle, components).iterator(context_length=16, batch_size=4) as it:
+        with _recipe(url, cache, shuffle, components).iterator(context_length=32, batch_size=4) as it:
             got = []
             for batch in it:
                 got.append(batch["token_ids"])
@@ -117,13 +118,13 @@ def test_resume_from_a_bounded_cache_is_exact(corpus: tuple[Path, Path],
                                               served: tuple[str, type[_Counting], Path]) -> None:
     _, tensors = corpus
     url, _, cache = served
-    components = [{"name": "all"}]
-    with _recipe(str(tensors), None, True, components).iterator(context_length=8, batch_size=2) as it:
+    components: list[dict[str, Any]] = [{"name": "all"}]
+    with _recipe(str(tensors), None, True, components).iterator(context_length=48, batch_size=2) as it:
         expected = [b["token_ids"] for b in it]
-    with _recipe(url, cache, True, components).iterator(context_length=8, batch_size=2) as it:
+    with _recipe(url, cache, True, components).iterator(context_length=48, batch_size=2) as it:
         head = [next(it)["token_ids"] for _ in range(40)]
         state = json.loads(json.dumps(it.state_dict()))
-    with _recipe(url, cache, True, components).iterator(context_length=8, batch_size=2, state_dict=state) as it:
+    with _recipe(url, cache, True, components).iterator(context_length=48, batch_size=2, state_dict=state) as it:
         tail = [b["token_ids"] for b in it]
     assert all(torch.equal(a, b) for a, b in zip(head + tail, expected, strict=True))
     assert len(head + tail) == len(expected)
