@@ -10,6 +10,7 @@ from the one expected, or a format version we do not know is refused with the fi
 
 from __future__ import annotations
 
+import json
 import threading
 import weakref
 from collections.abc import Sequence
@@ -29,6 +30,27 @@ ID_CHECK_BLOCK = 1 << 24
 
 def _normalize_label(label: str) -> str:
     return label.upper().replace(".", "")
+
+
+def id_bound(metadata: dict[str, Any], root: Path | None) -> int | None:
+    """One past the largest id the set's tokenizer can emit: ``vocab_size``, or more if its ids have gaps.
+
+    ``vocab_size`` counts ids; a tokenizer whose added tokens sit past a gap has larger ids, so
+    the set's own ``tokenizer.json`` (when local) raises the bound to its largest id + 1.
+    """
+    vocab = metadata.get("tokenizer", {}).get("vocab_size")
+    bound = int(vocab) if vocab is not None else None
+    name = metadata.get("tokenizer", {}).get("file")
+    if bound is None or root is None or not name:
+        return bound
+    try:
+        config = json.loads(inside(root, name, "tokenizer.file").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return bound
+    model_vocab = config.get("model", {}).get("vocab")
+    ids = list(model_vocab.values()) if isinstance(model_vocab, dict) else [len(model_vocab or []) - 1]
+    ids += [int(t["id"]) for t in config.get("added_tokens") or [] if isinstance(t, dict) and "id" in t]
+    return max(bound, max(ids, default=-1) + 1)
 
 
 def check_token_ids(tokens: np.ndarray, vocab_size: int | None, name: object) -> None:
@@ -241,8 +263,7 @@ def open_tensor_set(
     if expect_tokenizer is not None and found != expect_tokenizer:
         raise TensorFormatError(f"{location}/{METADATA_NAME}: built with tokenizer {found[:12]}…, "
                                 f"expected {expect_tokenizer[:12]}…")
-    vocab = metadata["tokenizer"].get("vocab_size")
-    vocab_size = int(vocab) if vocab is not None else None
+    vocab_size = id_bound(metadata, None if is_remote(location) else Path(location))
     files = []
     for shard in metadata["shards"]:
         info = shard["splits"].get(split)

@@ -16,7 +16,7 @@ from core.atomic import sha256_file
 from loader.remote import is_remote
 from loader.safe_paths import PATH_KEYS, UnsafePathError, inside
 from loader.tensor_writer import TensorFormatError, open_tokens, read_metadata
-from loader.tensors import check_token_ids
+from loader.tensors import check_token_ids, id_bound
 
 
 @dataclass
@@ -70,7 +70,7 @@ def verify_tensor_set(location: str | Path, splits: Sequence[str] | None = None,
     root = Path(location)
     metadata = read_metadata(root)
     report = VerifyReport(str(location))
-    vocab = metadata.get("tokenizer", {}).get("vocab_size")
+    bound = id_bound(metadata, root)
     for shard in metadata["shards"]:
         for split, info in shard["splits"].items():
             if splits is not None and split not in splits:
@@ -83,7 +83,7 @@ def verify_tensor_set(location: str | Path, splits: Sequence[str] | None = None,
                 if len(tokens) != info.get("tokens") or len(offsets) - 1 != info.get("docs"):
                     raise TensorFormatError(f"{tokens_path}: {len(tokens)} tokens / {len(offsets) - 1} documents, "
                                             f"metadata.json says {info.get('tokens')} / {info.get('docs')}")
-                check_token_ids(tokens, int(vocab) if vocab is not None else None, tokens_path)
+                check_token_ids(tokens, bound, tokens_path)
             except (TensorFormatError, OSError, ValueError) as exc:
                 report.problems.append(str(exc))
     return report

@@ -75,3 +75,22 @@ def test_verify_finds_every_kind_of_damage(corpus: tuple[Path, Path], tmp_path: 
     assert verify_tensor_set(root, checksums=False, check_ids=False).problems == report.problems[2:]
     with pytest.raises(ValueError, match="local"):
         verify_tensor_set("http://127.0.0.1:9/x")
+
+
+def test_id_bound_follows_a_tokenizer_with_gaps(corpus: tuple[Path, Path], tmp_path: Path) -> None:
+    _, tensors = corpus
+    root, meta = _copy(tensors, tmp_path / "set")
+    vocab = meta["tokenizer"]["vocab_size"]
+    config = json.loads((root / "tokenizer.json").read_text())
+    config["added_tokens"].append({"id": vocab + 10, "content": "<gap>", "single_word": False, "lstrip": False,
+                                   "rstrip": False, "normalized": False, "special": True})
+    (root / "tokenizer.json").write_text(json.dumps(config))
+    victim = open_tensor_set(root).files[0]
+    ids = np.fromfile(root / victim.tokens_path, dtype=meta["dtype"])
+    ids[0] = vocab + 10  # a real id of this tokenizer, past its count of ids
+    ids.tofile(root / victim.tokens_path)
+    open_tensor_set(root).files[0].open()
+    ids[0] = vocab + 11
+    ids.tofile(root / victim.tokens_path)
+    with pytest.raises(TensorFormatError, match=rf"past the vocabulary \({vocab + 11} ids\)"):
+        open_tensor_set(root).files[0].open()
