@@ -95,7 +95,8 @@ def shingle_hashes(text: str, ngram: int = 5) -> np.ndarray:
     than ``ngram`` words is one shingle of all its words; a text without words has none.
     """
     hashes, _ = batch_shingle_hashes([text], ShingleConfig(ngram=ngram))
-    return np.unique(to_hashfunc_value(hashes))
+    values = np.sort(to_hashfunc_value(hashes))
+    return values[np.concatenate(([True], values[1:] != values[:-1]))] if len(values) else values
 
 
 def signature(hashes: np.ndarray, settings: NearDupSettings) -> MinHash:
@@ -118,8 +119,23 @@ def book_signatures(texts: Sequence[str], settings: NearDupSettings) -> list[tup
     hashes, offsets = batch_shingle_hashes(list(texts), ShingleConfig(ngram=settings.ngram))
     values = to_hashfunc_value(hashes)
     rows = _settings_hasher(settings).signatures_from_hashes(values, offsets)
-    sizes = [len(np.unique(values[offsets[i]: offsets[i + 1]])) for i in range(len(texts))]
-    return [(size, rows[i].astype(np.uint32).tobytes()) for i, size in enumerate(sizes)]
+    sizes = distinct_counts(values, offsets)
+    return [(int(size), rows[i].astype(np.uint32).tobytes()) for i, size in enumerate(sizes)]
+
+
+def distinct_counts(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Distinct values of each segment ``values[offsets[i]:offsets[i+1]]``, with one sort in all.
+
+    Each value is tagged with its segment in the upper 32 bits and the whole batch is sorted once;
+    ``np.unique`` per book measured ~10x slower than that on 60 real books.
+    """
+    count = len(offsets) - 1
+    owners = np.repeat(np.arange(count, dtype=np.uint64), np.diff(offsets))
+    keys = (owners << np.uint64(32)) | values.astype(np.uint64)
+    keys.sort()
+    first = np.ones(len(keys), dtype=bool)
+    first[1:] = keys[1:] != keys[:-1]
+    return np.bincount((keys[first] >> np.uint64(32)).astype(np.int64), minlength=count)
 
 
 def restore(values: bytes, settings: NearDupSettings) -> MinHash:
