@@ -14,6 +14,8 @@ lines, then collapses whitespace.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 import re
 import urllib.parse
@@ -33,6 +35,7 @@ from mwparserfromhell.nodes import (
 )
 from mwparserfromhell.wikicode import Wikicode
 
+from core.bounded import BoundedCleaner
 from core.compressed import CODEC_ERRORS, open_binary, read_blocks
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import MinLength, Record, Step
@@ -434,6 +437,16 @@ class WikitextCleaner:
         return label if label is not None else target.strip().lstrip(":")
 
 
+@functools.lru_cache(maxsize=32)
+def _shared_cleaner(prefixes: frozenset[str], bounds: Bounds) -> WikitextCleaner:
+    return WikitextCleaner(prefixes, bounds=bounds)
+
+
+def clean_wikitext(prefixes: frozenset[str], bounds: Bounds, wikitext: str) -> str:
+    """Clean one page with the fast engine: the picklable entry point :mod:`core.bounded` calls."""
+    return _shared_cleaner(prefixes, bounds).clean(wikitext)
+
+
 def prestrip(wikitext: str) -> str:
     """Remove comments, refs and templates with C-speed regexes before parsing.
 
@@ -493,9 +506,13 @@ class WikipediaReader:
     site: SiteInfo = field(default_factory=SiteInfo)
     bounds: Bounds = field(default_factory=Bounds)
 
-    def _cleaner(self) -> WikitextCleaner:
+    def _cleaner(self) -> BoundedCleaner[str]:
+        """The page cleaner under :mod:`core.bounded`: pages above ``bounds.inline_chars`` are
+        cleaned in a helper process that is killed past the time bound (see :class:`Bounds`)."""
         prefixes = drop_prefixes(self.resolved_language(), self.site.drop_namespace_names)
-        return WikitextCleaner(prefixes, bounds=self.bounds)
+        return BoundedCleaner(functools.partial(clean_wikitext, prefixes, self.bounds),
+                              timeout_s=self.bounds.timeout_s, max_input=self.bounds.max_chars,
+                              inline_below=self.bounds.inline_chars, preload=("sources.wikipedia",), shared=True)
 
     def resolved_language(self) -> str | None:
         """The language of this dump."""
@@ -510,7 +527,7 @@ class WikipediaReader:
         return f"https://{lang}.wikipedia.org/wiki/{quoted}" if lang else None
 
     def __iter__(self) -> Iterator[Record]:
-        cleaner: WikitextCleaner | None = None
+        cleaner: BoundedCleaner[str] | None = None
         where = self.spec.location
         stream = open_binary(self.spec.path)  # a file that cannot be opened fails the input
         try:
@@ -541,7 +558,7 @@ class WikipediaReader:
             log.warning("%s: unreadable <siteinfo> (%s); language from file name", self.spec.location, exc)
             return SiteInfo()
 
-    def _page_record(self, chunk: bytes, line: int, cleaner: WikitextCleaner) -> Record:
+    def _page_record(self, chunk: bytes, line: int, cleaner: BoundedCleaner[str]) -> Record:
         where = self.spec.location
         language = self.resolved_language()
         try:
@@ -556,13 +573,15 @@ class WikipediaReader:
         if page.redirect:
             return Drop("redirect", label, language=language)
         try:
-            text = cleaner.clean(page.text)
+            text = cleaner.run(label, page.text)
         except RecordTooLarge as exc:
             return Drop("record_too_large", label, str(exc), language)
         except CleanerTimeout as exc:
             return Drop("cleaner_timeout", label, str(exc), language)
         except Exception as exc:  # a cleaner failure on one page costs that page
             return Drop("wikitext_parse_error", label, f"{type(exc).__name__}: {exc}", language)
+        if isinstance(text, Drop):  # past the bound enforced by the helper process
+            return dataclasses.replace(text, language=language)
         return Document(
             id=make_doc_id(SOURCE, f"{language}/{page.page_id}"),
             text=text,

@@ -49,6 +49,9 @@ KNOWN_TAGS: frozenset[str] = frozenset(
 )
 DEFAULT_MAX_CHARS = 4 * 1024 * 1024  # twice MediaWiki's $wgMaxArticleSize (2 MiB)
 DEFAULT_TIMEOUT_S = 5.0
+#: Pages below this many characters are cleaned in-process (the helper's round trip would cost
+#: more than the cleaning); the worst linear factor of the stages keeps them well under a second.
+DEFAULT_INLINE_CHARS = 1 << 20
 _TEMPLATE_PASSES = 20
 _LINK_PASSES = 6
 _URL = r"(?:https?://|ftp://|ftps://|sftp://|irc://|ircs://|news:|mailto:|gopher://|git://|svn://|//)"
@@ -85,10 +88,17 @@ class CleanerTimeout(Exception):
 
 @dataclass(frozen=True)
 class Bounds:
-    """Per-page limits: characters of wikitext, and wall seconds (checked between stages)."""
+    """Per-page limits: characters of wikitext, and wall seconds.
+
+    The reader runs the cleaner under :class:`core.bounded.BoundedCleaner`: a page of at least
+    ``inline_chars`` characters is cleaned in a helper process that is killed at ``timeout_s``;
+    a smaller one is cleaned in-process, where every stage is linear with a bounded factor (so
+    its time is bounded by its size) and the clock is also checked between stages.
+    """
 
     max_chars: int = DEFAULT_MAX_CHARS
     timeout_s: float = DEFAULT_TIMEOUT_S
+    inline_chars: int = DEFAULT_INLINE_CHARS
 
 
 class _Clock:

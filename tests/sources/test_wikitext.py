@@ -177,3 +177,14 @@ def test_real_pages_fast_keeps_the_tree_walks_text_with_less_markup(realdata: Pa
         total += sum(old_words.values())
     assert residue_fast <= residue_tree
     assert kept / total > 0.995
+
+
+def test_pages_cleaned_in_the_bounded_helper_equal_inline_ones(tmp_path: Path) -> None:
+    """Above ``inline_chars`` a page goes through core.bounded's helper process: same text, same drops."""
+    pages = [SamplePage(n, f"Page {n}", 0, f"Text {n} with a [[link|label]] and {{{{tpl}}}}.") for n in range(1, 4)]
+    inline = _reader_records(tmp_path, pages)
+    helper = _reader_records(tmp_path, pages, Bounds(inline_chars=0))
+    assert [r.text for r in helper if isinstance(r, Document)] == [r.text for r in inline if isinstance(r, Document)]
+    assert next(r.text for r in inline if isinstance(r, Document)) == "Text 1 with a label and."
+    timed_out = _reader_records(tmp_path, pages, Bounds(inline_chars=0, timeout_s=0.0))
+    assert [(r.reason, r.language) for r in timed_out if isinstance(r, Drop)] == [("cleaner_timeout", "en")] * 3
