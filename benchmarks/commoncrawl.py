@@ -20,10 +20,12 @@ import argparse
 import json
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from importlib import metadata
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -36,6 +38,18 @@ def _usage() -> dict[str, float]:
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return {"cpu_s": own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime,
             "peak_rss_mb": max(own.ru_maxrss, kids.ru_maxrss) / 1024}
+
+
+def _reap_shared_helpers() -> None:
+    """End core.bounded's shared helper processes (the extractor's) so their CPU time is counted.
+
+    ``RUSAGE_CHILDREN`` only counts children that were waited for, and a shared helper stays
+    alive for the thread's next reader; without this, extraction would not be measured at all.
+    """
+    from core import bounded
+
+    for holder in getattr(bounded._SHARED, "holders", {}).values():
+        bounded._close_helper(holder)
 
 
 def leg_ours(folder: Path, use_prefilter: bool = True) -> dict:
@@ -57,6 +71,7 @@ def leg_ours(folder: Path, use_prefilter: bool = True) -> dict:
     for path in files:
         reader = WarcReader(path, str(path), "commoncrawl", path.name, prefilter=prefilter)
         kept += [d.meta["url"] for d in run_steps(reader, steps, stats) if isinstance(d, Document)]
+    _reap_shared_helpers()
     usage1 = _usage()
     return {"records": responses, "wall_s": time.perf_counter() - start, "cpu_s": usage1["cpu_s"] - usage0["cpu_s"],
             "peak_rss_mb": usage1["peak_rss_mb"], "kept": kept, "bytes": sum(f.stat().st_size for f in files)}
@@ -92,23 +107,91 @@ def leg_datatrove(folder: Path) -> dict:
             "bytes": sum(f.stat().st_size for f in folder.glob("*.warc.gz"))}
 
 
+def leg_breakdown(folder: Path) -> dict:
+    """Where our time goes: each stage run alone over the whole set, in this process, CPU seconds.
+
+    WARC parsing, charset decoding, the language pre-filter (visible text + fastText), extraction
+    (trafilatura ``fast``, called directly: no helper process), then the steps one after the other
+    on materialized lists: TidyLines, LanguageID (fastText on the extracted text), C4 rules.
+    """
+    sys.path.insert(0, str(REPO))
+    import trafilatura  # noqa: F401  (import before the clocks)
+
+    from core.document import Document, make_doc_id
+    from core.filters.c4_rules import C4CleanPage
+    from core.filters.ccnet import TidyLines
+    from core.filters.langid import LanguageID, LanguagePrefilter
+    from sources.html_text import ExtractOptions, decode_html, extract_text
+    from sources.warc import WarcPage, WarcRecords, visible_text
+
+    files = sorted(folder.glob("*.warc.gz"))
+    prefilter, options = LanguagePrefilter(["en"], 0.9), ExtractOptions()
+    prefilter("warm up the model")
+    seconds: dict[str, float] = {}
+
+    def timed(name: str, func):  # type: ignore[no-untyped-def]
+        started = time.process_time()
+        result = func()
+        seconds[name] = time.process_time() - started
+        return result
+
+    pages = timed("warc", lambda: [p for f in files for p in WarcRecords(f) if isinstance(p, WarcPage)])
+    decoded = timed("decode", lambda: [(p, decode_html(p.body, p.content_type)) for p in pages if p.kind == "html"])
+    passed = timed("prefilter_lid", lambda: [(p, d) for p, d in decoded if not prefilter(visible_text(d.text))])
+    texts = timed("extract", lambda: [(p, extract_text(d.text, options).strip()) for p, d in passed])
+    docs = [Document(id=make_doc_id("commoncrawl", p.record_id), text=t, source="commoncrawl", meta={"url": p.url})
+            for p, t in texts if t]
+    for name, step in (("tidy", TidyLines()), ("lid", LanguageID(["en"], 0.5)), ("c4_rules", C4CleanPage())):
+        docs = timed(name, lambda step=step, docs=docs: [d for d in step.run(docs) if isinstance(d, Document)])
+    return {"records": len(pages), "seconds": seconds, "kept": [d.meta["url"] for d in docs],
+            "bytes": sum(f.stat().st_size for f in files)}
+
+
 def prepare(warcs: list[Path], repeat: int, folder: Path) -> None:
     for copy in range(repeat):
         for path in warcs:
             shutil.copyfile(path, folder / f"r{copy}-{path.name}")
 
 
+def _spawn(leg: str, folder: Path) -> dict | None:
+    # -P: keep this folder off sys.path so no sibling module can shadow a standard one
+    out = subprocess.run([sys.executable, "-P", __file__, "--leg", leg, "--folder", str(folder)],
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        print(f"{leg}: failed\n{out.stderr[-2000:]}", file=sys.stderr)
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _mmm(values: list[float], fmt: str = "{:.2f}") -> str:
+    return "/".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))
+
+
+def _versions() -> str:
+    names = ("trafilatura", "fasttext-numpy2-wheel", "warcio", "datatrove")
+    found = []
+    for name in names:
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{name} (not installed)")
+    return ", ".join(found)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--warc", action="append", type=Path, help="WARC file (repeatable); default: realdata samples")
     parser.add_argument("--repeat", type=int, default=2, help="read the set this many times (default 2)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the legs (min/median/max)")
     parser.add_argument("--legs", default="ours,ours-nopre,datatrove",
                         help="comma-separated: ours, ours-nopre (no language pre-filter), datatrove")
-    parser.add_argument("--leg", choices=["ours", "ours-nopre", "datatrove"], help=argparse.SUPPRESS)
+    parser.add_argument("--no-breakdown", action="store_true", help="skip the per-stage breakdown of ours")
+    parser.add_argument("--leg", choices=["ours", "ours-nopre", "datatrove", "breakdown"], help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.leg:  # child process: one leg, JSON on stdout
-        legs = {"ours": leg_ours, "ours-nopre": lambda f: leg_ours(f, False), "datatrove": leg_datatrove}
+        legs = {"ours": leg_ours, "ours-nopre": lambda f: leg_ours(f, False), "datatrove": leg_datatrove,
+                "breakdown": leg_breakdown}
         result = legs[args.leg](args.folder)
         print(json.dumps(result))
         return 0
@@ -116,35 +199,47 @@ def main() -> int:
     missing = [w for w in warcs if not w.exists()]
     if missing:
         parser.error(f"WARC files not found: {missing}")
-    results: dict[str, dict] = {}
+    legs = args.legs.split(",")
+    rounds: list[dict[str, dict]] = []
     with tempfile.TemporaryDirectory(prefix="ccbench-") as tmp:
         prepare(warcs, args.repeat, Path(tmp))
-        for leg in args.legs.split(","):
-            # -P: keep this folder off sys.path so no sibling module can shadow a standard one
-            out = subprocess.run([sys.executable, "-P", __file__, "--leg", leg, "--folder", tmp],
-                                 capture_output=True, text=True, check=False)
-            if out.returncode != 0:
-                print(f"{leg}: failed\n{out.stderr[-2000:]}", file=sys.stderr)
-                continue
-            results[leg] = json.loads(out.stdout.strip().splitlines()[-1])
+        for _ in range(args.rounds):
+            found = {leg: _spawn(leg, Path(tmp)) for leg in legs}
+            rounds.append({leg: r for leg, r in found.items() if r is not None})
+        breakdown = None if args.no_breakdown else _spawn("breakdown", Path(tmp))
+    legs = [leg for leg in legs if all(leg in r for r in rounds)]
+    if not legs:
+        return 1
     # one denominator for every leg: the response records in the files (datatrove's reader skips some)
-    responses = max(r["records"] for r in results.values()) if results else 0
-    print(f"{'pipeline':<10} {'records':>8} {'kept':>5} {'wall s':>7} {'cpu s':>7} {'docs/s/core':>12} "
-          f"{'MB/s/core':>10} {'peak RSS MB':>12}")
-    for leg, r in results.items():
-        print(f"{leg:<10} {r['records']:>8} {len(r['kept']):>5} {r['wall_s']:>7.2f} {r['cpu_s']:>7.2f} "
-              f"{responses / r['cpu_s']:>12.1f} {r['bytes'] / 1e6 / r['cpu_s']:>10.2f} {r['peak_rss_mb']:>12.0f}")
-    if "ours" in results and "datatrove" in results:
-        ours, peer = set(results["ours"]["kept"]), set(results["datatrove"]["kept"])
-        speedup = results["datatrove"]["cpu_s"] / results["ours"]["cpu_s"]
+    responses = max(r[leg]["records"] for r in rounds for leg in legs)
+    size = rounds[0][legs[0]]["bytes"]
+    print(f"input: {len(warcs)} WARC files x {args.repeat} = {size / 1e6:.1f} MB gzip, {responses} response "
+          f"records; {_versions()}; {args.rounds} interleaved rounds, min/median/max; CPU = process + children\n")
+    print(f"{'pipeline':<10} {'kept':>5} {'docs/s/core':>20} {'MB/s/core':>17} {'h per TB WARC':>17} "
+          f"{'x datatrove':>17} {'peak RSS MB':>12}")
+    for leg in legs:
+        cpus = [r[leg]["cpu_s"] for r in rounds]
+        ratio = (_mmm([r["datatrove"]["cpu_s"] / r[leg]["cpu_s"] for r in rounds])
+                 if "datatrove" in legs else "-")
+        print(f"{leg:<10} {len(rounds[0][leg]['kept']):>5} {_mmm([responses / c for c in cpus], '{:.1f}'):>20} "
+              f"{_mmm([size / 1e6 / c for c in cpus]):>17} {_mmm([c / size * 1e12 / 3600 for c in cpus], '{:.0f}'):>17} "
+              f"{ratio:>17} {max(r[leg]['peak_rss_mb'] for r in rounds):>12.0f}")
+    if "ours" in legs and "datatrove" in legs:
+        ours, peer = set(rounds[0]["ours"]["kept"]), set(rounds[0]["datatrove"]["kept"])
         union = ours | peer
-        print(f"\nspeed-up (docs/s per core): {speedup:.2f}x; kept-set overlap: {len(ours & peer)} of {len(union)} "
-              f"URLs (Jaccard {len(ours & peer) / max(len(union), 1):.2f}); only ours: {len(ours - peer)}, "
-              f"only datatrove: {len(peer - ours)}")
-        if "ours-nopre" in results:
-            nopre = set(results["ours-nopre"]["kept"])
-            print(f"without the language pre-filter: {results['datatrove']['cpu_s'] / results['ours-nopre']['cpu_s']:.2f}x, "
-                  f"kept set {'identical' if nopre == ours else f'differs by {len(nopre ^ ours)} URLs'}")
+        print(f"\nkept-set overlap with datatrove: {len(ours & peer)} of {len(union)} URLs (Jaccard "
+              f"{len(ours & peer) / max(len(union), 1):.2f}); only ours: {len(ours - peer)}, only datatrove: "
+              f"{len(peer - ours)}")
+    if "ours-nopre" in legs and "ours" in legs:
+        nopre = set(rounds[0]["ours-nopre"]["kept"])
+        same = nopre == set(rounds[0]["ours"]["kept"])
+        print(f"without the language pre-filter the kept set is {'identical' if same else 'different'}")
+    if breakdown is not None:
+        total = sum(breakdown["seconds"].values())
+        parts = ", ".join(f"{name} {sec:.2f} s ({sec / total:.0%})" for name, sec in breakdown["seconds"].items())
+        print(f"\nwhere our time goes (each stage alone, in one process, CPU): {parts}; total {total:.2f} s "
+              f"= {total / size * 1e12 / 3600:.0f} h per TB of WARC per core, without the extraction helper "
+              f"process and the step plumbing")
     return 0
 
 
