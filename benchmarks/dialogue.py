@@ -77,7 +77,15 @@ def child(args: argparse.Namespace) -> None:
         result = run_ours(args.path, args.memory_limit, args.scratch)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     print(json.dumps({"result": result, "cpu": usage.ru_utime + usage.ru_stime,
-                      "wall": time.perf_counter() - started, "rss_mb": usage.ru_maxrss / 1024}))
+                      "wall": time.perf_counter() - started, "rss_mb": peak_rss_mb()}))
+
+
+def peak_rss_mb() -> float:
+    """This process's peak RSS (``VmHWM``): ``ru_maxrss`` would carry the parent's peak across exec."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def measure(contender: str, path: Path, args: argparse.Namespace) -> dict[str, float]:
