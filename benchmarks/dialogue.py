@@ -10,7 +10,7 @@ comment shape of the real RC_2005-12: ~70 % top-level, scores around 1, 10 % del
 markdown bodies), cached under ``--cache`` (generation is not timed), plus the real
 ``RC_2005-12.zst`` when ../shared/realdata exists.
 
-Contenders, each in a fresh ``python -P`` process per repeat (``ru_maxrss`` is its own), on one
+Contenders, each in a fresh ``python -P`` process per repeat (peak RSS is its own ``VmHWM``), on one
 core (CPU time is measured; pyarrow and DuckDB run single-threaded):
 
 - ``plain``: ``ZstdDecompressor(max_window_size=2**31).stream_reader`` -> lines -> ``json.loads``,
