@@ -39,6 +39,7 @@ from core.bounded import BoundedCleaner
 from core.compressed import CODEC_ERRORS, open_binary, read_blocks
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import MinLength, Record, Step
+from sources.wikipedia_multistream import read_streams
 from sources.wikipedia_names import drop_prefixes
 from sources.wikitext import (
     DROPPED_TAGS,
@@ -505,6 +506,16 @@ class WikipediaReader:
     namespaces: Sequence[int] = (0,)
     site: SiteInfo = field(default_factory=SiteInfo)
     bounds: Bounds = field(default_factory=Bounds)
+    #: Only the bz2 streams in ``[start, end)`` of a multistream dump (a page-range task, see
+    #: :mod:`sources.wikipedia_multistream`); the site info then comes from ``[0, header_end)``.
+    byte_range: tuple[int, int] | None = None
+    header_end: int | None = None
+
+    def _range_pieces(self) -> Iterator[bytes]:
+        assert self.byte_range is not None
+        if self.header_end:
+            yield from read_streams(self.spec.path, 0, self.header_end)
+        yield from read_streams(self.spec.path, *self.byte_range)
 
     def _cleaner(self) -> BoundedCleaner[str]:
         """The page cleaner under :mod:`core.bounded`: pages above ``bounds.inline_chars`` are
@@ -529,10 +540,12 @@ class WikipediaReader:
     def __iter__(self) -> Iterator[Record]:
         cleaner: BoundedCleaner[str] | None = None
         where = self.spec.location
-        stream = open_binary(self.spec.path)  # a file that cannot be opened fails the input
+        # a file that cannot be opened fails the input
+        stream = open_binary(self.spec.path) if self.byte_range is None else open(self.spec.path, "rb")  # noqa: SIM115
+        pieces = read_blocks(stream) if self.byte_range is None else self._range_pieces()
         try:
             with stream:
-                for kind, chunk, line in iter_chunks(read_blocks(stream)):
+                for kind, chunk, line in iter_chunks(pieces):
                     if kind == "siteinfo":
                         self.site = self._parse_site(chunk)
                         cleaner = None
