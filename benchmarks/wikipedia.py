@@ -6,6 +6,8 @@
 Input: the real ``{uk,ja,vi}wiki-truncated-100k.REPAIRED.xml.bz2`` pages-articles dumps (2023,
 cut after 100k lines) from ../shared/realdata/mediawiki, or ``--dump`` files.
 
+Peer install (benchmark only): ``pip install -r benchmarks/requirements-wikipedia.txt``.
+
 Every contender runs in a fresh ``python -P`` process (so peak RSS is its own), one process at a
 time, on one core; CPU time (user+sys) is measured. Repeats are interleaved (floor, peer, ours,
 floor, peer, ours, ...) so that load from other processes hits them alike, and each ratio is
