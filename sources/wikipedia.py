@@ -1,15 +1,21 @@
 """Wikipedia: stream MediaWiki ``pages-articles`` XML dumps and clean wikitext to plain text.
 
-Reading: the dump is read line by line (bz2/xz/gz or plain; multistream bz2 too) and cut into
-``<page>…</page>`` chunks, each parsed on its own. Dumps write those tags on their own lines and
-escape ``<`` inside text, so the cut is exact; parsing page by page keeps memory constant, makes
-one malformed page cost one page (not the rest of the file), and ignores the XML namespace, so
-export schemas 0.10 and 0.11 read alike. Entities are never resolved beyond XML's five.
+Reading: the dump is decompressed in 1 MiB blocks (bz2/xz/gz or plain; multistream bz2 too, or
+only a byte range of its streams: :mod:`sources.wikipedia_multistream`) and cut into
+``<page>…</page>`` chunks with ``bytes.find``, each parsed on its own. Dumps write those tags on
+their own lines and escape ``<`` inside text, so the cut is exact; parsing page by page keeps
+memory constant (a page past ``MAX_PAGE_BYTES`` is skipped unread), makes one malformed page
+cost one page (not the rest of the file), and ignores the XML namespace, so export schemas 0.10
+and 0.11 read alike. The page's text is cut out and unescaped directly when it is plain
+character data; ElementTree parses the rest (and the whole page otherwise). Entities are never
+resolved beyond XML's five.
 
-Cleaning: mwparserfromhell parses the wikitext; a single walk over its nodes keeps prose and link
-text, drops templates, refs, comments, tables, file/image/category links and language interwiki
-links (local names from siteinfo plus :mod:`sources.wikipedia_names`), keeps headings as plain
-lines, then collapses whitespace.
+Cleaning: :class:`sources.wikitext.FastWikitextCleaner`, linear regex stages that keep prose,
+link text and headings as plain lines and drop templates, refs, comments, tables,
+file/image/category links and language interwiki links (local names from siteinfo plus
+:mod:`sources.wikipedia_names`), under a size and time bound per page (:mod:`core.bounded`); then
+whitespace is collapsed. The mwparserfromhell tree walk used before is kept as
+``WikitextCleaner(engine="tree")``, the reference the benchmark compares against.
 """
 
 from __future__ import annotations
