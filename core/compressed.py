@@ -78,51 +78,64 @@ def read_blocks(stream: BinaryIO, block_size: int = 1 << 20) -> Iterator[bytes]:
             return
 
 
-class _ZstdFrames(io.RawIOBase):
-    """Multi-frame zstd decompression that notices a cut-off last frame.
+class WindowTooLargeError(ValueError):
+    """A zstd frame needs a larger window than the configured limit."""
+
+
+def zstd_chunks(path: Path, max_window_size: int = 0, read_size: int = 1 << 20) -> Iterator[bytes]:
+    """Decompressed bytes of every frame of a (multi-frame) zstd file, in order.
 
     ``zstandard``'s ``stream_reader`` ends silently inside an incomplete frame, which would
     hide a truncated download; decompressing frame by frame tells "ended between frames"
     (complete) from "ended inside one" (truncated) and raises :class:`TruncatedInputError`.
+    With ``max_window_size`` set (Pushshift dumps need 2 GiB), a frame asking for more raises
+    :class:`WindowTooLargeError` instead of allocating it; 0 keeps zstandard's default limit.
     """
+    context = zstandard.ZstdDecompressor(max_window_size=max_window_size)
+    frame = context.decompressobj()
+    fed = False
+    with open(path, "rb") as handle:
+        while block := handle.read(read_size):
+            while block:
+                try:
+                    out = frame.decompress(block)
+                except zstandard.ZstdError as exc:
+                    if max_window_size and ("too much memory" in str(exc) or "window" in str(exc).lower()):
+                        raise WindowTooLargeError(f"{path.name}: {exc} (limit {max_window_size} bytes)") from exc
+                    raise
+                fed = True
+                if out:
+                    yield out
+                if not frame.eof:
+                    break
+                block = frame.unused_data
+                frame, fed = context.decompressobj(), False
+    if fed and not frame.eof:
+        raise TruncatedInputError(f"{path.name}: the last zstd frame is incomplete")
+
+
+class _ZstdFrames(io.RawIOBase):
+    """:func:`zstd_chunks` as a readable stream (for :func:`open_binary`)."""
 
     def __init__(self, path: Path, read_size: int = 1 << 20) -> None:
         super().__init__()
-        self._file = open(path, "rb")  # noqa: SIM115 - closed in close()
-        self._name = path.name
-        self._context = zstandard.ZstdDecompressor()
-        self._frame = self._context.decompressobj()
-        self._fed = False
+        self._chunks = zstd_chunks(path, read_size=read_size)
         self._pending = memoryview(b"")
-        self._read_size = read_size
 
     def readable(self) -> bool:
         return True
 
-    def _decompress(self, block: bytes) -> bytes:
-        out = []
-        while block:
-            out.append(self._frame.decompress(block))
-            self._fed = True
-            if not self._frame.eof:
-                break
-            block = self._frame.unused_data
-            self._frame, self._fed = self._context.decompressobj(), False
-        return b"".join(out)
-
     def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
         while not self._pending:
-            block = self._file.read(self._read_size)
-            if not block:
-                if self._fed and not self._frame.eof:
-                    raise TruncatedInputError(f"{self._name}: the last zstd frame is incomplete")
+            chunk = next(self._chunks, None)
+            if chunk is None:
                 return 0
-            self._pending = memoryview(self._decompress(block))
+            self._pending = memoryview(chunk)
         size = min(len(buffer), len(self._pending))
         buffer[:size] = self._pending[:size]
         self._pending = self._pending[size:]  # a view: no copy of the rest
         return size
 
     def close(self) -> None:
-        self._file.close()
+        self._chunks.close()
         super().close()

@@ -18,9 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import zstandard
-
-from core.compressed import CODEC_ERRORS, TruncatedInputError, open_binary
+from core.compressed import CODEC_ERRORS, TruncatedInputError, open_binary, zstd_chunks
 from core.document import Drop
 
 UNKNOWN_SET = "unknown"
@@ -66,36 +64,11 @@ def _parse(raw: bytes, shard: str, number: int) -> PileLine | Drop:
     return PileLine(shard, number, text, set_name if isinstance(set_name, str) else UNKNOWN_SET)
 
 
-def _zst_blocks(path: Path) -> Iterator[bytes]:
-    """Decompress a (multi-frame) zstd file in blocks; raise if the last frame is incomplete.
-
-    ``zstandard``'s ``stream_reader`` ends silently at a frame cut short, which would hide a
-    truncated download; decompressing frame by frame tells "ended between frames" (complete)
-    from "ended inside one" (truncated).
-    """
-    context = zstandard.ZstdDecompressor()
-    with open(path, "rb") as handle:
-        frame = context.decompressobj()
-        fed = False
-        while block := handle.read(_READ_SIZE):
-            while block:
-                out = frame.decompress(block)
-                fed = True
-                if out:
-                    yield out
-                if not frame.eof:
-                    break
-                block = frame.unused_data
-                frame, fed = context.decompressobj(), False
-        if fed and not frame.eof:
-            raise TruncatedInputError(f"{path.name}: the last zstd frame is incomplete")
-
-
 def _raw_lines(path: Path) -> Iterator[bytes]:
     """Lines of a Pile shard without their newline; ``.zst`` checked for truncation, others via open_binary."""
     if path.name.lower().endswith(".zst"):
         pending: list[bytes] = []  # pieces of a line longer than one block (joined once, not per block)
-        for block in _zst_blocks(path):
+        for block in zstd_chunks(path, read_size=_READ_SIZE):
             if b"\n" not in block:
                 pending.append(block)
                 continue

@@ -49,7 +49,7 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 import zstandard
 
-from core.compressed import CODEC_ERRORS, TruncatedInputError, open_binary
+from core.compressed import CODEC_ERRORS, TruncatedInputError, WindowTooLargeError, open_binary, zstd_chunks
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import Record, Step
 
@@ -92,42 +92,8 @@ BOT_BODY = re.compile(r"(?i)\bI(?:'m| am) a bot\b|\bthis action was performed au
 
 
 # -- reading the zstd stream -------------------------------------------------------------------
-class WindowTooLargeError(ValueError):
-    """A zstd frame needs a larger window than the configured limit."""
-
-
 #: What a damaged (not merely truncated) input raises while it is read.
 READ_ERRORS: tuple[type[BaseException], ...] = (zstandard.ZstdError, *CODEC_ERRORS)
-
-
-def zstd_chunks(path: Path, max_window_size: int, read_size: int = READ_BYTES) -> Iterator[bytes]:
-    """Decompressed bytes of every frame of ``path``, in order.
-
-    Frame by frame, so a stream cut inside a frame raises :class:`TruncatedInputError` (the
-    ``stream_reader`` of zstandard ends silently there), and a frame whose window is over
-    ``max_window_size`` raises :class:`WindowTooLargeError` instead of allocating it.
-    """
-    context = zstandard.ZstdDecompressor(max_window_size=max_window_size)
-    frame = context.decompressobj()
-    fed = False
-    with open(path, "rb") as handle:
-        while block := handle.read(read_size):
-            while block:
-                try:
-                    out = frame.decompress(block)
-                except zstandard.ZstdError as exc:
-                    if "too much memory" in str(exc) or "window" in str(exc).lower():
-                        raise WindowTooLargeError(f"{path.name}: {exc} (limit {max_window_size} bytes)") from exc
-                    raise
-                fed = True
-                if out:
-                    yield out
-                if not frame.eof:
-                    break
-                block = frame.unused_data
-                frame, fed = context.decompressobj(), False
-    if fed and not frame.eof:
-        raise TruncatedInputError(f"{path.name}: the last zstd frame is incomplete")
 
 
 #: What :func:`line_blocks` puts in place of a line longer than the bound (it is never parsed).
@@ -633,7 +599,7 @@ class RedditReader:
         writer: pq.ParquetWriter | None = None
         line = 1
         try:
-            chunks = zstd_chunks(path, 1 << self.max_window_log) if path.suffix == ".zst" else _plain_chunks(path)
+            chunks = zstd_chunks(path, 1 << self.max_window_log, READ_BYTES) if path.suffix == ".zst" else _plain_chunks(path)
             for block in line_blocks(chunks, max_line_bytes=MAX_LINE_BYTES):
                 table, problems = parse_block(block, line, submissions)
                 line += block.count(b"\n")
