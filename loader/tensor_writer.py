@@ -245,6 +245,54 @@ def _marker_valid(marker: dict[str, Any], expect: dict[str, Any], out: Path) -> 
     return True
 
 
+@dataclass(frozen=True)
+class WrittenTensors:
+    """What :func:`write_tensors` wrote: per split its files' record, documents in and empty."""
+
+    splits: dict[str, dict[str, Any]]
+    docs_in: int
+    docs_empty: int
+
+
+def write_tensors(
+    batches: Iterable[tuple[Sequence[str], list[list[int]]]], tokens_paths: dict[str, Path], out: Path,
+    loaded: LoadedTokenizer, holdout_fraction: float,
+) -> WrittenTensors:
+    """Stream ``(holdout keys, token ids)`` batches into each split's ``.tokens`` + ``.docs.npy``.
+
+    The one writer of tensor files, shared by our own shards (key: the document id) and external
+    datasets (key: their id column, or file and row), so both give the same format and the same
+    holdout rule. A document without tokens is skipped and counted. On any error every partial
+    file is removed before the exception propagates: a file exists complete or not at all.
+    """
+    dtype = token_dtype(loaded.vocab_size)
+    writers = {split: _SplitWriter(tokens_paths[split], dtype) for split in SPLITS}
+    docs_in = docs_empty = 0
+    splits: dict[str, dict[str, Any]] = {}
+    try:
+        for keys, encoded in batches:
+            holdout = [in_holdout(key, holdout_fraction) for key in keys]
+            docs_in += len(keys)
+            for split, keep in (("train", False), ("holdout", True)):
+                chosen = [enc for enc, h in zip(encoded, holdout, strict=True) if h is keep and enc]
+                if chosen:
+                    flat, lengths = _flatten(chosen, loaded.eos_id)
+                    writers[split].write(flat, lengths)
+            docs_empty += sum(1 for enc in encoded if not enc)
+        for split, writer in writers.items():
+            info = writer.finish()
+            if info is not None:
+                tokens_path = writer.tokens_path
+                docs_path = tokens_path.with_name(tokens_path.name[: -len(TOKENS_SUFFIX)] + DOCS_SUFFIX)
+                splits[split] = {**info, "tokens_path": tokens_path.relative_to(out).as_posix(),
+                                 "docs_path": docs_path.relative_to(out).as_posix()}
+    except BaseException:
+        for writer in writers.values():
+            writer.abort()
+        raise
+    return WrittenTensors(splits, docs_in, docs_empty)
+
+
 def tokenize_shard(data_root: Path, shard: InputShard, out: Path, settings: TokenizeSettings) -> dict[str, Any]:
     """Tokenize one document shard into train/holdout tensors; return its record (JSON-able).
 
@@ -266,29 +314,15 @@ def tokenize_shard(data_root: Path, shard: InputShard, out: Path, settings: Toke
         except (OSError, json.JSONDecodeError):
             pass
     dtype = token_dtype(loaded.vocab_size)
-    writers = {split: _SplitWriter(split_paths(out, split, shard)[0], dtype) for split in SPLITS}
     record: dict[str, Any] = {**expect, "source": shard.source, "language": shard.language,
                               "labels": list(shard.labels), "dtype": dtype.str, "status": "done",
                               "error": None, "docs_in": 0, "docs_empty": 0, "splits": {}}
     try:
-        for ids, encoded in _encode_batches(source_path, settings, loaded):
-            holdout = [in_holdout(doc_id, settings.holdout_fraction) for doc_id in ids]
-            record["docs_in"] += len(ids)
-            for split, keep in (("train", False), ("holdout", True)):
-                chosen = [enc for enc, h in zip(encoded, holdout, strict=True) if h is keep and enc]
-                if chosen:
-                    flat, lengths = _flatten(chosen, loaded.eos_id)
-                    writers[split].write(flat, lengths)
-            record["docs_empty"] += sum(1 for enc in encoded if not enc)
-        for split, writer in writers.items():
-            info = writer.finish()
-            if info is not None:
-                tokens_path, docs_path = split_paths(out, split, shard)
-                record["splits"][split] = {**info, "tokens_path": tokens_path.relative_to(out).as_posix(),
-                                           "docs_path": docs_path.relative_to(out).as_posix()}
+        paths = {split: split_paths(out, split, shard)[0] for split in SPLITS}
+        written = write_tensors(_encode_batches(source_path, settings, loaded), paths, out, loaded,
+                                settings.holdout_fraction)
+        record.update(splits=written.splits, docs_in=written.docs_in, docs_empty=written.docs_empty)
     except Exception as exc:  # a corrupt shard must not end the run
-        for writer in writers.values():
-            writer.abort()
         record.update(status="failed", error=f"{source_path}: {type(exc).__name__}: {exc}", splits={})
         record["seconds"] = time.perf_counter() - started
         return record
@@ -310,11 +344,14 @@ def library_versions() -> dict[str, str]:
 
 
 def write_metadata(
-    out: Path, records: Sequence[dict[str, Any]], settings: TokenizeSettings, labels: Sequence[str] = ()
+    out: Path, records: Sequence[dict[str, Any]], settings: TokenizeSettings, labels: Sequence[str] = (),
+    extra: dict[str, Any] | None = None, shard_keys: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Write ``metadata.json`` and ``tokenizer.json`` for the finished shards; return the metadata.
 
     Shards are listed in path order so the file, and every loader's order, is deterministic.
+    ``extra`` adds top-level keys and ``shard_keys`` copies more of each record into its shard
+    entry (external datasets record their drops and host share there); readers ignore both.
     """
     loaded = settings.load()
     done = sorted((r for r in records if r.get("status") == "done"), key=lambda r: r["input"])
@@ -331,9 +368,11 @@ def write_metadata(
         "totals": totals,
         "shards": [
             {"input": r["input"], "input_sha256": r["input_sha256"], "source": r["source"],
-             "language": r["language"], "labels": r["labels"], "splits": r["splits"]}
+             "language": r["language"], "labels": r["labels"], "splits": r["splits"],
+             **{key: r[key] for key in shard_keys if key in r}}
             for r in done
         ],
+        **(extra or {}),
     }
     write_json_atomic(out / TOKENIZER_NAME, loaded.config)
     write_json_atomic(out / METADATA_NAME, metadata)
