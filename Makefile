@@ -1,6 +1,6 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   # create .venv, install, run the main job on built-in defaults (offline)
-#   make test   # create .venv, install (with PyTorch for the loader), run ruff and the test suite
+#   make test   # create .venv, install (with PyTorch for the loader), run ruff, mypy and the test suite
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -31,7 +31,9 @@ demo: $(STAMP)
 
 test: $(STAMP) $(TORCH_STAMP)
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
+	$(PY) -m mypy  # settings and file list: [tool.mypy] in pyproject.toml

@@ -364,7 +364,7 @@ class BoundedCleaner(Generic[R]):
             return Drop("cleaner_crashed", record, f"cleaner process died (exit {helper.process.returncode})")
         status, value = pickle.loads(answer)
         if status == "ok":
-            return value  # type: ignore[no-any-return]
+            return value
         if status == "oom":
             helper.kill()
             self._holder[0] = None

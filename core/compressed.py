@@ -12,9 +12,9 @@ import gzip
 import io
 import lzma
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import Any, BinaryIO, cast
 
 import zstandard
 
@@ -82,7 +82,7 @@ class WindowTooLargeError(ValueError):
     """A zstd frame needs a larger window than the configured limit."""
 
 
-def zstd_chunks(path: Path, max_window_size: int = 0, read_size: int = 1 << 20) -> Iterator[bytes]:
+def zstd_chunks(path: Path, max_window_size: int = 0, read_size: int = 1 << 20) -> Generator[bytes, None, None]:
     """Decompressed bytes of every frame of a (multi-frame) zstd file, in order.
 
     ``zstandard``'s ``stream_reader`` ends silently inside an incomplete frame, which would
@@ -119,13 +119,13 @@ class _ZstdFrames(io.RawIOBase):
 
     def __init__(self, path: Path, read_size: int = 1 << 20) -> None:
         super().__init__()
-        self._chunks = zstd_chunks(path, read_size=read_size)
+        self._chunks: Generator[bytes, None, None] = zstd_chunks(path, read_size=read_size)
         self._pending = memoryview(b"")
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+    def readinto(self, buffer: Any) -> int:
         while not self._pending:
             chunk = next(self._chunks, None)
             if chunk is None:

@@ -127,7 +127,7 @@ def download(
     target = cache_path(url, cache_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
     algorithm, digest = next(iter((expected or {}).items()), (None, None))
-    if target.exists() and (digest is None or _file_digest(target, algorithm) == digest):
+    if target.exists() and (algorithm is None or digest is None or _file_digest(target, algorithm) == digest):
         return Downloaded(url, target, target.stat().st_size, algorithm)
     part = target.with_name(target.name + ".part")
     last_error: Exception | None = None

@@ -94,6 +94,6 @@ def iter_pile(path: Path, shard: str | None = None) -> Iterator[PileLine | Drop]
                 yield Drop("empty_line", f"{shard}:{number}")
                 continue
             yield _parse(raw, shard, number)
-    except (*CODEC_ERRORS, TruncatedInputError) as exc:
+    except (*CODEC_ERRORS, TruncatedInputError) as exc:  # type: ignore[misc]  # mypy: no star in except
         where = f"{shard}:{number + 1}"
         yield Drop("truncated_input", where, f"{shard}: unreadable after line {number}: {type(exc).__name__}: {exc}")

@@ -357,7 +357,7 @@ class PartitionedWriter:
         writer.write(doc)
 
     def close(self) -> list[dict[str, Any]]:
-        shards = []
+        shards: list[dict[str, Any]] = []
         for partition in sorted(self.writers):
             shards.extend(s.to_dict() for s in self.writers[partition].close())
         return shards

@@ -87,7 +87,7 @@ def split_digits_config(config: dict[str, Any], mode: SplitMode = "sequence") ->
     pre = result.get("pre_tokenizer")
     if _is_digit_splitting(pre):
         return result
-    if mode == "regex" and _is_plain_bytelevel(pre):
+    if mode == "regex" and isinstance(pre, dict) and _is_plain_bytelevel(pre):
         split = {"type": "Split", "pattern": {"Regex": DIGIT_SPLIT_BYTELEVEL_REGEX},
                  "behavior": "Isolated", "invert": False}
         byte_level = {**pre, "use_regex": False}

@@ -274,7 +274,7 @@ def band_pairs_within(directory: Path, target: Path, settings: JoinSettings) -> 
                 ) TO '{tmp.as_posix()}' (FORMAT parquet, COMPRESSION zstd)
                 """
             )
-        return int(con.execute(f"SELECT count(*) FROM read_parquet('{target.as_posix()}')").fetchone()[0])
+        return parquet_rows(con, target)
     finally:
         con.close()
 
@@ -295,9 +295,15 @@ def band_pairs_against(query_dir: Path, reference_dir: Path, target: Path, setti
                 ) TO '{tmp.as_posix()}' (FORMAT parquet, COMPRESSION zstd)
                 """
             )
-        return int(con.execute(f"SELECT count(*) FROM read_parquet('{target.as_posix()}')").fetchone()[0])
+        return parquet_rows(con, target)
     finally:
         con.close()
+
+
+def parquet_rows(con: duckdb.DuckDBPyConnection, path: Path) -> int:
+    """Rows of a Parquet file (from its footer), through an open DuckDB connection."""
+    row = con.execute(f"SELECT count(*) FROM read_parquet('{path.as_posix()}')").fetchone()
+    return int(row[0]) if row else 0
 
 
 def _write_empty_pairs(target: Path) -> int:
@@ -316,7 +322,7 @@ def merge_pairs(pair_files: Sequence[Path], target: Path, settings: JoinSettings
                 f"COPY (SELECT DISTINCT a, b FROM read_parquet({json.dumps(files)}) ORDER BY a, b) "
                 f"TO '{tmp.as_posix()}' (FORMAT parquet, COMPRESSION zstd)"
             )
-        return int(con.execute(f"SELECT count(*) FROM read_parquet('{target.as_posix()}')").fetchone()[0])
+        return parquet_rows(con, target)
     finally:
         con.close()
 

@@ -27,7 +27,8 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+from uuid import UUID
 
 from prefect import get_run_logger
 from prefect.artifacts import (
@@ -118,7 +119,8 @@ class Progress:
 
     def __init__(self, total: int, label: str, enabled: bool) -> None:
         self.total, self.done = max(total, 1), 0
-        self.artifact = create_progress_artifact(0.0, description=label)
+        # sync context: Prefect returns the id itself, not a coroutine (its return type covers both)
+        self.artifact = cast(UUID, create_progress_artifact(0.0, description=label))
         self.bar = None
         if enabled and sys.stderr.isatty():
             from tqdm import tqdm

@@ -56,7 +56,8 @@ EXTRACT_SUFFIX = ".extract"
 class Units(Protocol):
     """What a dedup unit is: how a text becomes hashed units, and how marked units leave it."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def units(self, text: str) -> list[str]: ...
 

@@ -322,7 +322,7 @@ class _LimitedReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+    def readinto(self, buffer: Any) -> int:
         data = self.raw.read(len(buffer))
         self.read_bytes += len(data)
         if self.read_bytes > self.limit:

@@ -312,7 +312,7 @@ class BookSettings:
 
 def _read_bytes(path: Path, limit: int) -> bytes:
     opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rb") as handle:  # type: ignore[operator]
+    with opener(path, "rb") as handle:
         return handle.read(limit + 1)
 
 

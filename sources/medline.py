@@ -192,7 +192,7 @@ def iter_medline(path: Path, require_abstract: bool = True, max_record_chars: in
                 number += 1
                 yield from _record(elem, state, file, root_tag, number, require_abstract, max_record_chars)
                 _clear(elem)
-    except (*CODEC_ERRORS, TruncatedInputError, zlib.error, etree.XMLSyntaxError) as exc:
+    except (*CODEC_ERRORS, TruncatedInputError, zlib.error, etree.XMLSyntaxError) as exc:  # type: ignore[misc]  # mypy: no star in except
         reason = "truncated_input" if _is_truncation(exc) else "xml_error"
         yield from state.kept.values()
         yield Drop(reason, f"{file}:record {number + 1}",
@@ -259,7 +259,7 @@ def deleted_pmids(path: Path) -> list[str]:
                                            no_network=True, load_dtd=False, huge_tree=False):
                 pmids.extend((n.text or "").strip() for n in elem.findall("PMID"))
                 _clear(elem)
-    except (*CODEC_ERRORS, TruncatedInputError, zlib.error, etree.XMLSyntaxError):
+    except (*CODEC_ERRORS, TruncatedInputError, zlib.error, etree.XMLSyntaxError):  # type: ignore[misc]
         pass  # the reader already recorded the truncation as a drop
     return [p for p in pmids if p]
 

@@ -432,7 +432,7 @@ def parse_article(data: bytes) -> Any:
         raise UnsafeXmlError("the document declares entities; they are never resolved")
     root = etree.fromstring(data, make_parser())
     internal = root.getroottree().docinfo.internalDTD
-    if internal is not None and any(True for _ in internal.iterentities()):
+    if internal is not None and any(True for _ in internal.iterentities()):  # type: ignore[union-attr]  # lxml-stubs lack it
         raise UnsafeXmlError("the internal DTD subset declares entities; they are never resolved")
     return root
 

@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from core.document import Document, Drop
 from core.steps import Filter, Record, Step
@@ -263,7 +263,7 @@ class RegexTokenizer:
 
 
 @functools.lru_cache(maxsize=4)
-def _load_hf_tokenizer(path: str):  # type: ignore[no-untyped-def]
+def _load_hf_tokenizer(path: str) -> Any:
     from tokenizers import Tokenizer
 
     return Tokenizer.from_file(path)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import random
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -225,7 +225,7 @@ class PerplexityBuckets(Step):
     name = "perplexity"
 
     def __init__(
-        self, scorers: dict[str, LineScorer], cutoffs: dict[str, tuple[float, float]],
+        self, scorers: Mapping[str, LineScorer], cutoffs: dict[str, tuple[float, float]],
         keep: Sequence[str] = ("head", "middle"),
     ) -> None:
         self.scorers = scorers
