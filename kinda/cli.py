@@ -102,14 +102,19 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    """Re-hash every shard; non-zero exit when one is missing or corrupt."""
+    """Re-hash every shard and compare kept counts with the shards on disk; exit 1 on any problem.
+
+    One line per problem (a missing or corrupt shard, a shard holding other than its recorded
+    rows, an input whose shards hold other than its kept count, an unrecorded shard), then
+    the totals; see :mod:`kinda.manifest_verify`.
+    """
+    from kinda.manifest_verify import verify_lines
+
     manifest = open_manifest(args)
     root = Path(args.manifest).parent if args.manifest else Path(args.out)
-    problems = manifest.verify(root)
-    _, rows = manifest.query("SELECT count(*) FROM shards")
-    for problem in problems:
-        print(f"{problem['problem']}: {problem['path']}")
-    print(f"{rows[0][0] - len(problems)} of {rows[0][0]} shards ok")
+    problems, summary = verify_lines(manifest, root)
+    for line in [*problems, *summary]:
+        print(line)
     return 1 if problems else 0
 
 
@@ -146,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("query")
     sql.add_argument("--json", action="store_true", help="print rows as JSON")
     sql.set_defaults(func=cmd_sql)
-    sub.add_parser("verify", help="re-hash shards, report missing or corrupt ones").set_defaults(func=cmd_verify)
+    sub.add_parser("verify", help="re-hash shards, compare kept counts with the documents on disk").set_defaults(func=cmd_verify)
     for name in PLUGIN_MODULES:
         try:
             module = importlib.import_module(name)
