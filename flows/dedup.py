@@ -2,11 +2,19 @@
 
     python -m flows.dedup --data data/ --within-sources --against indexes/pile-v1
     python -m flows.dedup --data data/ --set layout=16x8 --set threshold=0.8     # recall-first layout
+    python -m flows.dedup --data data/ --set 'priority=[[github, stack_code]]'   # stack_code on top of GitHub
 
 Reads the final shards recorded in the manifest (``docs/<source>/<part>/*.parquet``), never edits
 them, and writes ``attributes/dedup/...`` beside them plus ``matches`` rows in the manifest.
 Tasks: one per shard (signatures, exact hashes, band keys), one per band (DuckDB joins), one
 merge + verification, one clustering (deterministic union-find), one per shard (attributes).
+
+``priority`` chains (configs/dedup.yaml: ``[[github, stack_code], [books, science_books]]``) add the
+extension sources *on top of* G.1: a later source of a chain is a duplicate of the earlier
+source's copy (``duplicate_of`` names it, ``duplicate_kind`` says exact or near), and the earlier
+source's decisions are those of a within-source run (:mod:`dedupe.priority`). The run's
+``dedup-sources`` artifact and :attr:`DedupSummary.sources` count, per source, duplicates,
+duplicates of another source, and reference (Pile) matches by subset (PubMed Central, DM Mathematics).
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from typing import Any
 import pyarrow.parquet as pq
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.config import PipelineConfig
 from dedupe import explain as decisions
@@ -36,6 +44,7 @@ from dedupe.lsh import (
     write_verified,
 )
 from dedupe.minhash import MinHashConfig
+from dedupe.priority import as_chains, priority_exact_edges, priority_roots
 from dedupe.reference import (
     ReferenceIndex,
     best_reference_matches,
@@ -73,6 +82,20 @@ class DedupConfig(PipelineConfig):
     sources: list[str] = Field(default_factory=list)
     memory_limit: str = "1GB"
     max_bucket: int = Field(64, ge=2)
+    priority: list[list[str]] = Field(
+        default_factory=list,
+        description="chains of sources deduplicated across, earlier source wins ([[github, stack_code]]); "
+                    "a flat list is one chain; sources in no chain stay within themselves")
+
+    @field_validator("priority", mode="before")
+    @classmethod
+    def _chains(cls, value: Any) -> Any:
+        """One flat list is one chain; a source in two chains is refused (it would have two levels)."""
+        return as_chains(value) if isinstance(value, list | tuple) else value
+
+    def priority_chains(self) -> list[list[str]]:
+        """The chains in effect: none with ``across_sources``, which clusters every source together."""
+        return [] if self.across_sources else self.priority
 
     def band_layout(self) -> BandLayout:
         return BandLayout.named(self.layout, self.threshold)
@@ -92,6 +115,9 @@ class DedupSummary:
     duplicates: int = 0
     reference_matches: int = 0
     attributes: list[dict[str, Any]] = field(default_factory=list)
+    #: per source (:func:`source_counts`): documents, duplicates (of them of an earlier source of a
+    #: priority chain), reference matches exact/near and by Pile subset
+    sources: list[dict[str, Any]] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
 
 
@@ -125,14 +151,24 @@ def verify_task(work: Path, parts: list[dict[str, Any]], layout: BandLayout, pai
 
 @task(name="dedup-cluster", cache_policy=NO_CACHE)
 def cluster_task(work: Path, parts: list[dict[str, Any]], edge_files: list[Path], across: bool,
-                 settings: JoinSettings, exact: bool) -> dict[str, int]:
-    """Exact edges plus verified near edges -> deterministic clusters (roots.parquet)."""
+                 settings: JoinSettings, exact: bool, priority: list[list[str]] | None = None) -> dict[str, int]:
+    """Exact edges plus verified near edges -> deterministic clusters (roots.parquet).
+
+    With ``priority`` chains (:mod:`dedupe.priority`) a later source of a chain is deduplicated
+    against the earlier ones and never changes them; every other source stays within itself.
+    """
     files = list(edge_files)
+    exact_path = work / "within" / "exact.parquet"
+    store = signature_parts(work, parts)
+    if priority:
+        if exact:
+            priority_exact_edges(work, parts, exact_path, settings, priority)
+            files.append(exact_path)
+        return priority_roots(parts, store, files, work / "roots.parquet", priority)
     if exact:
-        exact_path = work / "within" / "exact.parquet"
         decisions.exact_edges(work, parts, exact_path, settings, across)
         files.append(exact_path)
-    return decisions.cluster_documents(parts, signature_parts(work, parts), files, work / "roots.parquet", across)
+    return decisions.cluster_documents(parts, store, files, work / "roots.parquet", across)
 
 
 @task(name="dedup-reference-band", cache_policy=NO_CACHE, task_run_name="reference band {band}")
@@ -162,6 +198,40 @@ def decide_task(work: Path, parts: list[dict[str, Any]], reference: Path | None,
 def attributes_task(decided: Path, out: Path, shard: str) -> dict[str, Any]:
     """The attribute shard beside one document shard."""
     return decisions.write_attributes(decided, out, shard)
+
+
+def source_counts(decided: Path, roots: Path, settings: JoinSettings) -> list[dict[str, Any]]:
+    """Per source: documents, duplicates, those whose kept copy is in another source, reference matches.
+
+    Why per source: "how many PubMed Central / DM Mathematics documents are already in the Pile"
+    and "how many stack_code files G.1's GitHub already holds" are questions about one source,
+    and the ``matches`` table answers them only by a query; the run's artifact and summary say it.
+    The kept copy is found by document number (``roots.parquet``), not by id, so equal ids in two
+    sources cannot double a count.
+    """
+    con = settings.connect()
+    try:
+        rows = con.execute(f"""
+            WITH d AS (SELECT * FROM read_parquet('{decided.as_posix()}')),
+                 k AS (SELECT x.doc, rd.source AS kept_source FROM read_parquet('{roots.as_posix()}') x
+                       JOIN d rd ON rd.doc = x.root)
+            SELECT d.source, count(*), count(d.duplicate_of),
+                   count(CASE WHEN k.kept_source <> d.source THEN 1 END),
+                   count(CASE WHEN d.reference_kind = 'exact' THEN 1 END),
+                   count(CASE WHEN d.reference_kind = 'near' THEN 1 END)
+            FROM d LEFT JOIN k ON k.doc = d.doc GROUP BY d.source ORDER BY d.source""").fetchall()
+        subsets = con.execute(f"""
+            SELECT source, reference_set, count(*) FROM read_parquet('{decided.as_posix()}')
+            WHERE reference_kind IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2""").fetchall()
+    finally:
+        con.close()
+    by_set: dict[str, dict[str, int]] = {}
+    for source, subset, count in subsets:
+        by_set.setdefault(str(source), {})[str(subset)] = int(count)
+    return [{"source": source, "documents": int(docs), "duplicates": int(dups), "duplicates_across": int(across),
+             "reference_exact": int(exact), "reference_near": int(near),
+             "reference_matches": int(exact) + int(near), "reference_sets": by_set.get(str(source), {})}
+            for source, docs, dups, across, exact, near in rows]
 
 
 # -- the flow ---------------------------------------------------------------------------------
@@ -196,7 +266,11 @@ def dedup_flow(config: DedupConfig) -> DedupSummary:
             pair_files = [f.result() for f in [within_band_task.submit(work, layout, b, settings)
                                                for b in range(layout.bands)]]
             edge_files.append(verify_task.submit(work, parts, layout, pair_files, settings).result())
-        counts = cluster_task.submit(work, parts, edge_files, config.across_sources, settings, within).result()
+        if config.across_sources and config.priority:
+            logger.warning("across_sources clusters every source together: the priority chains %s are not used",
+                           config.priority)
+        counts = cluster_task.submit(work, parts, edge_files, config.across_sources, settings, within,
+                                     config.priority_chains()).result()
         reference, reference_docs, index_name = None, [], None
         if config.against is not None:
             index = ReferenceIndex.open(Path(config.against))
@@ -215,9 +289,14 @@ def dedup_flow(config: DedupConfig) -> DedupSummary:
             decisions.record_matches(con, run_id, decided, index_name, layout.threshold, layout.name)
         summary.shards, summary.documents, summary.duplicates = len(shards), counts["documents"], counts["duplicates"]
         summary.reference_matches = sum(a["reference_matches"] for a in summary.attributes)
+        summary.sources = source_counts(decided, work / "roots.parquet", settings)
         if not config.keep_staging:  # a failed run keeps its work files, so a re-run resumes from them
             shutil.rmtree(work, ignore_errors=True)
         run.table("dedup-shards", summary.attributes, "Duplicates and reference matches per shard")
+        run.table("dedup-sources", [{**row, "reference_sets": json.dumps(row["reference_sets"], sort_keys=True)}
+                                    for row in summary.sources],
+                  "Per source: duplicates (across: kept copy in an earlier source of a priority chain) and "
+                  "reference (Pile) matches by subset")
         logger.info("dedup: %d documents in %d shards, %d duplicates, %d reference matches",
                     summary.documents, summary.shards, summary.duplicates, summary.reference_matches)
         return summary
@@ -227,6 +306,11 @@ def report(summary: DedupSummary) -> int:
     """What the command prints after a run."""
     print(f"\n{summary.documents} documents in {summary.shards} shards: {summary.duplicates} duplicates, "
           f"{summary.reference_matches} reference matches")
+    for row in summary.sources:
+        sets = ", ".join(f"{name} {count}" for name, count in row["reference_sets"].items())
+        print(f"  {row['source']}: {row['documents']} documents, {row['duplicates']} duplicates "
+              f"({row['duplicates_across']} of another source), {row['reference_matches']} reference matches"
+              + (f" ({sets})" if sets else ""))
     print(f"attributes: {summary.out / 'attributes' / 'dedup'}\nexplain:    kinda --out {summary.out} dedup explain <doc-id>")
     return 0
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +25,8 @@ from dedupe.lsh import (
 )
 from dedupe.minhash import MinHashConfig
 from dedupe.priority import (
+    as_chains,
+    chain_clusters,
     priority_clusters,
     priority_exact_edges,
     priority_roots,
@@ -86,6 +89,26 @@ def test_properties(case: tuple[list[int], list[tuple[int, int]]]) -> None:
     plain = cluster_roots(len(sources), np.array([a for a, _ in inner], dtype=np.int64),
                           np.array([b for _, b in inner], dtype=np.int64))
     assert roots[zero].tolist() == plain[zero].tolist()
+
+
+def test_chains_never_touch_each_other() -> None:
+    # sources: 0 books, 1 github, 2 science_books, 3 stack_code; chains [github, stack_code], [books, science_books]
+    sources = np.array([0, 1, 2, 3, 1])
+    code = np.array([-1, 0, -1, 1, 0])
+    books = np.array([0, -1, 1, -1, -1])
+    # edges: book 0 ~ github 1 (a code file that quotes a book), science 2 ~ book 0, stack 3 ~ github 4
+    left, right = np.array([0, 2, 3]), np.array([1, 0, 4])
+    roots = chain_clusters(sources, [code, books], left, right)
+    assert roots.tolist() == [0, 1, 0, 4, 4]  # github 1 stays (other chain); science 2 -> book 0; stack 3 -> github 4
+
+
+def test_as_chains() -> None:
+    assert as_chains(["github", "stack_code"]) == [["github", "stack_code"]]
+    assert as_chains([["github", "stack_code"], ["books"]]) == [["github", "stack_code"], ["books"]]
+    assert as_chains([]) == []
+    for bad in (["github", "github"], [["github"], ["books", "github"]], [[]], ["github", ["books"]]):
+        with pytest.raises(ValueError, match="priority"):
+            as_chains(bad)  # type: ignore[arg-type]
 
 
 WORDS = [f"w{i}" for i in range(400)]
