@@ -11,6 +11,18 @@ class              documents                                              labels
 Duplicates found by ``flows.dedup`` (``duplicate_of`` set in the dedup attributes) belong to no
 set; documents of a source listed in neither list are left out and counted.
 
+Extension sources never reach G3, whatever their reference matches: G3 is "LLaMA minus the Pile"
+and several extensions *are* Pile subsets (``pubmed_central`` = PubMed Central,
+``pubmed_abstracts`` = PubMed Abstracts, ``dm_math`` = DM Mathematics; ``stack_code`` overlaps the
+Pile's Github). Those three may not be listed as LLaMA sources (:func:`check_rules`), so an
+unmatched PubMed article cannot slip into G3 through a missed reference match. Their reference
+matches are recorded (``flows.dedup``'s ``dedup-sources`` counts) and they stay in G2: the
+extensions exist to add science to G.1, and matching the Pile is no reason to leave them out.
+``reference_excludes`` is the one exception, for an extension that should add only what the Pile
+lacks: ``{stack_code: [Github]}`` leaves a code file found in the Pile's GitHub subset out of every
+set (class ``reference_excluded``, counted like a duplicate), as issue 13 asks ("dedup ... against
+the Pile's GitHub subset"). G2 = G1 + the kept extension documents, each stored once.
+
 One copy of each document: the class shards under ``labeled/<class>/<source>/<part>/`` are the
 documents' final form, so once a ``docs/`` shard's documents are all in class shards (or
 dropped as duplicates) it is *released* (:mod:`core.released`): deleted, with a record of where
@@ -25,7 +37,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -37,11 +49,16 @@ from core.layout import slug
 from core.released import read_release, released_intact, write_release
 from core.shards import ShardLimits, ShardWriter, read_documents
 from dedupe.explain import attributes_path
+from dedupe.priority import reference_excluded
 
 CLASS_LABELS: dict[str, list[str]] = {"llama": ["G1", "G2", "G3"], "llama-in-ref": ["G1", "G2"], "extension": ["G2"]}
 LABELED = "labeled"
 DUPLICATE = "duplicate"
 UNLISTED = "unlisted_source"
+REFERENCE_EXCLUDED = "reference_excluded"
+#: Extension sources that are Pile (v1) subsets: never G3, so never LLaMA sources (:func:`check_rules`).
+PILE_SUBSET_SOURCES: dict[str, str] = {"pubmed_central": "PubMed Central", "pubmed_abstracts": "PubMed Abstracts",
+                                       "dm_math": "DM Mathematics"}
 
 
 class LabelRules(Protocol):
@@ -56,6 +73,31 @@ class LabelRules(Protocol):
     @property
     def drop_duplicates(self) -> bool: ...
 
+    @property
+    def reference_excludes(self) -> Mapping[str, Sequence[str]]: ...
+
+
+def check_rules(llama_sources: Sequence[str], extension_sources: Sequence[str],
+                reference_excludes: Mapping[str, Sequence[str]]) -> None:
+    """Refuse settings that would break the sets' definitions (raises ``ValueError``).
+
+    A source in both lists would be G3 and extension at once; a Pile subset as a LLaMA source would
+    put Pile documents into G3; ``reference_excludes`` may not name a LLaMA source (G.1 must not
+    depend on the Pile: a LLaMA document with a Pile match is G1/G2, only not G3). An entry for a
+    source not labeled in this run is harmless (it applies to no document).
+    """
+    both = sorted(set(llama_sources) & set(extension_sources))
+    if both:
+        raise ValueError(f"sources listed as both LLaMA and extension sources: {both}")
+    pile = sorted(set(llama_sources) & set(PILE_SUBSET_SOURCES))
+    if pile:
+        raise ValueError(f"{pile} are Pile subsets ({', '.join(PILE_SUBSET_SOURCES[s] for s in pile)}): "
+                         "list them as extension sources (G2), never as LLaMA sources (G3)")
+    llama = sorted(set(reference_excludes) & set(llama_sources))
+    if llama:
+        raise ValueError(f"reference_excludes names LLaMA sources {llama}: a LLaMA document with a Pile match "
+                         "stays in G1/G2 (it is only left out of G3); list extension sources only")
+
 
 @dataclass(frozen=True)
 class LabelJob:
@@ -68,6 +110,8 @@ class LabelJob:
     limits: ShardLimits
     require_dedup: bool = True
     release: bool = True
+    #: extension source -> Pile subsets (``pile_set_name``) whose matches leave its documents out
+    reference_excludes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def membership_class(source: str, attributes: dict[str, Any] | None, rules: LabelRules) -> str:
@@ -77,8 +121,8 @@ def membership_class(source: str, attributes: dict[str, Any] | None, rules: Labe
     if source in rules.llama_sources:
         in_reference = attributes is not None and attributes.get("reference_kind") is not None
         return "llama-in-ref" if in_reference else "llama"
-    if source in rules.extension_sources:
-        return "extension"
+    if source in rules.extension_sources:  # G2 only, matched or not (module docstring)
+        return REFERENCE_EXCLUDED if reference_excluded(source, attributes, rules.reference_excludes) else "extension"
     return UNLISTED
 
 
@@ -147,10 +191,11 @@ def _resume(out: Path, shard: dict[str, Any], fingerprint: dict[str, Any]) -> La
 
 
 def _release(out: Path, shard: dict[str, Any], result: LabelResult, job: LabelJob) -> None:
-    """Delete the ``docs/`` copy once every document is in a class shard or dropped as a duplicate."""
+    """Delete the ``docs/`` copy once every document is in a class shard or dropped (duplicate, reference_excluded)."""
     if not job.release or result.counts.get(UNLISTED) or not (out / shard["path"]).is_file():
         return
-    result.released = write_release(out, shard, result.shards, result.counts.get(DUPLICATE, 0))
+    dropped = result.counts.get(DUPLICATE, 0) + result.counts.get(REFERENCE_EXCLUDED, 0)
+    result.released = write_release(out, shard, result.shards, dropped)
     path = out / shard["path"]
     path.unlink()
     for parent in path.parents:  # folders left empty go too (only below docs/, never docs/ itself)

@@ -20,13 +20,21 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from core.config import PipelineConfig
 from core.manifest import Manifest
 from core.released import RELEASED_SQL
 from core.version import code_version
-from dedupe.labels import CLASS_LABELS, LABELED, LabelJob, LabelResult, label_shard, stale_labeled
+from dedupe.labels import (
+    CLASS_LABELS,
+    LABELED,
+    LabelJob,
+    LabelResult,
+    check_rules,
+    label_shard,
+    stale_labeled,
+)
 from flows._cli import Flag, FlowCLI
 from flows._recorder import RunRecorder
 
@@ -41,11 +49,21 @@ class LabelConfig(PipelineConfig):
     require_dedup: bool = True
     release_docs: bool = Field(True, description="delete each docs/ shard once its documents are in class shards "
                                                  "(one copy on disk); false keeps both copies")
+    reference_excludes: dict[str, list[str]] = Field(
+        default_factory=dict, description="extension source -> Pile subsets (pile_set_name) whose matches leave "
+                                          "its documents out of G2 ({stack_code: [Github]}); see dedupe.labels")
+
+    @model_validator(mode="after")
+    def _sets_well_defined(self) -> LabelConfig:
+        """No source in both lists, no Pile subset as a LLaMA source, excludes only for extensions."""
+        check_rules(self.llama_sources, self.extension_sources, self.reference_excludes)
+        return self
 
     def job(self) -> LabelJob:
         """The picklable settings each shard task needs."""
         return LabelJob(tuple(self.llama_sources), tuple(self.extension_sources), self.drop_duplicates,
-                        self.config_hash(), self.shards.limits(), self.require_dedup, self.release_docs)
+                        self.config_hash(), self.shards.limits(), self.require_dedup, self.release_docs,
+                        {source: tuple(sets) for source, sets in sorted(self.reference_excludes.items())})
 
 
 @task(name="label-shard", cache_policy=NO_CACHE, task_run_name="label {path}")
