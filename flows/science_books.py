@@ -9,7 +9,9 @@ headers/footers and page numbers removed, hyphenation joined, ligatures spelt ou
 a text layer OCR'd with tesseract when it is installed (``apt-get install tesseract-ocr``), else
 counted as ``ocr_unavailable`` drops. EPUBs: spine order, navigation and boilerplate left out,
 MathML as text. Then a quality floor, language ID, run-wide exact dedup, and book-level near-dedup
-within the run (the same MinHash machinery as the Books flow). See docs/science.md.
+within the run (the same MinHash machinery as the Books flow). Near-dedup against the Gutenberg
+books and the Pile is the dedup stage's (``flows.dedup``: priority chain ``[books, science_books]``,
+``--against`` the Pile index), since the books may come from another run. See docs/science.md.
 """
 
 from __future__ import annotations
