@@ -146,8 +146,9 @@ def render_png(tables: dict[str, list[dict[str, Any]]], target: Path, title: str
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise KindaError("--png needs matplotlib: pip install 'kinda-llama[report]' (or pip install matplotlib); "
-                         "--html needs nothing") from exc
+        # kinda-llama is installed from its source tree, not from PyPI: name both ways that work
+        raise KindaError("--png needs matplotlib: pip install matplotlib (or, in the source tree, "
+                         "pip install -e '.[report]'); --html needs nothing") from exc
     series = chart_series(tables)
     heights = [max(1, len(v)) for v in series.values()]
     fig, axes = plt.subplots(3, 1, figsize=(10, 2 + 0.3 * sum(heights)),
