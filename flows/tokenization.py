@@ -2,6 +2,8 @@
 
     python -m flows.tokenization --data data/ --labels G3 --tokenizer path/to/tokenizer.json --split-digits --out tensors/
     python -m flows.tokenization --data data/ --sources wikipedia,arxiv --tokenizer tok.json --megatron --out tensors/
+    python -m flows.tokenization --inputs 'ds/**/*.parquet' --text-column text --id-column id --tokenizer tok.json --out T
+    python -m flows.tokenization --inputs 'ds/**/*.parquet' ... --hosts h1,h2 --out T    # launch on hosts over ssh
     kinda manifest sql "SELECT source, sum(tokens) FROM tensors WHERE split = 'train' GROUP BY 1"
 
 One Prefect task per document shard, run in worker processes (the Rust tokenizer's own threads
@@ -9,11 +11,18 @@ do not spread over a Dask cluster; processes do). Each task writes its shard's t
 tensors and a marker; a re-run skips shards whose marker matches. The flow process alone writes
 ``metadata.json`` and the manifest of the data root: a ``tensors`` table (one row per tensor
 file) and the token count of each input shard in ``shards.tokens``.
+
+With ``--inputs`` it tokenizes any Parquet / JSONL(.gz/.zst) dataset instead (one task per file,
+:mod:`tasks.tokenize_external`); the manifest of ``--out`` then records the run, the tensor files
+and every file's kept and dropped rows. ``--host-count N --host-index i`` runs one host's share of
+the files; ``--hosts h1,h2`` (no index) launches every share through ``ssh`` and collects the
+hosts' metadata into the launcher's manifest (:mod:`tasks.tokenize_hosts`, docs/loader.md).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import glob
 import os
 import sys
 from collections import defaultdict
@@ -22,12 +31,15 @@ from typing import Any, ClassVar, Literal
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import Field
 
+from core.atomic import write_json_atomic
 from core.config import PipelineConfig
-from core.manifest import Manifest
+from core.manifest import InputRecord, Manifest
 from flows._cli import Flag, FlowCLI
 from flows._recorder import RunRecorder
+from flows._runtime import make_task_runner
 from loader.tensor_writer import (
     InputShard,
     TokenizeSettings,
@@ -36,12 +48,32 @@ from loader.tensor_writer import (
     tokenize_shard,
     write_metadata,
 )
+from sources.datasets_text import DatasetInputError, ReadOptions, expand_inputs, host_share
+from tasks.tokenize_external import ExternalJob, tokenize_file_task
+from tasks.tokenize_hosts import (
+    HostPlan,
+    check_shares,
+    fetch_metadata_task,
+    host_command,
+    host_summary,
+    input_records,
+    run_host_task,
+    save_collected,
+    tensor_records,
+)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+#: Fields only the launcher uses; a host gets every other field through ``--set``.
+LAUNCHER_FIELDS = frozenset({"out", "hosts", "host_count", "host_index", "host_out", "remote", "remote_dir",
+                             "remote_python", "collect_only", "dask_address"})
 
 
 class TokenizeConfig(PipelineConfig):
     """Settings of the tokenize flow (defaults in ``configs/tokenize.yaml``); ``out`` is the tensor root."""
 
-    RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"data", "batch_docs", "megatron"}
+    RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {
+        "data", "batch_docs", "megatron", "inputs", "hosts", "host_out", "remote", "remote_dir", "remote_python",
+        "collect_only"}
 
     out: Path = Field(Path("tensors"), description="tensor root: token files, metadata.json")
     data: Path = Field(Path("data"), description="data root holding docs/ or labeled/ shards and the manifest")
@@ -56,6 +88,53 @@ class TokenizeConfig(PipelineConfig):
     megatron: bool = Field(False, description="also write Megatron .bin/.idx per split under <out>/megatron/")
     work_tokens: Literal["added", "text"] | None = Field(
         None, description="<work> markers: 'text' (encoded by the existing vocabulary) or 'added' (two new ids)")
+    # -- an external dataset (--inputs) instead of our shards ---------------------------------
+    inputs: list[str] = Field(default_factory=list,
+                              description="Parquet/JSONL(.gz/.zst) files: globs, folders, fsspec URLs (hf://...)")
+    text_column: str = Field("text", min_length=1)
+    id_column: str | None = Field(None, description="decides the holdout; none: the file and row")
+    source: str = Field("dataset", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+                        description="source name of the dataset's tensors (recipes select by it)")
+    language: str | None = None
+    max_text_chars: int = Field(32 * 1024 * 1024, gt=0, description="longer texts are dropped (text-too-large)")
+    max_line_bytes: int = Field(128 * 1024 * 1024, gt=0, description="longer JSON lines are dropped")
+    # -- across hosts ---------------------------------------------------------------------------
+    hosts: list[str] = Field(default_factory=list, description="host names; without host_index: launch them all")
+    host_count: int = Field(0, ge=0, description="hosts sharing the files (0: len(hosts), else 1)")
+    host_index: int | None = Field(None, ge=0, description="run only this host's share")
+    host_out: str = Field("{out}/{host}", description="each host's output root on its own disk")
+    remote: str = Field("ssh {host}", description="command prefix that runs a shell command on {host}")
+    remote_dir: str = Field("", description="the repository on the hosts (default: this one's path)")
+    remote_python: str = Field("", description="python on the hosts (default: this one's path)")
+    collect_only: bool = Field(False, description="launcher: only collect the hosts' metadata")
+
+    def missing_inputs(self) -> list[str]:
+        """Local patterns that match nothing; URLs (hf://, s3://) are checked when read."""
+        return [p for p in self.inputs if "://" not in p and not glob.glob(p, recursive=True) and not Path(p).exists()]
+
+    @property
+    def hosts_total(self) -> int:
+        """How many hosts share the files."""
+        return self.host_count or len(self.hosts) or 1
+
+    @property
+    def is_launcher(self) -> bool:
+        """Launch every host's share (no host index given, more than one host)."""
+        return bool(self.inputs) and self.host_index is None and self.hosts_total > 1
+
+    def external_job(self, out: Path) -> ExternalJob:
+        """What every file's task needs."""
+        read = ReadOptions(text_column=self.text_column, id_column=self.id_column, batch_rows=self.batch_docs,
+                           max_text_chars=self.max_text_chars, max_line_bytes=self.max_line_bytes)
+        return ExternalJob(out, self.source, self.settings(), read, self.language, tuple(self.labels))
+
+    def host_plans(self) -> list[HostPlan]:
+        """Every host of a launch, with its output root and how to reach it."""
+        names = self.hosts or [f"host-{i}" for i in range(self.hosts_total)]
+        if len(names) != self.hosts_total:
+            raise ValueError(f"{len(names)} hosts named but host_count is {self.hosts_total}")
+        return [HostPlan(name, i, self.hosts_total, self.host_out.format(out=self.out, host=name, index=i),
+                         self.remote) for i, name in enumerate(names)]
 
     def settings(self) -> TokenizeSettings:
         """What every task needs (picklable)."""
@@ -124,6 +203,107 @@ def tokenize_flow(config: TokenizeConfig) -> dict[str, Any]:
         return {"out": str(out), "metadata": metadata, "records": records}
 
 
+#: Record keys an external dataset's shard entries carry into metadata.json.
+EXTERNAL_SHARD_KEYS = ("records_in", "docs_kept", "drops")
+
+
+@flow(name="tokenize-dataset", log_prints=True)
+def tokenize_dataset_flow(config: TokenizeConfig) -> dict[str, Any]:
+    """Tokenize this host's share of an external dataset's files (see the module docstring)."""
+    logger = get_run_logger()
+    out = Path(config.out).resolve()
+    job = config.external_job(out)
+    with RunRecorder(out, "tokenize-dataset", config.source, config) as run:
+        try:
+            files = expand_inputs(config.inputs)
+            mine = host_share(files, config.hosts_total, config.host_index or 0)
+        except DatasetInputError as exc:
+            raise ValueError(str(exc)) from None
+        if not files:
+            raise ValueError(f"no Parquet or JSONL files match {config.inputs}")
+        records = [f.result() for f in [tokenize_file_task.submit(file, job) for file in mine]]
+        failed = sorted(({"input": r["input"], "error": r["error"]} for r in records if r["status"] != "done"),
+                        key=lambda f: f["input"])
+        for item in failed:
+            logger.error("file failed: %s", item["error"])
+        extra = {"dataset": {"source": config.source, "text_column": config.text_column,
+                             "id_column": config.id_column},
+                 "hosts": {"count": config.hosts_total, "index": config.host_index or 0,
+                           "files": [file.rel for file in mine]},
+                 "failed": failed}
+        metadata = write_metadata(out, records, job.settings, config.labels, extra=extra,
+                                  shard_keys=EXTERNAL_SHARD_KEYS)
+        run.inputs([_input_record(r, config) for r in records], recipe="tokenize-dataset")
+        _record_manifest(run.manifest, out, run.run_id, records, config.split_digits)
+        run.table("tokenize-files", _source_table(records), "Tokens and documents of the dataset, per split")
+        logger.info("host %d/%d: %d of %d files, %s train tokens -> %s", (config.host_index or 0) + 1,
+                    config.hosts_total, len(mine), len(files), metadata["totals"]["train"]["tokens"], out)
+        run.status = "partial" if failed else "completed"
+        return {"out": str(out), "metadata": metadata, "records": records}
+
+
+def _input_record(rec: dict[str, Any], config: TokenizeConfig) -> InputRecord:
+    """A file's record as a manifest input row, its drops by reason and a few named examples."""
+    return InputRecord(input_key=f"{config.source}/{rec['input']}", source=config.source,
+                       location=rec.get("location", rec["input"]), language=config.language,
+                       config_hash=config.config_hash(), sha256=rec.get("input_sha256"), status=rec["status"],
+                       error=rec.get("error"), records_in=int(rec.get("records_in", 0)),
+                       docs_kept=int(rec.get("docs_kept", 0)), seconds=float(rec.get("seconds", 0.0)),
+                       drops=list(rec.get("drops", [])), errors=list(rec.get("drop_examples", [])))
+
+
+@flow(name="tokenize-hosts", log_prints=True)
+def tokenize_hosts_flow(config: TokenizeConfig) -> dict[str, Any]:
+    """Run every host's share (unless ``collect_only``), then record all hosts' output here."""
+    logger = get_run_logger()
+    out = Path(config.out).resolve()
+    plans = config.host_plans()
+    with RunRecorder(out, "tokenize-hosts", config.source, config) as run:
+        runs: dict[str, dict[str, Any]] = {}
+        if not config.collect_only:
+            settings = config.model_dump(mode="json", exclude=set(LAUNCHER_FIELDS))
+            python, workdir = config.remote_python or sys.executable, config.remote_dir or str(REPO_ROOT)
+            futures = [run_host_task.submit(plan, host_command(plan, python, workdir, settings),
+                                            out / "hosts" / plan.folder / "run.log") for plan in plans]
+            runs = {r["host"]: r for r in (f.result() for f in futures)}
+        fetched = {plan.name: f.result() for plan, f in
+                   zip(plans, [fetch_metadata_task.submit(plan) for plan in plans], strict=True)}
+        metadata = {name: got["metadata"] for name, got in fetched.items() if "metadata" in got}
+        problems = check_shares(plans, metadata)
+        rows = []
+        for plan in plans:
+            error = fetched[plan.name].get("error")
+            if plan.name in runs and runs[plan.name]["returncode"] != 0:
+                error = f"{plan.name}: exit status {runs[plan.name]['returncode']} (log: {runs[plan.name]['log']})"
+            meta = metadata.get(plan.name)
+            if meta is not None:
+                save_collected(out, plan, meta)
+                run.inputs(input_records(plan, meta, config.config_hash()), recipe="tokenize-hosts")
+                _record_manifest(run.manifest, Path(f"{plan.name}:{plan.root}"), run.run_id, tensor_records(meta),
+                                 config.split_digits)
+            rows.append(host_summary(plan, meta, error))
+        for problem in [*problems, *(r["error"] for r in rows if r["error"])]:
+            logger.error("%s", problem)
+        hosts_doc = {"hosts": rows, "problems": problems,
+                     "totals": {key: sum(r[key] for r in rows) for key in
+                                ("files", "failed_files", "train_tokens", "holdout_tokens", "train_docs",
+                                 "holdout_docs")}}
+        write_json_atomic(out / "hosts.json", hosts_doc)
+        run.table("tokenize-hosts", rows, "Each host's share: files, tokens and documents per split")
+        complete = not problems and all(r["error"] is None and not r["failed_files"] for r in rows)
+        run.status = "completed" if complete else "partial"
+        return {"out": str(out), "hosts": hosts_doc}
+
+
+def run_tokenize(config: TokenizeConfig) -> dict[str, Any]:
+    """The flow the config asks for: our shards, one host's share of a dataset, or a launch."""
+    if config.is_launcher:
+        runner: Any = ThreadPoolTaskRunner(max_workers=max(config.hosts_total, 2))  # hosts are subprocesses
+        return tokenize_hosts_flow.with_options(task_runner=runner)(config)
+    chosen = tokenize_dataset_flow if config.inputs else tokenize_flow
+    return chosen.with_options(task_runner=make_task_runner(config))(config)
+
+
 def _source_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = defaultdict(lambda: {"shards": 0, "failed": 0, "train_tokens": 0,
                                                           "holdout_tokens": 0, "docs": 0})
@@ -138,15 +318,28 @@ def _source_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def report(result: dict[str, Any]) -> int:
-    """What the command prints after a run; non-zero when a shard failed."""
+    """What the command prints after a run; non-zero when a shard, a file or a host failed."""
+    if "hosts" in result:
+        doc = result["hosts"]
+        for row in doc["hosts"]:
+            state = row["error"] or f"{row['files']} files, {row['train_tokens']:,} train tokens"
+            print(f"{row['host']:<16} {row['root']}  {state}")
+        print(f"\nhosts:    {result['out']}/hosts.json  (manifest: tensors rows per host)")
+        for problem in doc["problems"]:
+            print(f"problem:  {problem}")
+        return 0 if not doc["problems"] and all(r["error"] is None and not r["failed_files"]
+                                                 for r in doc["hosts"]) else 1
     totals = result["metadata"]["totals"]
     print(f"\ntensors:  {result['out']}  (metadata.json, tokenizer.json)")
     print(f"train:    {totals['train']['tokens']:,} tokens, {totals['train']['docs']:,} documents")
     print(f"holdout:  {totals['holdout']['tokens']:,} tokens, {totals['holdout']['docs']:,} documents")
+    dropped = sum(d["count"] for r in result["records"] for d in r.get("drops", []))
+    if any("drops" in r for r in result["records"]):
+        print(f"dropped:  {dropped:,} rows (kinda manifest sql \"SELECT reason, sum(count) FROM drops GROUP BY 1\")")
     return 1 if any(r["status"] != "done" for r in result["records"]) else 0
 
 
-cli = FlowCLI(tokenize_flow, TokenizeConfig, "tokenize.yaml", __doc__, report=report, flags=[
+cli = FlowCLI(tokenize_flow, TokenizeConfig, "tokenize.yaml", __doc__, report=report, runner=run_tokenize, flags=[
     Flag("--data", "data", "data root with the document shards (default: data)", type=Path),
     Flag("--tokenizer", "tokenizer", "tokenizer.json path"),
     Flag("--labels", "labels", "comma-separated labels every shard must carry, e.g. G3", split=True),
@@ -154,6 +347,16 @@ cli = FlowCLI(tokenize_flow, TokenizeConfig, "tokenize.yaml", __doc__, report=re
     Flag("--split-digits", "split_digits", "split numbers into single digits (LLaMA); default from config",
          boolean=True),
     Flag("--megatron", "megatron", "also export Megatron .bin/.idx", switch=True),
+    Flag("--inputs", "inputs", "dataset files instead of --data: globs, folders, hf:// URLs (repeatable)",
+         many=True),
+    Flag("--text-column", "text_column", "column (Parquet) or key (JSONL) of the text (default: text)"),
+    Flag("--id-column", "id_column", "column of the document id; decides the holdout (default: file and row)"),
+    Flag("--source", "source", "source name of the dataset's tensors (default: dataset)"),
+    Flag("--hosts", "hosts", "comma-separated host names: launch each one's share (ssh) and collect", split=True),
+    Flag("--host-count", "host_count", "hosts sharing the files (with --host-index)", type=int),
+    Flag("--host-index", "host_index", "run only this host's share (0-based)", type=int),
+    Flag("--collect-only", "collect_only", "launcher: only read the hosts' metadata into the manifest",
+         switch=True),
 ])
 parse_args, run, main = cli.parse_args, cli.run, cli.main
 

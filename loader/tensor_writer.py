@@ -231,7 +231,8 @@ def _flatten(encoded: list[list[int]], eos: int) -> tuple[np.ndarray, list[int]]
     return np.asarray(flat, dtype=np.int64), lengths
 
 
-def _marker_valid(marker: dict[str, Any], expect: dict[str, Any], out: Path) -> bool:
+def marker_valid(marker: dict[str, Any], expect: dict[str, Any], out: Path) -> bool:
+    """A finished record still describes the output: same inputs and settings, every file intact."""
     if any(marker.get(k) != v for k, v in expect.items()) or marker.get("status") != "done":
         return False
     for split in marker.get("splits", {}).values():
@@ -309,7 +310,7 @@ def tokenize_shard(data_root: Path, shard: InputShard, out: Path, settings: Toke
     if marker_file.exists():
         try:
             marker = json.loads(marker_file.read_text(encoding="utf-8"))
-            if _marker_valid(marker, expect, out):
+            if marker_valid(marker, expect, out):
                 return marker
         except (OSError, json.JSONDecodeError):
             pass
