@@ -14,10 +14,14 @@ Two equivalent ways are offered:
   For any other pre-tokenizer ``"regex"`` falls back to ``"sequence"``.
 
 Galactica's ``<work>`` / ``</work>`` markers (reasoning documents of the ``reasoning`` source) are
-handled by ``work_tokens``: ``None`` (the default, the tokenizer as given), ``"text"`` (same
+handled by ``work_tokens``: ``"text"`` (the tokenize flow's default, configs/tokenize.yaml: same
 tokenizer; the markers are plain text that the vocabulary encodes, recorded in the metadata) or
 ``"added"`` (:func:`add_work_tokens` appends them as two special tokens after the last id, so every
-existing id is unchanged and models trained on the legacy ids keep their embeddings).
+existing id is unchanged and models trained on the legacy ids keep their embeddings). ``None``
+(this module's default, for callers that never tokenize reasoning documents) encodes as ``"text"``
+does and records nothing, so their ``metadata.json`` keeps its legacy bytes. ``"text"`` is the
+default because it adds no id: tensors stay mixable with every earlier set and loadable by the
+existing checkpoints (docs/loader.md, "``<work>`` tokens").
 
 The *tokenizer hash* is the SHA256 of the canonical JSON of the tokenizer actually used (after
 digit splitting), so data tensors record exactly which tokenizer produced them and a loader can
@@ -147,7 +151,7 @@ class LoadedTokenizer:
     #: SHA256 of the canonical JSON of the tokenizer in use (after digit splitting); computed once,
     #: since serializing a 50k vocabulary costs ~0.1 s.
     hash: str
-    #: How ``<work>``/``</work>`` are tokenized (None: not asked for; the legacy behaviour).
+    #: How ``<work>``/``</work>`` are tokenized (None: not asked for; encodes as ``"text"``, records nothing).
     work_tokens: WorkTokens | None = None
 
     @property
