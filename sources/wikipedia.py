@@ -45,7 +45,7 @@ from core.bounded import BoundedCleaner
 from core.compressed import CODEC_ERRORS, open_binary, read_blocks
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import MinLength, Record, Step
-from sources.wikipedia_multistream import read_streams
+from sources.wikipedia_multistream import first_stream_end, parse_range_key, read_streams
 from sources.wikipedia_names import drop_prefixes
 from sources.wikitext import (
     DROPPED_TAGS,
@@ -629,7 +629,19 @@ class WikipediaRecipe:
     bounds: Bounds = field(default_factory=Bounds)
 
     def _reader(self, spec: InputSpec) -> WikipediaReader:
-        return WikipediaReader(spec, language=self.language, namespaces=self.namespaces, bounds=self.bounds)
+        """The dump's reader; for a page-range task (key ``<dump>#<start>-<end>``, see
+        :mod:`sources.wikipedia_multistream`) one that reads only that range of streams.
+
+        A range's documents name the dump itself (``meta.dump``), exactly as the one-task run
+        does; its drops name the range (``location#start-end``), which says where to look.
+        """
+        split = parse_range_key(spec.key)
+        if split is None:
+            return WikipediaReader(spec, language=self.language, namespaces=self.namespaces, bounds=self.bounds)
+        key, byte_range = split
+        return WikipediaReader(InputSpec(spec.location, spec.path, key), language=self.language,
+                               namespaces=self.namespaces, bounds=self.bounds, byte_range=byte_range,
+                               header_end=first_stream_end(spec.path))
 
     def input_language(self, spec: InputSpec) -> str | None:
         """Language of a dump: configured, else from siteinfo, else from the file name."""

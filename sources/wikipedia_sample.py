@@ -10,7 +10,9 @@ deterministic for a seed, so the demo's shards are byte-identical from one machi
 from __future__ import annotations
 
 import bz2
+import html
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -175,3 +177,43 @@ def write_sample_dumps(directory: Path, pages: int = 200, seed: int = 0) -> list
             tmp.replace(path)
         written.append(path)
     return written
+
+
+def write_multistream(xml: str, directory: Path, name: str, pages_per_stream: int = 100) -> tuple[Path, Path]:
+    """Write ``xml`` as ``<name>-pages-articles-multistream.xml.bz2`` plus its ``-multistream-index.txt.bz2``.
+
+    The layout of Wikimedia's multistream dumps: one bz2 stream with everything before the
+    first page (``<mediawiki>``, ``<siteinfo>``), then one stream per ``pages_per_stream``
+    pages (100 in real dumps), then one holding ``</mediawiki>``. The index has a line
+    ``offset:page_id:title`` per page, ``offset`` being the byte offset of the page's stream.
+    """
+    first = xml.index("  <page>")
+    head, body = xml[:first], xml[first:]
+    pages = ["  <page>" + part for part in body.split("  <page>")[1:]]
+    pages[-1] = pages[-1].rsplit("</mediawiki>", 1)[0]
+    directory.mkdir(parents=True, exist_ok=True)
+    dump = directory / f"{name}-pages-articles-multistream.xml.bz2"
+    index = directory / f"{name}-pages-articles-multistream-index.txt.bz2"
+    lines = []
+    with open(dump, "wb") as out:
+        out.write(bz2.compress(head.encode("utf-8"), 9))
+        for start in range(0, len(pages), pages_per_stream):
+            group = pages[start: start + pages_per_stream]
+            offset = out.tell()
+            for page in group:
+                page_id = re.search(r"<id>(\d+)</id>", page)
+                title = re.search(r"<title>(.*?)</title>", page, re.S)
+                if page_id is None or title is None:
+                    raise ValueError(f"page without <id> or <title>: {page[:200]!r}")
+                lines.append(f"{offset}:{page_id.group(1)}:{html.unescape(title.group(1))}\n")
+            out.write(bz2.compress("".join(group).encode("utf-8"), 9))
+        out.write(bz2.compress(b"</mediawiki>\n", 9))
+    index.write_bytes(bz2.compress("".join(lines).encode("utf-8"), 9))
+    return dump, index
+
+
+def write_sample_multistream(directory: Path, pages: int = 200, seed: int = 0, lang: str = "en",
+                             pages_per_stream: int = 100) -> tuple[Path, Path]:
+    """A sample dump (see :func:`sample_pages`) written as a multistream dump with its index."""
+    xml = dump_xml(lang, sample_pages(lang, pages, seed), "0.11" if lang == "en" else "0.10")
+    return write_multistream(xml, directory, f"{lang}wiki-20220701", pages_per_stream)

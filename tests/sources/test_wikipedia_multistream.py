@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import bz2
-import html
 import itertools
-import re
 from pathlib import Path
 
 import pytest
@@ -13,39 +11,20 @@ import pytest
 from core.compressed import TruncatedInputError
 from core.document import Document, Drop, InputSpec
 from sources.wikipedia import WikipediaReader
-from sources.wikipedia_multistream import plan_ranges, read_index, read_streams
+from sources.wikipedia_multistream import (
+    first_stream_end,
+    index_path,
+    parse_range_key,
+    plan_ranges,
+    plan_split,
+    range_key,
+    read_index,
+    read_streams,
+)
+from sources.wikipedia_sample import write_multistream, write_sample_multistream
 
 PAGES_PER_STREAM = 20  # real dumps put 100 pages in a stream; fewer here gives more streams to cut
 PAGES = 150
-
-
-def build_multistream(xml: str, directory: Path, name: str) -> tuple[Path, Path, list[int]]:
-    """A ``-pages-articles-multistream.xml.bz2`` and its ``-multistream-index.txt.bz2``, as dumps lay them out.
-
-    Stream 1: everything before the first page (``<mediawiki>``, ``<siteinfo>``); then one
-    stream per ``PAGES_PER_STREAM`` pages; last: ``</mediawiki>``. The index has a line
-    ``offset:page_id:title`` per page, ``offset`` being the byte offset of the page's stream.
-    """
-    first = xml.index("  <page>")
-    head, body = xml[:first], xml[first:]
-    pages = ["  <page>" + part for part in body.split("  <page>")[1:]]
-    pages[-1] = pages[-1].rsplit("</mediawiki>", 1)[0]
-    dump, index = directory / f"{name}-pages-articles-multistream.xml.bz2", directory / f"{name}-multistream-index.txt.bz2"
-    offsets, lines = [], []
-    with open(dump, "wb") as out:
-        out.write(bz2.compress(head.encode()))
-        for start in range(0, len(pages), PAGES_PER_STREAM):
-            group = pages[start: start + PAGES_PER_STREAM]
-            offset = out.tell()
-            offsets.append(offset)
-            for page in group:
-                page_id = re.search(r"<id>(\d+)</id>", page).group(1)  # type: ignore[union-attr]
-                title = html.unescape(re.search(r"<title>(.*?)</title>", page).group(1))  # type: ignore[union-attr]
-                lines.append(f"{offset}:{page_id}:{title}\n")
-            out.write(bz2.compress("".join(group).encode()))
-        out.write(bz2.compress(b"</mediawiki>\n"))
-    index.write_bytes(bz2.compress("".join(lines).encode()))
-    return dump, index, offsets
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +34,9 @@ def multistream(realdata: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
     cut = 0
     for _ in range(PAGES):
         cut = xml.index("</page>\n", cut) + len("</page>\n")
-    return build_multistream(xml[:cut] + "</mediawiki>\n", tmp_path_factory.mktemp("ms"), "ukwiki-20230101")
+    dump, index = write_multistream(xml[:cut] + "</mediawiki>\n", tmp_path_factory.mktemp("ms"), "ukwiki-20230101",
+                                    PAGES_PER_STREAM)
+    return dump, index, read_index(index)
 
 
 def _records(dump: Path, byte_range: tuple[int, int] | None = None, header_end: int | None = None) -> list[object]:
@@ -118,3 +99,48 @@ def test_read_index_refuses_a_malformed_line(tmp_path: Path) -> None:
         read_index(index)
     index.write_bytes(bz2.compress(b"10:1:A\n10:2:B: with colon\n900:3:C\n"))
     assert read_index(index) == [10, 900]
+
+
+def test_index_is_found_beside_whole_and_part_dumps(tmp_path: Path) -> None:
+    names = [("enwiki-20240601-pages-articles-multistream.xml.bz2",
+              "enwiki-20240601-pages-articles-multistream-index.txt.bz2"),
+             ("enwiki-20240601-pages-articles-multistream1.xml-p1p41242.bz2",
+              "enwiki-20240601-pages-articles-multistream-index1.txt-p1p41242.bz2")]
+    for dump, index in names:
+        (tmp_path / dump).write_bytes(b"")
+        assert index_path(tmp_path / dump) is None  # no index yet: read whole
+        (tmp_path / index).write_bytes(b"")
+        assert index_path(tmp_path / dump) == tmp_path / index
+    (tmp_path / "enwiki-20240601-pages-articles.xml.bz2").write_bytes(b"")
+    assert index_path(tmp_path / "enwiki-20240601-pages-articles.xml.bz2") is None
+
+
+def test_range_keys_sort_in_file_order_and_parse_back() -> None:
+    key = "enwiki-20240601-pages-articles-multistream.xml.bz2"
+    keys = [range_key(key, start, end, 123_456) for start, end in [(600, 2_000), (2_000, 10_000), (10_000, 123_456)]]
+    assert keys == sorted(keys) and keys[0] == f"{key}#000600-002000"
+    assert [parse_range_key(k) for k in keys] == [(key, (600, 2_000)), (key, (2_000, 10_000)), (key, (10_000, 123_456))]
+    assert parse_range_key(key) is None
+    assert parse_range_key("notes#1-2") is None  # only a multistream dump's name is split
+
+
+def test_plan_split_on_a_sample_dump(tmp_path: Path) -> None:
+    dump, index = write_sample_multistream(tmp_path, pages=300, pages_per_stream=10)
+    offsets = read_index(index)
+    assert first_stream_end(dump) == offsets[0] and len(offsets) == 31  # 301 pages, 10 per stream
+    size = dump.stat().st_size
+    assert plan_split(dump, 0) is None and plan_split(dump, size) is None
+    ranges = plan_split(dump, size // 4)
+    assert ranges is not None and 4 <= len(ranges) <= 5
+    assert ranges[0][0] == offsets[0] and ranges[-1][1] == size
+    assert all(a[1] == b[0] and a[1] in offsets for a, b in itertools.pairwise(ranges))
+    whole = _records(dump)
+    assert [r for rng in ranges for r in _records(dump, rng, offsets[0])] == whole and len(whole) == 301
+
+    cut = tmp_path / "cut" / dump.name  # a download cut in the middle: offsets past the end are left out
+    cut.parent.mkdir()
+    cut.write_bytes(dump.read_bytes()[: offsets[20] + 50])
+    (cut.parent / index.name).write_bytes(index.read_bytes())
+    cut_ranges = plan_split(cut, size // 4)
+    assert cut_ranges is not None and cut_ranges[-1][1] == offsets[20] + 50
+    assert all(start < offsets[20] + 50 for start, _ in cut_ranges)
