@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -106,9 +107,10 @@ def test_as_chains() -> None:
     assert as_chains(["github", "stack_code"]) == [["github", "stack_code"]]
     assert as_chains([["github", "stack_code"], ["books"]]) == [["github", "stack_code"], ["books"]]
     assert as_chains([]) == []
-    for bad in (["github", "github"], [["github"], ["books", "github"]], [[]], ["github", ["books"]]):
+    bad: list[Any] = [["github", "github"], [["github"], ["books", "github"]], [[]], ["github", ["books"]]]
+    for order in bad:
         with pytest.raises(ValueError, match="priority"):
-            as_chains(bad)  # type: ignore[arg-type]
+            as_chains(order)
 
 
 WORDS = [f"w{i}" for i in range(400)]
