@@ -19,10 +19,9 @@ one core (CPU time is measured; DuckDB runs with one thread):
 - ``iterparse+bs4``: the same loop with ``BeautifulSoup(body, "html.parser").get_text()`` for the
   bodies: the way the RedPajama and Pile StackExchange scripts turn bodies into text (the
   ``html.parser`` builder, faster here than bs4's ``lxml`` builder on these bodies);
-- ``iterparse+html``: the same loop, bodies through our ``html_to_text`` (paragraphs, lists,
-  code kept) and our text layout: the difference to ``ours`` is the cost of the out-of-core path;
-- ``iterparse+html2``: the same with :func:`sources.html_text.html_to_text` (the same text by a
-  recursive walk; the reader's own copy in sources/stackexchange.py is what ``ours`` runs);
+- ``iterparse+html``: the same loop, bodies through :func:`sources.html_text.html_to_text`
+  (paragraphs, lists, code and link text kept; the converter the reader uses) and our text
+  layout: the difference to ``ours`` is the cost of the out-of-core path;
 - ``ours``: :class:`sources.stackexchange.StackExchangeReader`: incremental lxml parser ->
   Parquet row batches -> DuckDB external sort by thread -> one thread in memory at a time.
   Every record is consumed (documents and drops), nothing is written. DuckDB sorts in memory up
@@ -54,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 REALDATA = ROOT.parent / "shared" / "realdata" / "stackexchange"
-CONTENDERS = ("iterparse", "iterparse+bs4", "iterparse+html", "iterparse+html2", "ours", "ours-lowmem")
+CONTENDERS = ("iterparse", "iterparse+bs4", "iterparse+html", "ours", "ours-lowmem")
 READER_MEMORY_LIMIT = "1GB"  # StackExchangeRecipe's default
 
 
@@ -150,8 +149,7 @@ def run_iterparse(path: Path, bodies: str) -> dict[str, float]:
     from bs4 import BeautifulSoup
     from lxml import etree
 
-    from sources import html_text
-    from sources.stackexchange import html_to_text
+    from sources.html_text import html_to_text
 
     def plain_text(html: str) -> str:
         return lxml.html.fromstring(html).text_content().strip() if html.strip() else ""
@@ -159,7 +157,7 @@ def run_iterparse(path: Path, bodies: str) -> dict[str, float]:
     def soup_text(html: str) -> str:
         return BeautifulSoup(html, "html.parser").get_text().strip() if html.strip() else ""
 
-    to_text = {"ours": html_to_text, "ours2": html_text.html_to_text, "lxml": plain_text, "bs4": soup_text}[bodies]
+    to_text = {"ours": html_to_text, "lxml": plain_text, "bs4": soup_text}[bodies]
     questions: dict[int, tuple[str, str]] = {}
     answers: dict[int, list[tuple[int, int, str]]] = {}
     docs = chars = 0
@@ -221,11 +219,18 @@ def child(mode: str, path: Path, low_memory: str) -> dict[str, float]:
     """Run one contender once; CPU and wall time, and this process's peak RSS.
 
     Imports happen before the clock starts, the same for every contender (our module loads
-    DuckDB and pyarrow; the loop uses its ``html_to_text``), so start-up is not measured. CPU
-    includes core.bounded's helper process (threads above its inline size are cleaned there).
+    DuckDB and pyarrow; the loop uses its ``html_to_text``), so start-up is not measured. pandas
+    is one of them: DuckDB imports it on a process's first query (~0.25 s, once per worker, not
+    per site), which on the small real site was most of ``ours``' CPU. CPU includes
+    core.bounded's helper process (threads above its inline size are cleaned there).
     """
+    import contextlib
+
     import bs4  # noqa: F401
     import lxml.html  # noqa: F401
+
+    with contextlib.suppress(ImportError):
+        import pandas  # noqa: F401
 
     import core.pipeline  # noqa: F401
     import sources.stackexchange  # noqa: F401
@@ -235,8 +240,7 @@ def child(mode: str, path: Path, low_memory: str) -> dict[str, float]:
         result = run_ours(path, low_memory if mode == "ours-lowmem" else READER_MEMORY_LIMIT)
         _reap_shared_helpers()
     else:
-        result = run_iterparse(path, {"iterparse": "lxml", "iterparse+bs4": "bs4", "iterparse+html": "ours",
-                                           "iterparse+html2": "ours2"}[mode])
+        result = run_iterparse(path, {"iterparse": "lxml", "iterparse+bs4": "bs4", "iterparse+html": "ours"}[mode])
     result["seconds"] = time.perf_counter() - started
     result["cpu"] = time.process_time() - cpu + _children_cpu() - kids
     result["maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -99,10 +99,10 @@ def decode_html(data: bytes, content_type: str | None = None) -> Decoded:
         ("header", normalize_charset(charset_from_content_type(content_type))),
         ("meta", normalize_charset(charset_from_meta(data))),
     ]
-    for method, codec in declared:
-        if codec and codec != "utf-8":
+    for method, declared_codec in declared:
+        if declared_codec and declared_codec != "utf-8":
             with contextlib.suppress(UnicodeDecodeError):
-                return Decoded(data.decode(codec), codec, method)
+                return Decoded(data.decode(declared_codec), declared_codec, method)
     detected = _detect(data)
     if detected:
         with contextlib.suppress(UnicodeDecodeError):

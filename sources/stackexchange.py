@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import lxml.html
 import py7zr
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -46,6 +45,7 @@ from core.bounded import DEFAULT_TIMEOUT_S, BoundedCleaner
 from core.compressed import CODEC_ERRORS, open_binary, read_blocks
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import Filter, Record, Step
+from sources.html_text import html_to_text
 
 log = logging.getLogger(__name__)
 
@@ -112,109 +112,10 @@ def is_meta_site(site: str) -> bool:
     return site.startswith("meta.") or ".meta." in site
 
 
-# -- HTML to text ------------------------------------------------------------------------------
-_BLOCK = frozenset({"p", "div", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "table", "hr",
-                    "dl", "dd", "dt", "figure", "section", "details", "summary"})
-_LINE = frozenset({"tr", "br"})
-_LISTS = frozenset({"ul", "ol"})
-_SKIP = frozenset({"script", "style", "head", "template"})
-_WHITESPACE = re.compile(r"[ \t\r\n\f\v\u00a0]+")
-_BLANK_LINES = re.compile(r"\n{3,}")
-_TRAILING = re.compile(r"[ \t]+\n")
-
-
-class _TextBuilder:
-    """Collects text with collapsed whitespace (except in ``<pre>``) and bounded line breaks."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.pending = 0
-        self.line_start = True
-
-    def breaks(self, count: int) -> None:
-        if self.parts:
-            self.pending = max(self.pending, count)
-
-    def text(self, value: str | None, verbatim: bool) -> None:
-        if not value:
-            return
-        if not verbatim:
-            value = _WHITESPACE.sub(" ", value)
-            if self.line_start or self.pending or (self.parts and self.parts[-1].endswith(" ")):
-                value = value.lstrip(" ")
-            if not value:
-                return
-        if self.pending:
-            self.parts.append("\n" * self.pending)
-            self.pending = 0
-        self.parts.append(value)
-        self.line_start = value.endswith("\n")
-
-    def result(self) -> str:
-        text = _TRAILING.sub("\n", "".join(self.parts))
-        return _BLANK_LINES.sub("\n\n", text).strip()
-
-
-def html_to_text(html: str) -> str:
-    """Plain text of a post body: paragraphs as blank-line blocks, list items as ``*`` bullets.
-
-    Code blocks keep their whitespace; nested lists are indented two spaces per level; links
-    keep their text. lxml's HTML parser does the decoding of entities and tolerates bad markup.
-    """
-    if not html or not html.strip():
-        return ""
-    if "<" not in html and "&" not in html:
-        return _WHITESPACE.sub(" ", html).strip()
-    try:
-        root = lxml.html.fragment_fromstring(html, create_parent="div")
-    except (etree.ParserError, ValueError):
-        return _WHITESPACE.sub(" ", html).strip()
-    out = _TextBuilder()
-    pre = skip = 0
-    lists = 0
-    for event, element in etree.iterwalk(root, events=("start", "end")):
-        tag = element.tag if isinstance(element.tag, str) else ""
-        if event == "start":
-            if skip or tag in _SKIP:
-                skip += 1
-                continue
-            _open(out, tag, lists)
-            pre += tag == "pre"
-            lists += tag in _LISTS
-            if tag:
-                out.text(element.text, pre > 0)
-            continue
-        if skip:
-            skip -= 1
-            if skip:
-                continue
-        else:
-            pre -= tag == "pre"
-            lists -= tag in _LISTS
-            _close(out, tag)
-        if element is not root:
-            out.text(element.tail, pre > 0)
-    return out.result()
-
-
-def _open(out: _TextBuilder, tag: str, lists: int) -> None:
-    if tag in _BLOCK:
-        out.breaks(2)
-    elif tag in _LISTS:
-        out.breaks(1 if lists else 2)
-    elif tag == "li":
-        out.breaks(1)
-        out.text("  " * max(lists - 1, 0) + "* ", verbatim=True)
-        out.line_start = True  # so the item's own leading whitespace is dropped
-    elif tag in ("td", "th"):
-        out.text(" ", verbatim=False)
-
-
-def _close(out: _TextBuilder, tag: str) -> None:
-    if tag in _BLOCK or (tag in _LISTS):
-        out.breaks(2)
-    elif tag in _LINE or tag == "li":
-        out.breaks(1)
+#: Version of the text this recipe writes. 2: post bodies go through the shared
+#: :func:`sources.html_text.html_to_text`, which keeps the text after an HTML comment (version 1
+#: dropped the rest of the enclosing element after ``<!-- ... -->``); other bodies are unchanged.
+TEXT_VERSION = 2
 
 
 # -- streaming Posts.xml into Parquet batches -------------------------------------------------
@@ -423,7 +324,7 @@ class PostsSink:
         if element.tag != "row":
             self._problem("malformed_row", f"{_row_label(data)}: <{element.tag}> is not a row")
             return False
-        self._add(dict(element.attrib))
+        self._add({str(key): str(value) for key, value in element.attrib.items()})
         if len(self.columns["id"]) >= self.batch_rows:
             self._flush()
         return True

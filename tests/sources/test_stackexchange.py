@@ -213,6 +213,18 @@ def test_html_to_text_cases() -> None:
     assert html_to_text("<script>alert(1)</script>text<style>p{}</style> more") == "text more"
     assert html_to_text("plain   text") == "plain text" and html_to_text("") == ""
     assert html_to_text("<p>unclosed <b>bold") == "unclosed bold"
+    assert html_to_text("<p>before<!-- note --> after</p>") == "before after"  # text version 2
+
+
+def test_post_with_html_comment_keeps_text_after_it(tmp_path: Path) -> None:
+    """Text version 2: the reader uses the shared converter; version 1 lost what followed a comment."""
+    path = tmp_path / "coffee.stackexchange.com-Posts.xml"
+    path.write_bytes(posts_xml([
+        row(Id=1, PostTypeId=1, Score=1, Title="Grind?", Body="<p>Fine<!-- or coarse? --> grind.</p><p>Why?</p>"),
+        row(Id=2, PostTypeId=2, ParentId=1, Score=2, Body="<!-- x --><ul><li>taste</li></ul>"),
+    ]))
+    docs, _, _ = read(path)
+    assert [d.text for d in docs] == ["Q: Grind?\nFine grind.\n\nWhy?\n\nA: * taste"]
 
 
 @settings(max_examples=150, deadline=None)
