@@ -6,6 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TORCH_STAMP := $(VENV)/.installed-torch
+ENGINES_STAMP := $(VENV)/.installed-engines
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -23,13 +24,18 @@ $(TORCH_STAMP): $(STAMP)
 	$(PY) -m pip install -q "torch==2.13.0"
 	touch $(TORCH_STAMP)
 
+# Ray and dask-jobqueue only for the engine tests (tests/ops/test_ray.py, test_slurm.py; ~320 MB)
+$(ENGINES_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e ".[ray,slurm]"
+	touch $(ENGINES_STAMP)
+
 .PHONY: install demo test lint
 install: $(STAMP) $(TORCH_STAMP)
 
 demo: $(STAMP)
 	$(PY) -m flows.demo
 
-test: $(STAMP) $(TORCH_STAMP)
+test: $(STAMP) $(TORCH_STAMP) $(ENGINES_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 	$(PY) -m pytest -q

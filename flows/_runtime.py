@@ -83,9 +83,23 @@ def make_task_runner(config: PipelineConfig) -> Any:
             cluster_kwargs={"n_workers": workers, "threads_per_worker": 1, "processes": True}
         )
     if config.runner == "ray":
-        try:
-            from prefect_ray import RayTaskRunner
-        except ImportError as exc:
-            raise SystemExit("runner 'ray' needs `pip install prefect-ray`") from exc
-        return RayTaskRunner()
+        return make_ray_runner(workers)
     raise ValueError(f"unknown runner {config.runner!r}")
+
+
+def make_ray_runner(workers: int) -> Any:
+    """Join the Ray cluster in ``RAY_ADDRESS``, or start a private local one of ``workers`` CPUs.
+
+    Left alone, ``ray.init()`` falls back to whatever cluster ``ray start`` last left in
+    ``/tmp/ray`` (someone else's, or a dead one); naming the address, or ``"local"`` for a fresh
+    instance, makes where tasks run a decision of the command line, as with ``--dask-address``.
+    """
+    try:
+        from prefect_ray import RayTaskRunner
+    except ImportError as exc:
+        raise SystemExit("runner 'ray' needs `pip install -e .[ray]` (ray and prefect-ray)") from exc
+    address = os.environ.get("RAY_ADDRESS")
+    if address:
+        log.info("ray: joining the cluster at %s", address)
+        return RayTaskRunner(address=address)
+    return RayTaskRunner(address="local", init_kwargs={"num_cpus": workers})
