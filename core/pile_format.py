@@ -9,6 +9,10 @@ Reading is streamed (zstd frame by frame, one line at a time) and never raises f
 non-UTF-8 bytes, invalid JSON, a missing or non-string ``text``, and empty text each become a
 counted :class:`~core.document.Drop` naming shard and line; a truncated or corrupt ``.zst``
 ends the shard with one ``truncated_input`` drop after everything readable was yielded.
+
+A line longer than ``max_line_bytes`` (default :data:`MAX_LINE_BYTES`) is a ``record_too_large``
+drop, and it is skipped *unread*: its pieces are counted and discarded as they are decompressed,
+never joined, so one corrupt shard with a gigabyte without a newline cannot exhaust memory.
 """
 
 from __future__ import annotations
@@ -23,6 +27,15 @@ from core.document import Drop
 
 UNKNOWN_SET = "unknown"
 _READ_SIZE = 1 << 20
+#: The longest Pile line read (bytes). The Pile's largest documents (whole books) are tens of MB.
+MAX_LINE_BYTES = 256 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class _Oversized:
+    """Stands for a line longer than the bound, which was skipped unread (``size`` bytes)."""
+
+    size: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,32 +77,65 @@ def _parse(raw: bytes, shard: str, number: int) -> PileLine | Drop:
     return PileLine(shard, number, text, set_name if isinstance(set_name, str) else UNKNOWN_SET)
 
 
-def _raw_lines(path: Path) -> Iterator[bytes]:
+class _LineBuffer:
+    """The pieces of the current line, dropped (only counted) once it grows past the bound."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.pieces: list[bytes] = []
+        self.size = 0
+
+    def add(self, piece: bytes) -> None:
+        self.size += len(piece)
+        if self.size <= self.limit:
+            self.pieces.append(piece)
+        else:
+            self.pieces.clear()
+
+    def take(self) -> bytes | _Oversized:
+        """The finished line (or its stand-in), and a fresh buffer for the next one."""
+        line: bytes | _Oversized = b"".join(self.pieces) if self.size <= self.limit else _Oversized(self.size)
+        self.pieces, self.size = [], 0
+        return line
+
+
+def _raw_lines(path: Path, limit: int = MAX_LINE_BYTES) -> Iterator[bytes | _Oversized]:
     """Lines of a Pile shard without their newline; ``.zst`` checked for truncation, others via open_binary."""
+    buffer = _LineBuffer(limit)
     if path.name.lower().endswith(".zst"):
-        pending: list[bytes] = []  # pieces of a line longer than one block (joined once, not per block)
         for block in zstd_chunks(path, read_size=_READ_SIZE):
             if b"\n" not in block:
-                pending.append(block)
+                buffer.add(block)
                 continue
             first, *lines, rest = block.split(b"\n")
-            yield b"".join([*pending, first])
-            yield from lines
-            pending = [rest]
-        if any(pending):
-            yield b"".join(pending)
+            buffer.add(first)
+            yield buffer.take()
+            yield from (line if len(line) <= limit else _Oversized(len(line)) for line in lines)
+            buffer.add(rest)
+        if buffer.size:
+            yield buffer.take()
         return
     with open_binary(path) as stream:
-        for raw in stream:
-            yield raw[:-1] if raw.endswith(b"\n") else raw
+        while piece := stream.readline(_READ_SIZE):
+            ended = piece.endswith(b"\n")
+            buffer.add(piece[:-1] if ended else piece)
+            if ended:
+                yield buffer.take()
+        if buffer.size:
+            yield buffer.take()
 
 
-def iter_pile(path: Path, shard: str | None = None) -> Iterator[PileLine | Drop]:
+def iter_pile(path: Path, shard: str | None = None, max_line_bytes: int = MAX_LINE_BYTES
+              ) -> Iterator[PileLine | Drop]:
     """Yield every line of a Pile shard as a :class:`PileLine` or a :class:`Drop`; never raise for bad data."""
     shard = shard or path.name
     number = 0
     try:
-        for number, raw in enumerate(_raw_lines(path), start=1):
+        for number, raw in enumerate(_raw_lines(path, max_line_bytes), start=1):
+            if isinstance(raw, _Oversized):
+                yield Drop("record_too_large", f"{shard}:{number}",
+                           f"{shard}:{number}: line of {raw.size:,} bytes > {max_line_bytes:,}; skipped unread")
+                continue
             if not raw.strip():
                 yield Drop("empty_line", f"{shard}:{number}")
                 continue

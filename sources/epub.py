@@ -18,6 +18,12 @@ is one, else a reading of the presentation markup (``a/b``, ``x^2``, ``sqrt(x)``
 Safety: XML is parsed without DTDs, entities or network; every member is read with a size bound
 (a zip bomb ends as ``zip_bomb``, not a full disk or memory), hrefs are resolved inside the zip's
 own namespace (``../../etc/passwd`` is ``href_outside_package``, never opened on disk).
+
+Each content document's XHTML-to-text (lxml's parser in recover mode, then a walk of the tree)
+runs in a :class:`core.bounded.BoundedCleaner` helper under ``chapter_timeout_s``: recovering
+parsers have had super-linear cases, and C code cannot be interrupted otherwise. A chapter past
+the bound makes the book a ``cleaner_timeout`` drop naming the chapter; the next book goes on.
+The size bound is ``max_member_bytes`` (a larger member is a ``zip_bomb`` before it is read).
 """
 
 from __future__ import annotations
@@ -32,6 +38,9 @@ from urllib.parse import unquote, urlsplit
 
 from lxml import etree
 from lxml import html as lxml_html
+
+from core.bounded import BoundedCleaner
+from core.document import Drop
 
 CONTAINER = "META-INF/container.xml"
 OPF_NS = "http://www.idpf.org/2007/opf"
@@ -66,6 +75,10 @@ class EpubError(Exception):
         self.reason = reason
         self.detail = detail
 
+    def __reduce__(self) -> tuple[type[EpubError], tuple[str, str]]:
+        """Pickle with both arguments: the error crosses the pipe from the chapter helper."""
+        return type(self), (self.reason, self.detail)
+
 
 @dataclass(frozen=True)
 class EpubSettings:
@@ -76,6 +89,8 @@ class EpubSettings:
     max_ratio: float = 200.0  # uncompressed / compressed size of one member; above it: a zip bomb
     max_members: int = 20_000
     include_nonlinear: bool = False
+    #: Wall-time bound of one chapter's XHTML-to-text (a real chapter takes milliseconds).
+    chapter_timeout_s: float = 30.0
 
 
 @dataclass
@@ -379,20 +394,35 @@ def xhtml_blocks(data: bytes, name: str) -> Chapter:
     return chapter
 
 
+def chapter_cleaner(settings: EpubSettings) -> BoundedCleaner[Chapter]:
+    """The helper that turns one content document into text blocks under ``chapter_timeout_s``."""
+    return BoundedCleaner(xhtml_blocks, timeout_s=settings.chapter_timeout_s, max_input=settings.max_member_bytes,
+                          shared=True)
+
+
+def _bounded_chapter(cleaner: BoundedCleaner[Chapter], data: bytes, name: str) -> Chapter:
+    """:func:`xhtml_blocks` in the helper; a bounded chapter is an :class:`EpubError` with its reason."""
+    chapter = cleaner.run(name, data, name)
+    if isinstance(chapter, Drop):
+        raise EpubError(chapter.reason, f"{name}: {chapter.detail}")
+    return chapter
+
+
 def read_epub(path: Path, settings: EpubSettings) -> EpubText:
     """A whole EPUB as text (raises :class:`EpubError` with the drop reason)."""
     book = BoundedZip(path, settings)
     try:
         result = EpubText(text="")
         chapters: list[str] = []
-        for item in read_package(book, settings, result):
-            chapter = xhtml_blocks(book.read(item.name), item.name)
-            if chapter.is_link_page():
-                result.skipped["link_page"] = result.skipped.get("link_page", 0) + 1
-                continue
-            result.math += chapter.formulas
-            if chapter.blocks:
-                chapters.append("\n\n".join(chapter.blocks))
+        with chapter_cleaner(settings) as cleaner:
+            for item in read_package(book, settings, result):
+                chapter = _bounded_chapter(cleaner, book.read(item.name), item.name)
+                if chapter.is_link_page():
+                    result.skipped["link_page"] = result.skipped.get("link_page", 0) + 1
+                    continue
+                result.math += chapter.formulas
+                if chapter.blocks:
+                    chapters.append("\n\n".join(chapter.blocks))
         result.chapters = len(chapters)
         result.text = "\n\n".join(chapters) + "\n" if chapters else ""
         return result

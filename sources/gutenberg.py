@@ -28,6 +28,13 @@ no book text can be told apart from PG matter, is the file dropped (``pg_start_m
 A file without a PG header is dropped as ``no_pg_header`` by default: in a PG mirror such files
 are indexes and readmes, not books. ``keep_without_header=True`` keeps them whole (use it to
 read a Books3-like folder of plain books).
+
+Bounds: a book is read up to ``max_book_bytes`` (past it: ``too_large``, the rest unread), and the
+whole per-book cleaning (decoding, the marker and PG-matter regexes) runs in a
+:class:`core.bounded.BoundedCleaner` helper under ``clean_timeout_s``: the regexes are linear on
+real books, but not on every input (``_PG_MATTER``'s e-mail alternative rescans a long run of
+word characters from each of its positions: quadratic, minutes on one 1 MB "paragraph"), so a
+book past the bound is a ``cleaner_timeout`` drop and the next book goes on.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.bounded import BoundedCleaner
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import Filter, Record, Step
 
@@ -308,6 +316,8 @@ class BookSettings:
     keep_without_header: bool = False
     max_book_bytes: int = 64 * 1024 * 1024
     min_chars: int = 1_000
+    #: Wall-time bound of one book's cleaning (a real book cleans in well under a second).
+    clean_timeout_s: float = 30.0
 
 
 def _read_bytes(path: Path, limit: int) -> bytes:
@@ -316,9 +326,27 @@ def _read_bytes(path: Path, limit: int) -> bytes:
         return handle.read(limit + 1)
 
 
+def _book_label(path: Path, where: str) -> str:
+    return f"{where}: {path.name}" if where != str(path) else str(path)
+
+
+def book_cleaner(settings: BookSettings) -> BoundedCleaner[Record]:
+    """The helper that reads and cleans one book at a time under ``clean_timeout_s``.
+
+    The helper reads the file itself (only the path crosses the pipe); the size bound is
+    ``max_book_bytes``, applied while reading.
+    """
+    return BoundedCleaner(read_book, timeout_s=settings.clean_timeout_s, shared=True)
+
+
+def read_book_bounded(cleaner: BoundedCleaner[Record], path: Path, settings: BookSettings, where: str) -> Record:
+    """:func:`read_book` under the cleaner's time bound: its Document or Drop, or ``cleaner_timeout``."""
+    return cleaner.run(_book_label(path, where), path, settings, where, size=0)
+
+
 def read_book(path: Path, settings: BookSettings, where: str) -> Record:
-    """One book file as a Document, or a Drop saying why not."""
-    label = f"{where}: {path.name}" if where != str(path) else str(path)
+    """One book file as a Document, or a Drop saying why not (unbounded: see :func:`read_book_bounded`)."""
+    label = _book_label(path, where)
     try:
         data = _read_bytes(path, settings.max_book_bytes)
     except (OSError, EOFError, zlib.error) as exc:
@@ -377,8 +405,9 @@ def read_book_list(spec: InputSpec, settings: BookSettings) -> Iterator[Record]:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         yield Drop("truncated_input", f"{spec.location}: book list", f"{type(exc).__name__}: {exc}")
         return
-    for path in paths:
-        yield read_book(path, settings, spec.location)
+    with book_cleaner(settings) as cleaner:
+        for path in paths:
+            yield read_book_bounded(cleaner, path, settings, spec.location)
 
 
 class MinChars(Filter):
@@ -408,7 +437,8 @@ class GutenbergRecipe:
         """A book list (``*.books.json``) or a single book file."""
         if spec.path.name.endswith(BOOK_LIST_SUFFIX):
             return read_book_list(spec, self.settings)
-        return iter([read_book(spec.path, self.settings, spec.location)])
+        with book_cleaner(self.settings) as cleaner:
+            return iter([read_book_bounded(cleaner, spec.path, self.settings, spec.location)])
 
     def steps(self) -> list[Step]:
         """A length floor; near-duplicate removal runs across the whole run, after staging."""

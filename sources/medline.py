@@ -22,19 +22,30 @@ survivors; ``flows.pubmed`` applies the newest-wins rule across the run's files.
 Parsing is streamed (``iterparse``, each record cleared after use) with DTD loading, network
 access and entity resolution off. A truncated ``.gz`` keeps every record read before the cut
 and adds one ``truncated_input`` drop.
+
+Bounds per citation (:class:`CitationBounds`): a record's size is the bytes the parser consumed
+between its start and end tags (to lxml's 32 KiB read granularity). A record over
+``max_record_bytes`` is a ``record_too_large`` drop, and its elements are freed as they are
+parsed, so it never sits in memory whole. A record over ``inline_bytes`` (real citations are
+2-10 KB; a few hundred KB is already abnormal) is cleaned in a :class:`core.bounded.BoundedCleaner`
+helper under ``timeout_s`` (``cleaner_timeout`` past it). Below that the cleaning runs in this
+process: it is ``itertext`` and one whitespace regex, linear in the record, so a 64 KB record
+cannot take long, and a round trip per citation would cost more than the parse itself.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lxml import etree
 
+from core.bounded import BoundedCleaner
 from core.compressed import CODEC_ERRORS, TruncatedInputError, open_binary
 from core.document import Document, Drop, make_doc_id
 from core.steps import Record
@@ -124,6 +135,62 @@ def parse_citation(record: Any) -> Citation:
     )
 
 
+#: The parser for one serialized record in the helper: no DTD, no entities, no network.
+_RECORD_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False,
+                                 remove_comments=True)
+
+
+def citation_from_xml(data: bytes) -> Citation:
+    """:func:`parse_citation` of one serialized record (what the bounded helper runs)."""
+    return parse_citation(etree.fromstring(data, _RECORD_PARSER))
+
+
+@dataclass(frozen=True)
+class CitationBounds:
+    """Size and time bounds of one citation (see the module docstring)."""
+
+    inline_bytes: int = 64 << 10
+    max_record_bytes: int = 16 << 20
+    timeout_s: float = 30.0
+
+
+class _CitationParser:
+    """Parses records inline when small, in a bounded helper (started on first need) when large."""
+
+    def __init__(self, bounds: CitationBounds) -> None:
+        self.bounds = bounds
+        self.cleaner: BoundedCleaner[Citation] | None = None
+
+    def __call__(self, elem: Any, size: int, where: str) -> Citation | Drop:
+        if size <= self.bounds.inline_bytes:
+            return parse_citation(elem)
+        if self.cleaner is None:
+            self.cleaner = BoundedCleaner(citation_from_xml, timeout_s=self.bounds.timeout_s,
+                                          max_input=self.bounds.max_record_bytes, shared=True)
+        return self.cleaner.run(where, etree.tostring(elem))
+
+    def sized(self, size: int, elem: Any, where: str) -> Citation | Drop:
+        """:meth:`__call__` with the size first (for ``functools.partial``)."""
+        return self(elem, size, where)
+
+    def close(self) -> None:
+        if self.cleaner is not None:
+            self.cleaner.close()
+
+
+class _CountingReader:
+    """A binary stream that counts the bytes the parser has consumed (records' sizes)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.count = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data: bytes = self.stream.read(size)
+        self.count += len(data)
+        return data
+
+
 def citation_document(cit: Citation, file: str, root: str) -> Document:
     """A Citation as a pipeline Document (English: MEDLINE titles and abstracts are in English)."""
     language = cit.article_language or ""
@@ -168,29 +235,44 @@ def _clear(elem: Any) -> None:
             del parent[0]
 
 
-def iter_medline(path: Path, require_abstract: bool = True, max_record_chars: int = 1_000_000
-                 ) -> Iterator[Record]:
+def iter_medline(path: Path, require_abstract: bool = True, max_record_chars: int = 1_000_000,
+                 bounds: CitationBounds | None = None) -> Iterator[Record]:
     """Yield the file's surviving Documents (at its end) and a Drop for every record not kept."""
     file = path.name
     state = _FileState(file)
     root_tag = "unknown"
     number = 0
+    bounds = bounds or CitationBounds()
+    parse = _CitationParser(bounds)
     try:
         with open_binary(path) as stream:
-            events = etree.iterparse(stream, events=("start", "end"), resolve_entities=False, no_network=True,
+            reader = _CountingReader(stream)
+            events = etree.iterparse(reader, events=("start", "end"), resolve_entities=False, no_network=True,
                                      load_dtd=False, huge_tree=False, remove_comments=True)
             depth = 0
+            record_start = 0
             for event, elem in events:
                 if event == "start":
                     depth += 1
                     if depth == 1:
                         root_tag = elem.tag
+                    elif depth == 2:
+                        record_start = reader.count
                     continue
                 depth -= 1
+                size = reader.count - record_start
                 if depth != 1 and not (depth == 2 and elem.tag == "BookDocument"):
+                    if depth > 1 and size > bounds.max_record_bytes:
+                        _clear(elem)  # an oversized record is freed as it is parsed, never held whole
                     continue
                 number += 1
-                yield from _record(elem, state, file, root_tag, number, require_abstract, max_record_chars)
+                if depth == 1 and size > bounds.max_record_bytes:
+                    where = f"{file}:record {number}"
+                    yield Drop("record_too_large", where, f"{where}: more than {size:,} bytes > "
+                                                          f"{bounds.max_record_bytes:,}; not parsed")
+                else:
+                    yield from _record(elem, state, file, root_tag, number, require_abstract, max_record_chars,
+                                       functools.partial(parse.sized, size))
                 _clear(elem)
     except (*CODEC_ERRORS, TruncatedInputError, zlib.error, etree.XMLSyntaxError) as exc:  # type: ignore[misc]  # mypy: no star in except
         reason = "truncated_input" if _is_truncation(exc) else "xml_error"
@@ -198,6 +280,8 @@ def iter_medline(path: Path, require_abstract: bool = True, max_record_chars: in
         yield Drop(reason, f"{file}:record {number + 1}",
                    f"{file}: unreadable after record {number}: {type(exc).__name__}: {exc}")
         return
+    finally:
+        parse.close()
     yield from state.kept.values()
 
 
@@ -209,7 +293,7 @@ def _is_truncation(exc: BaseException) -> bool:
 
 
 def _record(elem: Any, state: _FileState, file: str, root: str, number: int, require_abstract: bool,
-            max_chars: int) -> Iterator[Drop]:
+            max_chars: int, parse: Callable[[Any, str], Citation | Drop] | None = None) -> Iterator[Drop]:
     tag = elem.tag
     where = f"{file}:record {number}"
     if tag == "DeleteCitation":
@@ -224,9 +308,12 @@ def _record(elem: Any, state: _FileState, file: str, root: str, number: int, req
         yield Drop("unknown_record", where, f"{where}: unexpected <{tag}>")
         return
     try:
-        cit = parse_citation(elem)
+        cit = parse(elem, where) if parse is not None else parse_citation(elem)
     except (ValueError, AttributeError) as exc:
         yield Drop("bad_record", where, f"{where}: {exc}")
+        return
+    if isinstance(cit, Drop):  # bounded: cleaner_timeout, record_too_large, cleaner_crashed
+        yield cit
         return
     where = f"{file}:PMID {cit.pmid}"
     if require_abstract and not cit.abstract:

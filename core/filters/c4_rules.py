@@ -25,11 +25,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from core.document import Document, Drop
-from core.steps import Filter, Record, Step
+from core.filters.record_bound import BoundedFilter, TextBound
+from core.steps import Record, Step
 
 BAD_WORDS_EN = Path(__file__).resolve().parent / "data" / "ldnoobw_en.txt"
 END_MARKS = (".", "?", "!", '"')
@@ -99,32 +101,43 @@ def clean_page(text: str, rules: C4Rules) -> tuple[str | None, str | None]:
 
 
 class C4CleanPage(Step):
-    """C4's line rules and page rules (see :func:`clean_page`)."""
+    """C4's line rules and page rules (see :func:`clean_page`), each page under a time and size bound."""
 
     name = "c4_rules"
 
-    def __init__(self, rules: C4Rules | None = None) -> None:
+    def __init__(self, rules: C4Rules | None = None, bound: TextBound[tuple[str | None, str | None]] | None = None
+                 ) -> None:
         self.rules = rules or C4Rules()
+        self.bound = bound or TextBound(clean_page)
 
     def run(self, docs: Iterable[Document]) -> Iterator[Record]:
         for doc in docs:
-            text, reason = clean_page(doc.text, self.rules)
+            cleaned = self.bound.run(doc, doc.text, self.rules)
+            if isinstance(cleaned, Drop):
+                yield cleaned
+                continue
+            text, reason = cleaned
             if text is None:
                 yield Drop(reason or "c4_rules", doc.id, language=doc.language)
             else:
                 yield doc if text == doc.text else replace(doc, text=text)
 
 
-class MinSentences(Filter):
+def _too_few_sentences(text: str, min_sentences: int) -> str | None:
+    return "too_few_sentences" if count_sentences(text) < min_sentences else None
+
+
+class MinSentences(BoundedFilter):
     """Drops pages with fewer than ``min_sentences`` sentences (re-checked after span dedup)."""
 
     name = "c4_min_sentences"
 
-    def __init__(self, min_sentences: int = 5) -> None:
+    def __init__(self, min_sentences: int = 5, bound: TextBound[str | None] | None = None) -> None:
         self.min_sentences = min_sentences
+        self.bound = bound or TextBound(_too_few_sentences)
 
-    def decide(self, doc: Document) -> str | None:
-        return "too_few_sentences" if count_sentences(doc.text) < self.min_sentences else None
+    def bound_args(self, doc: Document) -> tuple[Any, ...]:
+        return (self.min_sentences,)
 
 
 @cache
@@ -140,18 +153,23 @@ def find_bad_word(text: str, path: str | Path = BAD_WORDS_EN) -> str | None:
     return match.group(1) if match else None
 
 
-class BadWords(Filter):
+def _bad_words_reason(text: str, path: str) -> str | None:
+    return "bad_words" if find_bad_word(text, path) else None
+
+
+class BadWords(BoundedFilter):
     """C4's bad-words filter: drop a page containing any listed word or phrase."""
 
     name = "c4_bad_words"
 
-    def __init__(self, path: str | Path = BAD_WORDS_EN) -> None:
+    def __init__(self, path: str | Path = BAD_WORDS_EN, bound: TextBound[str | None] | None = None) -> None:
         if not Path(path).is_file():
             raise FileNotFoundError(f"bad-words list not found: {path}")
         self.path = str(path)
+        self.bound = bound or TextBound(_bad_words_reason)
 
-    def decide(self, doc: Document) -> str | None:
-        return "bad_words" if find_bad_word(doc.text, self.path) else None
+    def bound_args(self, doc: Document) -> tuple[Any, ...]:
+        return (self.path,)
 
 
 # -- three-sentence span dedup ---------------------------------------------------------------

@@ -18,6 +18,7 @@ from functools import cache
 
 from core import steps
 from core.document import Document, Drop
+from core.filters.record_bound import TextBound
 from core.steps import Record, Step
 
 #: cc_net's ``min_len``: shorter documents are dropped.
@@ -60,14 +61,19 @@ def tidy_lines(text: str) -> str:
 
 
 class TidyLines(Step):
-    """Applies :func:`tidy_lines`; drops documents left empty."""
+    """Applies :func:`tidy_lines` under a time and size bound; drops documents left empty."""
 
     name = "tidy_lines"
 
+    def __init__(self, bound: TextBound[str] | None = None) -> None:
+        self.bound = bound or TextBound(tidy_lines)
+
     def run(self, docs: Iterable[Document]) -> Iterator[Record]:
         for doc in docs:
-            text = tidy_lines(doc.text)
-            if not text:
+            text = self.bound.run(doc, doc.text)
+            if isinstance(text, Drop):
+                yield text
+            elif not text:
                 yield Drop("empty", doc.id, language=doc.language)
             else:
                 yield doc if text == doc.text else replace(doc, text=text)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from core.document import Document, Drop
+from core.filters.record_bound import INLINE_CHARS, TextBound
 from core.steps import Filter, Record, Step
 
 HeaderMode = Literal["copyright", "redpajama", "off"]
@@ -177,26 +178,44 @@ def remove_copyright_header_redpajama(text: str) -> str:
     return head + "\n" + "\n".join(tail) if tail else head
 
 
+def strip_header(text: str, mode: HeaderMode, language: str | None) -> str:
+    """``text`` without its header, according to ``mode`` (what the bounded helper runs)."""
+    if mode == "redpajama":
+        return remove_copyright_header_redpajama(text)
+    if mode == "copyright":
+        return remove_copyright_header(text, language)
+    return text
+
+
+#: RedPajama's comment pattern rescans from every ``/*`` when none is closed (quadratic): only
+#: files this small run it in-process; larger ones go to the bounded helper.
+REDPAJAMA_INLINE_CHARS = 4 << 10
+
+
 class CopyrightHeaderRemover(Step):
-    """Rewrites each document without its copyright header; drops files left empty."""
+    """Rewrites each document without its copyright header; drops files left empty.
+
+    The header removal runs under a time and size bound (:mod:`core.filters.record_bound`):
+    a file past it is a ``cleaner_timeout`` or ``record_too_large`` drop.
+    """
 
     name = "copyright_header"
 
-    def __init__(self, mode: HeaderMode = "copyright") -> None:
+    def __init__(self, mode: HeaderMode = "copyright", bound: TextBound[str] | None = None) -> None:
         self.mode = mode
+        inline = REDPAJAMA_INLINE_CHARS if mode == "redpajama" else INLINE_CHARS
+        self.bound = bound or TextBound(strip_header, inline_below=inline)
 
     def clean(self, doc: Document) -> str:
-        """The text of ``doc`` without its header, according to :attr:`mode`."""
-        if self.mode == "redpajama":
-            return remove_copyright_header_redpajama(doc.text)
-        if self.mode == "copyright":
-            return remove_copyright_header(doc.text, doc.meta.get("language"))
-        return doc.text
+        """The text of ``doc`` without its header, according to :attr:`mode` (unbounded)."""
+        return strip_header(doc.text, self.mode, doc.meta.get("language"))
 
     def run(self, docs: Iterable[Document]) -> Iterator[Record]:
         for doc in docs:
-            text = self.clean(doc)
-            if not text.strip():
+            text = self.bound.run(doc, doc.text, self.mode, doc.meta.get("language"))
+            if isinstance(text, Drop):
+                yield Drop(text.reason, _label(doc), text.detail, language=doc.language)
+            elif not text.strip():
                 yield _drop(doc, "empty_after_header_removal")
             elif text == doc.text:
                 yield doc
