@@ -1,0 +1,137 @@
+"""README.md runs as written: every ```bash and ```python block, against the offline sample output.
+
+A README drifts from the code silently (the loader snippet once failed on anything the quick
+start produced, ``kinda`` refused ``--out`` after the sub-command, a query counted documents
+twice), so this test is the README's reader. Each fenced ``bash``/``python`` block runs unless
+the line right above it says why not, as ``<!-- no-run: the reason -->`` (real dumps, a server,
+the network, the test suite itself); a marker without a reason fails.
+
+The sample output is built once per module by the README's own build line
+(``python -m flows.llama --sample --out data/``, plus ``--sample-pages 40`` to keep it short),
+run in a fresh working folder where ``data/`` is that output and ``configs/`` the repository's,
+so every block runs with its own relative paths and nothing is substituted. The README's set-up
+(``. .venv/bin/activate``) is this interpreter's ``bin/`` first on ``PATH``. A block fails the test
+on a non-zero exit. Runtime: about 2.5 minutes on a loaded 2-core machine (the build ~1.5 min,
+dominated by Prefect start-ups; the blocks ~1 min), so it is marked ``prefect``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.prefect, pytest.mark.timeout(900)]
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+#: The README's line that builds the sample output; the fixture runs it, the blocks skip it.
+BUILD = "python -m flows.llama --sample --out data/"
+SAMPLE_PAGES = ["--sample-pages", "40"]
+FENCE = re.compile(r"^```(\w*)\s*$")
+MARKER = re.compile(r"^<!--\s*(no-run)\s*(?::\s*(.*?))?\s*-->\s*$")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced code block of the README: its language, first line number, text and marker."""
+
+    lang: str
+    line: int
+    text: str
+    no_run: str | None  # the reason, when the block is not run
+
+    @property
+    def name(self) -> str:
+        return f"README.md:{self.line}:{self.lang}"
+
+
+def read_blocks(path: Path) -> list[Block]:
+    """Every ```bash/```python block, with the ``no-run`` marker of the line right above it."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    blocks: list[Block] = []
+    i = 0
+    while i < len(lines):
+        opened = FENCE.match(lines[i])
+        if not opened:
+            i += 1
+            continue
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")), len(lines))
+        if opened.group(1) in ("bash", "python"):
+            marker = MARKER.match(lines[i - 1]) if i else None
+            reason = (marker.group(2) or "") if marker else None
+            blocks.append(Block(opened.group(1), i + 1, "\n".join(lines[i + 1:end]) + "\n", reason))
+        i = end + 1
+    return blocks
+
+
+BLOCKS = read_blocks(README)
+RUNNABLE = [b for b in BLOCKS if b.no_run is None]
+
+
+def test_every_block_runs_or_says_why() -> None:
+    assert len(RUNNABLE) >= 4, [b.name for b in BLOCKS]
+    for block in BLOCKS:
+        assert block.no_run is None or len(block.no_run) >= 10, f"{block.name}: no-run needs its reason"
+    builds = [b for b in RUNNABLE if b.lang == "bash" and BUILD in b.text.splitlines()[0]]
+    assert len(builds) == 1, f"one runnable block must start with {BUILD!r}"
+
+
+def readme_env(home: Path) -> dict[str, str]:
+    """After ``. .venv/bin/activate``: this interpreter's bin/ first; caches in the test's folder."""
+    bindir = str(Path(sys.executable).parent)
+    return {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}",
+            "VIRTUAL_ENV": str(Path(bindir).parent), "HF_HOME": str(home / "hf-home")}
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding ``data/`` (the sample output, built by the README's line) and ``configs/``."""
+    work = tmp_path_factory.mktemp("readme")
+    (work / "configs").symlink_to(REPO / "configs", target_is_directory=True)
+    build = subprocess.run([*BUILD.split(), *SAMPLE_PAGES], cwd=work, env=readme_env(work),
+                           capture_output=True, text=True, timeout=600, check=False)
+    assert build.returncode == 0, (build.stdout + build.stderr)[-4000:]
+    assert (work / "data" / "manifest.duckdb").is_file()
+    return work
+
+
+def commands(block: Block) -> str:
+    """The block's text as it runs: the build line is the fixture's (already done)."""
+    lines = block.text.splitlines()
+    if block.lang == "bash" and lines and BUILD in lines[0]:
+        lines = lines[1:]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("block", RUNNABLE, ids=[b.name for b in RUNNABLE])
+def test_block_runs_as_written(block: Block, workdir: Path) -> None:
+    if block.lang == "bash":
+        argv = ["bash", "-euo", "pipefail", "-c", commands(block)]
+    else:  # a file of its own in a folder of its own: its name shadows no module the block imports
+        script = workdir / "blocks" / f"readme_block_{block.line}.py"
+        script.parent.mkdir(exist_ok=True)
+        script.write_text(commands(block), encoding="utf-8")
+        argv = [sys.executable, str(script)]
+    done = subprocess.run(argv, cwd=workdir, env=readme_env(workdir), capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, f"{block.name} exited {done.returncode}:\n{(done.stdout + done.stderr)[-4000:]}"
+
+
+@pytest.mark.parametrize("argv", [["manifest", "summary", "--out", "data"], ["--out", "data", "manifest", "summary"]],
+                         ids=["out-after", "out-before"])
+def test_kinda_takes_out_in_either_place(argv: list[str], workdir: Path) -> None:
+    """``--out`` before or after the sub-command: the summary of the sample output.
+
+    Run from the parent folder, where the default ``data`` does not exist: only ``--out`` finds it.
+    """
+    absolute = [str(workdir / "data") if a == "data" else a for a in argv]
+    done = subprocess.run(["kinda", *absolute], cwd=workdir.parent, env=readme_env(workdir), capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"wikipedia\s+en\s+1\s+\d+", done.stdout), done.stdout
