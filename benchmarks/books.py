@@ -21,7 +21,8 @@ one core (CPU time):
   ``MinHash(num_perm=128).update_batch`` per book (SHA-1 of each shingle), then a greedy
   ``MinHashLSH(threshold=0.9)`` query/insert; ``ours`` is :mod:`dedupe.near_books`
   (``book_signatures`` over the whole batch, as ``write_signatures`` runs it, then
-  ``find_near_duplicates``, default settings); ``signatures`` is the limit: the project's batch
+  ``find_near_duplicates``, default settings, candidates within ``exact_margin`` of 0.9 decided
+  by the exact Jaccard of the re-shingled books); ``signatures`` is the limit: the project's batch
   MinHash alone (:meth:`dedupe.minhash.MinHasher.signatures`, 128 permutations, word 5-grams),
   no set sizes and no matching.
 
@@ -211,10 +212,20 @@ def dedup_datasketch(texts: list[str]) -> dict[str, float]:
 
 def dedup_ours(texts: list[str]) -> dict[str, float]:
     """Our signatures and matcher, as the books flow runs them (minus Parquet files)."""
-    from dedupe.near_books import BookSignature, NearDupSettings, book_signatures, find_near_duplicates
+    import functools
+
+    from dedupe.near_books import (
+        BookSignature,
+        NearDupSettings,
+        book_signatures,
+        find_near_duplicates,
+        shingle_hashes,
+    )
 
     settings = NearDupSettings()
-    books = [BookSignature("bench", 0, index, f"book-{index}", None, None, size, values)
+    # the pipeline re-shingles a staged book for the exact check near the threshold; here from memory
+    books = [BookSignature("bench", 0, index, f"book-{index}", None, None, size, values,
+                           functools.partial(shingle_hashes, texts[index], settings.ngram))
              for index, (size, values) in enumerate(book_signatures(texts, settings))]
     matches = find_near_duplicates(books, settings)
     return {"books": len(texts), "chars": sum(map(len, texts)), "duplicates": len(matches)}
