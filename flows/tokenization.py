@@ -355,6 +355,8 @@ cli = FlowCLI(tokenize_flow, TokenizeConfig, "tokenize.yaml", __doc__, report=re
     Flag("--hosts", "hosts", "comma-separated host names: launch each one's share (ssh) and collect", split=True),
     Flag("--host-count", "host_count", "hosts sharing the files (with --host-index)", type=int),
     Flag("--host-index", "host_index", "run only this host's share (0-based)", type=int),
+    Flag("--host-out", "host_out", "each host's output root on its disk: {out} {host} {index} (default {out}/{host})"),
+    Flag("--remote", "remote", "prefix running one shell command on {host} (default 'ssh {host}')"),
     Flag("--collect-only", "collect_only", "launcher: only read the hosts' metadata into the manifest",
          switch=True),
 ])

@@ -70,8 +70,12 @@ def run_host_task(plan: HostPlan, command: str, log_path: Path) -> dict[str, Any
     """Run one host's share to the end; its output goes to ``log_path`` (the launcher keeps it)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
-        done = subprocess.run(plan.argv(command), stdout=log, stderr=subprocess.STDOUT, check=False)
-    return {"host": plan.name, "index": plan.index, "returncode": done.returncode, "log": str(log_path)}
+        try:
+            code = subprocess.run(plan.argv(command), stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+        except OSError as exc:  # no ssh, say: the host's row says so, the other hosts go on
+            log.write(f"cannot start {plan.argv(command)[0]!r}: {exc}\n".encode())
+            code = 127
+    return {"host": plan.name, "index": plan.index, "returncode": code, "log": str(log_path)}
 
 
 @task(name="fetch-host-metadata", cache_policy=NO_CACHE, task_run_name="metadata {plan.name}")

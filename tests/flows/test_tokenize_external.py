@@ -250,3 +250,34 @@ def test_cli_single_host_run_manifest_and_loader(dataset: tuple[Path, Path, dict
     recipe = Recipe.model_validate({"locations": [str(out)], "components": [{"name": "fw", "sources": ["fineweb"]}]})
     ds_train = recipe.dataset(context_length=8)
     assert len(ds_train) == sum(s["splits"].get("train", {}).get("tokens", 0) // 8 for s in metadata["shards"])
+
+
+@pytest.mark.prefect
+def test_collect_reports_unreachable_host_and_mismatched_shares(dataset: tuple[Path, Path, dict[str, Any]],
+                                                                tmp_path: Path, prefect_api_url: str) -> None:
+    from flows.tokenization import main
+
+    ds, tokenizer, _ = dataset
+    common = ["--inputs", f"{ds}/**/*.parquet", "--tokenizer", str(tokenizer), "--runner", "thread"]
+    share = tmp_path / "share0"
+    assert main([*common, "--host-count", "2", "--host-index", "0", "--out", str(share)]) == 0
+    # host "sh" answers (remote "{host} -c" runs `sh -c cat ...`); host "false" cannot be reached
+    launcher = tmp_path / "launcher"
+    argv = [*common, "--hosts", "sh,false", "--remote", "{host} -c", "--host-out", str(share),
+            "--out", str(launcher), "--collect-only"]
+    assert main(argv) == 1
+    hosts = json.loads((launcher / "hosts.json").read_text())
+    assert hosts["problems"] == [] and hosts["hosts"][0]["error"] is None
+    assert "false: cannot read" in hosts["hosts"][1]["error"]
+    _, rows = Manifest.for_output(launcher).query("SELECT DISTINCT tensor_root FROM tensors")
+    assert rows == [(f"sh:{share}",)]
+    _, rows = Manifest.for_output(launcher).query("SELECT status FROM runs")
+    assert rows == [("partial",)]
+    # the same root collected as both hosts: index mismatch and files on the wrong host are problems
+    argv = [*common, "--hosts", "a,b", "--remote", "sh -c", "--host-out", str(share),
+            "--out", str(tmp_path / "mixed"), "--collect-only"]
+    assert main(argv) == 1
+    problems = json.loads((tmp_path / "mixed" / "hosts.json").read_text())["problems"]
+    assert any(p == "b: its run was host 0 of 2, not 1 of 2" for p in problems)
+    assert any(p.startswith("b: ") and "belongs to host 0" in p for p in problems)
+    assert any("is on both a and b" in p for p in problems)

@@ -87,8 +87,8 @@ def test_two_hosts_from_one_launcher(dataset: tuple[Path, Path], tmp_path: Path,
     assert main(_argv(ds, tokenizer, single, "--runner", "thread")) == 0
     launcher = tmp_path / "launcher"
     host_out = str(tmp_path / "disk-of-{host}" / "tensors")
-    argv = _argv(ds, tokenizer, launcher, "--hosts", "alpha,beta", "--set", "remote=sh -c",
-                 "--set", f"host_out={host_out}", "--set", "runner=thread")
+    argv = _argv(ds, tokenizer, launcher, "--hosts", "alpha,beta", "--remote", "sh -c",
+                 "--host-out", host_out, "--set", "runner=thread")
     assert main(argv) == 0
     roots = {h: tmp_path / f"disk-of-{h}" / "tensors" for h in ("alpha", "beta")}
     metas = {h: json.loads((root / "metadata.json").read_text()) for h, root in roots.items()}
