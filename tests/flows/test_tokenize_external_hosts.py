@@ -23,7 +23,7 @@ from core.manifest import Manifest
 from flows.tokenization import main
 from sources.datasets_text import expand_inputs, host_of
 
-from .test_tokenize_external import train_tokenizer, write_dataset  # type: ignore[import-not-found]
+from .test_tokenize_external import train_tokenizer, write_dataset  # type: ignore[import-not-found,unused-ignore]
 
 pytestmark = pytest.mark.prefect
 REPO = Path(__file__).resolve().parents[2]
