@@ -14,6 +14,9 @@ Used by ``flows.llama --sample`` and by the tests; nothing is copied from elsewh
 from __future__ import annotations
 
 import ctypes
+import hashlib
+import io
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -93,8 +96,20 @@ def write_sample_pdf(path: Path, scanned_page: bool = True) -> None:
         raw.FPDFPage_GenerateContent(page.raw)
     if scanned_page:
         _add_scanned_page(pdf, font, width, height)
-    pdf.save(str(path))
+    buffer = io.BytesIO()
+    pdf.save(buffer)
     pdf.close()
+    path.write_bytes(_reproducible(buffer.getvalue()))
+
+
+def _reproducible(data: bytes) -> bytes:
+    """PDFium stamps the save time into ``/CreationDate`` and a time-based file ``/ID``; a fixed date and
+    an ID hashed from the content, each the same length, keep every xref offset valid and make the
+    file the same bytes on every run (so a second sample run resumes instead of redoing the source)."""
+    data = re.sub(rb"/CreationDate\(D:\d{14}", b"/CreationDate(D:20200101000000", data)
+    ids = re.compile(rb"/ID\[<[0-9A-Fa-f]{32}><[0-9A-Fa-f]{32}>\]")
+    digest = hashlib.md5(ids.sub(b"", data), usedforsecurity=False).hexdigest().upper().encode()
+    return ids.sub(b"/ID[<" + digest + b"><" + digest + b">]", data)
 
 
 def _add_scanned_page(pdf: Any, font: Any, width: float, height: float) -> None:

@@ -13,8 +13,12 @@ import pytest
 
 from core.config import CONFIG_DIR
 from core.manifest import Manifest
+from flows import _llama_stages as stages
 from flows import llama
-from flows.llama import LATEST_CRAWL, LlamaConfig, deep_merge, load_layered, parse_args, resolve_latest
+from flows._datasets import deep_merge, load_layered
+from flows._llama_crawl import LATEST_CRAWL, resolve_latest
+from flows._sample import EXTENSION_SAMPLES
+from flows.llama import LlamaConfig, parse_args
 from kinda.cli import main as kinda_main
 
 WORDS = ["the", "river", "ran", "quiet", "under", "willows", "while", "an", "old", "angler", "watched", "his",
@@ -89,15 +93,68 @@ def test_deployment_style_parameters_resolve_extends(tmp_path: Path) -> None:
     assert resolved.pile_index is not None and resolved.tokenize == {"tokenizer": "t.json"}
 
 
+def test_default_deployment_parameters_fail_at_once_with_one_line(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the worker's directory: no raw/ inputs, no tokenizer.json
+    for name in ("g1", "g2", "g3"):
+        config = LlamaConfig.model_validate({"extends": f"{name}.yaml", "out": "data", "skip_missing": True})
+        with pytest.raises(llama.DatasetNotReady) as caught:
+            llama.ready(config)
+        message = str(caught.value)
+        assert message.startswith(f"{name.upper()} cannot start: tokenizer 'tokenizer.json' not found in {tmp_path}")
+        assert "\n" not in message and "set tokenize.tokenizer" in message and "sample: true" in message
+        assert ("no Pile shard matches" in message) == (name == "g3")
+    assert not (tmp_path / "data").exists()  # refused before anything was written
+    (tmp_path / "tokenizer.json").write_text("{}")
+    wiki_only = LlamaConfig.model_validate({"extends": "g1.yaml", "only_sources": ["wikipedia"]})
+    with pytest.raises(llama.DatasetNotReady, match="no local input for wikipedia: put them under raw/"):
+        llama.ready(wiki_only)
+    crawl = LlamaConfig.model_validate({"extends": "g1.yaml", "only_sources": ["commoncrawl"]})
+    assert llama.ready(crawl).selected_sources() == ["commoncrawl"]  # crawl ids are downloads, not missing files
+
+
+def test_sample_option_generates_inputs_for_every_source_with_a_writer(tmp_path: Path) -> None:
+    given = LlamaConfig.model_validate({"extends": "g2.yaml", "sample": True, "sample_pages": 5,
+                                        "out": str(tmp_path / "data")})
+    config = llama.ready(given)
+    assert not config.sample and config.selected_sources() == ["wikipedia", *EXTENSION_SAMPLES]
+    assert config.pile_index is None and config.dedup is not None and config.dedup.get("against") is None
+    pubmed = config.sources["pubmed"] or {}
+    assert pubmed["central"] and all(not p.endswith(".xml.gz") for p in pubmed["central"])
+    assert pubmed["abstracts"] and all(p.endswith(".xml.gz") for p in pubmed["abstracts"])
+    for name in config.selected_sources():
+        section = config.sources[name] or {}
+        files = [Path(p) for key in ("dumps", "inputs", "central", "abstracts") for p in section.get(key, [])]
+        assert files and all(f.is_file() and (tmp_path / "data" / "sample") in f.parents for f in files), name
+        assert config.stage_config(name, section).out == config.out
+    assert Path((config.tokenize or {})["tokenizer"]).is_file()
+    mtimes = {p: p.stat().st_mtime_ns for p in (tmp_path / "data" / "sample").rglob("*") if p.is_file()}
+    llama.ready(given)  # unchanged sample files keep their mtimes: a second sample run resumes its sources
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "data" / "sample").rglob("*") if p.is_file()} == mtimes
+
+
 def test_markers_need_same_fingerprint_and_outputs(tmp_path: Path) -> None:
     output = tmp_path / "attr.parquet"
     output.write_bytes(b"x")
-    llama.mark_done(tmp_path, "dedup", "abc", [output])
-    assert llama.stage_is_done(tmp_path, "dedup", "abc")
-    assert not llama.stage_is_done(tmp_path, "dedup", "abd")
+    stages.mark_done(tmp_path, "dedup", "abc", [output])
+    assert stages.stage_is_done(tmp_path, "dedup", "abc")
+    assert not stages.stage_is_done(tmp_path, "dedup", "abd")
+    output.write_bytes(b"xy")  # an output rewritten with another size: not the output the stage wrote
+    assert not stages.stage_is_done(tmp_path, "dedup", "abc")
+    stages.mark_done(tmp_path, "dedup", "abc", [output])
     output.unlink()
-    assert not llama.stage_is_done(tmp_path, "dedup", "abc")
-    assert llama.fingerprint("a", [1, 2]) == llama.fingerprint("a", [1, 2]) != llama.fingerprint("a", [2, 1])
+    assert not stages.stage_is_done(tmp_path, "dedup", "abc")
+    assert stages.fingerprint("a", [1, 2]) == stages.fingerprint("a", [1, 2]) != stages.fingerprint("a", [2, 1])
+
+
+def test_markers_written_before_sizes_were_recorded_still_resume(tmp_path: Path) -> None:
+    output = tmp_path / "attr.parquet"
+    output.write_bytes(b"x")
+    stages.marker_path(tmp_path, "dedup").parent.mkdir(parents=True)
+    stages.marker_path(tmp_path, "dedup").write_text(json.dumps({"fingerprint": "abc", "outputs": [str(output)]}))
+    assert stages.stage_is_done(tmp_path, "dedup", "abc") and not stages.stage_is_done(tmp_path, "dedup", "abd")
+    output.unlink()
+    assert not stages.stage_is_done(tmp_path, "dedup", "abc")
 
 
 def test_latest_crawl_is_looked_up_only_when_asked(tmp_path: Path) -> None:

@@ -1,0 +1,323 @@
+"""The parent flow's stage runner: run each stage's own flow, record it, resume it.
+
+Each stage is the stage's own flow module (``run(config)``), imported when its turn comes so an
+unfinished module costs only its own stage. One source failing does not lose the others' work;
+a later stage failing stops the stages after it (they would read half-finished output).
+
+Resume: after a stage completes, ``<out>/_state/llama/<stage>.json`` (a :class:`core.markers.Marker`)
+records a fingerprint of what the stage read (the previous stage's fingerprint, the stage's
+config hash, the document shards) and the stage's outputs with their sizes; a later run with the
+same fingerprint and those outputs intact skips the stage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import json
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+from uuid import UUID
+
+from prefect import get_run_logger
+from prefect.artifacts import create_progress_artifact, update_progress_artifact
+
+from core.config import PipelineConfig
+from core.manifest import Manifest
+from core.markers import Marker
+from core.released import recreated
+from core.version import code_version
+from flows._llama_crawl import resolve_latest
+from flows._recorder import current_run_id
+from flows._runtime import worker_count
+
+if TYPE_CHECKING:
+    from flows.llama import LlamaConfig
+
+#: A Common Crawl id in an input list (``CC-MAIN-2023-06``, ``CC-MAIN-latest``): read from data.commoncrawl.org.
+CRAWL_ID = re.compile(r"CC-MAIN-(?:\d{4}-\d{2}|latest)")
+#: What a stage's ``run`` result says it wrote (the marker checks these are still intact).
+Outputs = Callable[[Any, Any], list[Path]]
+
+
+@dataclass(frozen=True)
+class StageFlow:
+    """Where a stage's flow lives: module (with ``run(config)``), config class, default YAML.
+
+    ``documents``: the ``source`` names its document shards carry, when not the stage's own
+    name (the pubmed flow writes ``pubmed_central`` and ``pubmed_abstracts``); dedup selects
+    shards by these.
+    """
+
+    module: str
+    config_class: str
+    default_yaml: str
+    documents: tuple[str, ...] = ()
+
+    def load(self) -> tuple[Any, type[PipelineConfig]]:
+        """Import lazily, so one unfinished module costs only its own stage."""
+        module = importlib.import_module(self.module)
+        return module, getattr(module, self.config_class)
+
+
+@dataclass
+class StageResult:
+    """One row of the stage table."""
+
+    stage: str
+    status: str  # completed, partial, resumed (skipped: finished before), skipped, failed
+    seconds: float = 0.0
+    detail: str = ""
+
+
+@dataclass
+class LlamaSummary:
+    """What the parent flow returns."""
+
+    run_id: str
+    out: Path
+    stages: list[StageResult] = field(default_factory=list)
+    sources: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> list[StageResult]:
+        """Stages that failed or finished with failed inputs."""
+        return [s for s in self.stages if s.status in ("failed", "partial")]
+
+    def status(self, stage: str) -> str | None:
+        """The status of ``stage`` (first match), or None when it was not reached."""
+        return next((s.status for s in self.stages if s.stage == stage), None)
+
+
+# -- resume markers -------------------------------------------------------------------------
+def fingerprint(*parts: Any) -> str:
+    """A short hash of JSON-able parts."""
+    payload = json.dumps(parts, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()[:20]
+
+
+def document_shards(out: Path) -> list[tuple[str, str]]:
+    """``(path, sha256)`` of the final document shards in the manifest: what later stages read."""
+    manifest = Manifest.for_output(out)
+    if not manifest.path.exists():
+        return []
+    _, tables = manifest.query("SELECT table_name FROM information_schema.tables")
+    released = " UNION SELECT path, sha256 FROM released" if ("released",) in tables else ""
+    _, rows = manifest.query(f"SELECT path, sha256 FROM shards WHERE starts_with(path, 'docs/'){released} ORDER BY path")
+    return [(p, s) for p, s in rows]
+
+
+def marker_path(out: Path, stage: str) -> Path:
+    """Where a finished stage's fingerprint is kept."""
+    return out / "_state" / "llama" / f"{stage}.json"
+
+
+def stage_marker(out: Path, stage: str, print_: str) -> Marker:
+    """The stage's completion marker, valid for one fingerprint."""
+    return Marker(marker_path(out, stage), {"fingerprint": print_})
+
+
+def stage_is_done(out: Path, stage: str, print_: str) -> bool:
+    """Finished before with the same inputs and config, and its outputs are still there, same size."""
+    if stage == "labels" and recreated(out):  # a source wrote released docs/ shards again: release them
+        return False
+    marker = stage_marker(out, stage, print_)
+    payload = marker.read()
+    if payload is None:
+        return False
+    outputs = payload.get("outputs", [])
+    if any(isinstance(o, str) for o in outputs):  # written before markers recorded sizes: existence only
+        return all(Path(o).exists() for o in outputs)
+    return marker.load(out) is not None
+
+
+def mark_done(out: Path, stage: str, print_: str, outputs: list[Path]) -> None:
+    """Record a finished stage (atomically: a crash leaves the old marker or none)."""
+    entries = [{"path": _under(out, p), "bytes": p.stat().st_size} for p in outputs]
+    stage_marker(out, stage, print_).write({"code_version": code_version()}, entries)
+
+
+def _under(out: Path, path: Path) -> str:
+    """``path`` relative to the output root when inside it (the root may move), else absolute."""
+    resolved = path.resolve()
+    try:
+        return resolved.relative_to(out.resolve()).as_posix()
+    except ValueError:
+        return str(resolved)
+
+
+# -- the run --------------------------------------------------------------------------------
+@contextlib.contextmanager
+def shared_dask_cluster(config: PipelineConfig) -> Iterator[str | None]:
+    """With ``runner: dask`` and no address, one LocalCluster for every sub-flow (not one per stage)."""
+    if config.runner != "dask" or config.dask_address:
+        yield config.dask_address
+        return
+    from distributed import LocalCluster
+
+    workers = worker_count(config)
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
+def missing_inputs(section: dict[str, Any]) -> bool:
+    """True when every local input pattern of a source section matches nothing (URLs and Common Crawl
+    ids, which the source downloads, count as present)."""
+    from flows._source_flow import expand_locations
+
+    keys = ("inputs", "dumps", "repos", "from_commoncrawl", "central", "abstracts")
+    locations = [x for key in keys for x in (section.get(key) or [])]
+    if not locations:
+        return False
+    for location in locations:
+        if CRAWL_ID.fullmatch(str(location)):
+            return False
+        try:
+            if expand_locations([location]):
+                return False
+        except FileNotFoundError:
+            continue
+    return True
+
+
+def source_row(name: str, summary: Any, seconds: float) -> dict[str, Any]:
+    """One source's row of the ``llama-sources`` table: inputs, kept, drops by reason, throughput."""
+    records = list(getattr(summary, "records", []))
+    reasons: dict[str, int] = {}
+    for rec in records:
+        for drop in rec.drops:
+            reasons[drop["reason"]] = reasons.get(drop["reason"], 0) + drop["count"]
+    text_bytes = sum(s["text_bytes"] for rec in records for s in rec.shards)
+    kept = sum(rec.docs_kept for rec in records)
+    return {
+        "source": name, "inputs": len(records), "records_in": sum(r.records_in for r in records), "kept": kept,
+        "dropped": sum(reasons.values()), "drop_reasons": ", ".join(f"{k}={v}" for k, v in sorted(reasons.items())),
+        "text_bytes": text_bytes, "seconds": round(seconds, 2),
+        "docs_per_s": round(kept / seconds, 1) if seconds else None,
+        "text_mb_per_s": round(text_bytes / 1e6 / seconds, 3) if seconds else None,
+    }
+
+
+class StageRun:
+    """The parent flow's state: config, output root, the stage table, the progress artifact."""
+
+    def __init__(self, config: LlamaConfig, dask_address: str | None, planned: int) -> None:
+        self.config = config
+        self.out = Path(config.out).resolve()
+        self.logger = get_run_logger()
+        self.summary = LlamaSummary(current_run_id(), self.out)
+        self.runtime = {"dask_address": dask_address} if dask_address else {}
+        self.planned = planned
+        self.progress = cast(UUID, create_progress_artifact(0.0, description=f"{config.dataset}: stages finished"))
+        self.finished = 0
+        self.fingerprint = ""
+        self.broken = ""
+
+    def step(self) -> None:
+        self.finished += 1
+        update_progress_artifact(self.progress, progress=100.0 * self.finished / max(self.planned, 1))
+
+    def record(self, result: StageResult) -> StageResult:
+        self.summary.stages.append(result)
+        log = self.logger.error if result.status in ("failed", "partial") else self.logger.info
+        log("stage %s: %s (%.1fs) %s", result.stage, result.status, result.seconds, result.detail)
+        return result
+
+    # sources -------------------------------------------------------------------------------
+    def run_sources(self) -> None:
+        for name in self.config.selected_sources():
+            section = dict(self.config.sources[name] or {})
+            if self.config.skip_missing and missing_inputs(section):
+                self.record(StageResult(name, "skipped", detail="no local input matches; skip_missing is on"))
+                self.step()
+                continue
+            started = time.perf_counter()
+            try:
+                module, _ = self.config.stage_flow(name).load()
+                section = resolve_latest(section, self.config.crawl_index_url)
+                summary = module.run(self.config.stage_config(name, section, self.runtime))
+            except Exception as exc:  # one source must not lose the others' work
+                self.record(StageResult(name, "failed", time.perf_counter() - started, f"{type(exc).__name__}: {exc}"))
+                self.step()
+                continue
+            seconds = time.perf_counter() - started
+            self.summary.sources[name] = source_row(name, summary, seconds)
+            failed = [r.location for r in summary.failed]
+            self.record(StageResult(name, "partial" if failed else "completed", seconds,
+                                    f"{summary.kept} documents kept" + (f"; failed inputs: {failed}" if failed else "")))
+            self.step()
+        self.fingerprint = fingerprint("sources", document_shards(self.out))
+
+    # later stages --------------------------------------------------------------------------
+    def run_stage(self, stage: str, forced: dict[str, Any], outputs: Outputs, extra: Any = None) -> Any:
+        """Run one of pile_index/dedup/labels/tokenize unless its fingerprint says it is done."""
+        if self.broken:
+            self.record(StageResult(stage, "skipped", detail=f"an earlier stage did not complete: {self.broken}"))
+            self.step()
+            return None
+        section = dict(getattr(self.config, stage) or {})
+        started = time.perf_counter()
+        try:
+            module, _ = self.config.stage_flow(stage).load()
+            config = self.config.stage_config(stage, section, {**self.runtime, **forced})
+            print_ = fingerprint(stage, self.fingerprint, config.config_hash(), extra)
+            if stage_is_done(self.out, stage, print_):
+                self.fingerprint = print_
+                self.record(StageResult(stage, "resumed", detail="finished before with the same inputs and config"))
+                return None
+            result = module.run(config)
+            status, detail = stage_status(stage, result)
+        except Exception as exc:  # later stages would read half-finished output: stop, report, re-run resumes
+            self.broken = stage
+            self.record(StageResult(stage, "failed", time.perf_counter() - started, f"{type(exc).__name__}: {exc}"))
+            return None
+        finally:
+            self.step()
+        self.record(StageResult(stage, status, time.perf_counter() - started, detail))
+        if status == "completed":
+            mark_done(self.out, stage, print_, outputs(config, result))
+        else:
+            self.broken = stage
+        self.fingerprint = print_
+        return result
+
+
+def stage_status(stage: str, result: Any) -> tuple[str, str]:
+    """Completed or partial, and a one-line detail, from what each stage flow returns."""
+    if stage == "pile_index":
+        return "completed", f"{result.documents} reference documents in {len(result.parts)} parts"
+    if stage == "dedup":
+        return ("partial" if result.failed else "completed",
+                f"{result.documents} documents, {result.duplicates} duplicates, {result.reference_matches} in reference")
+    if stage == "labels":
+        errors = [r.error for r in result if r.error]
+        counts: dict[str, int] = {}
+        for r in result:
+            for k, v in r.counts.items():
+                counts[k] = counts.get(k, 0) + v
+        return ("partial" if errors else "completed", json.dumps(dict(sorted(counts.items()))))
+    failed = [r["input"] for r in result["records"] if r["status"] != "done"]
+    totals = result["metadata"]["totals"]
+    return ("partial" if failed else "completed",
+            f"{totals['train']['tokens']} train + {totals['holdout']['tokens']} holdout tokens")
+
+
+def dedup_outputs(config: Any, result: Any) -> list[Path]:
+    return [Path(config.out) / a["attributes"] for a in result.attributes]
+
+
+def label_outputs(config: Any, result: Any) -> list[Path]:
+    return [Path(config.out) / s["path"] for r in result for s in r.shards]
+
+
+def tokenize_outputs(config: Any, result: Any) -> list[Path]:
+    return [Path(result["out"]) / "metadata.json"]
+
+
+def index_outputs(config: Any, result: Any) -> list[Path]:
+    return [Path(result.root) / "index.json"]

@@ -1,0 +1,109 @@
+"""The offline sample corpus: generated inputs for every source that has a sample writer, and a toy
+tokenizer, so a whole dataset run (sources, dedup, labels, tokens) completes without a download.
+
+Wikipedia dumps come from :mod:`sources.wikipedia_sample`; each configured G.2 extension source
+gets its own writer's files (``sources/<name>_sample.py``, ``write_sample_inputs(directory)``)
+under ``<out>/sample/<source>/``. Sources without a sample writer (Common Crawl, C4, GitHub,
+Books, arXiv, StackExchange) are set to ``null``: a sample run of G.1 is Wikipedia only, of G.2
+Wikipedia plus the extension sources. There is no Pile sample, so nothing is matched against it.
+
+Files are generated into a staging folder and moved into place only when their bytes changed:
+an unchanged input keeps its mtime, so a second sample run resumes instead of redoing every
+source.
+"""
+
+from __future__ import annotations
+
+import bz2
+import importlib
+import os
+import shutil
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+#: Sources with an offline sample writer: flow name -> module with ``write_sample_inputs(directory)``.
+EXTENSION_SAMPLES = {
+    "pubmed": "sources.pubmed_sample",
+    "science_books": "sources.scibooks_sample",
+    "dm_math": "sources.dmmath_sample",
+    "stack_code": "sources.stack_code_sample",
+    "dialogue": "sources.dialogue_sample",
+    "reasoning": "sources.reasoning_sample",
+}
+SAMPLE_PAGES = 300
+
+
+def sample_overrides(out: Path, configured: Iterable[str], all_sources: Iterable[str], pages: int = SAMPLE_PAGES,
+                     dedup: bool = True) -> dict[str, Any]:
+    """Overrides that point a dataset at generated inputs and a toy tokenizer under ``<out>/sample``.
+
+    ``configured``: the dataset's sources (not null); ``all_sources``: every known source, those
+    without a sample set to null. ``dedup``: whether the dataset runs dedup (then nothing is
+    matched against a reference: there is no Pile sample).
+    """
+    from sources.wikipedia_sample import write_sample_dumps
+
+    root = out / "sample"
+    dumps = write_sample_dumps(root, pages=pages)
+    tokenizer = root / "tokenizer.json"
+    if not tokenizer.exists():
+        train_toy_tokenizer(dumps, tokenizer)
+    wanted = set(configured)
+    sections: dict[str, Any] = {name: None for name in all_sources}
+    sections["wikipedia"] = {"dumps": [str(d) for d in dumps]}
+    for name, module in EXTENSION_SAMPLES.items():
+        if name in wanted:
+            sections[name] = sample_section(name, write_settled(root / name, _writer(module)))
+    overrides: dict[str, Any] = {"sources": sections, "pile_index": None, "tokenize": {"tokenizer": str(tokenizer)}}
+    if dedup:
+        overrides["dedup.against"] = None
+    return overrides
+
+
+def sample_section(name: str, paths: list[str]) -> dict[str, Any]:
+    """A source section over its sample files (PubMed: PMC files to ``central``, MEDLINE to ``abstracts``)."""
+    if name == "pubmed":
+        abstracts = [p for p in paths if p.endswith(".xml.gz")]
+        return {"central": [p for p in paths if p not in abstracts], "abstracts": abstracts}
+    return {"inputs": paths}
+
+
+def _writer(module: str) -> Callable[[Path], list[str]]:
+    writer: Callable[[Path], list[str]] = importlib.import_module(module).write_sample_inputs
+    return writer
+
+
+def write_settled(directory: Path, writer: Callable[[Path], list[str]]) -> list[str]:
+    """Run ``writer`` into a staging folder, then move each file into ``directory`` unless the same
+    bytes are already there (an unchanged input keeps its mtime); return the final paths."""
+    staging = directory.parent / f".staging-{directory.name}"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        written = [Path(p) for p in writer(staging)]
+        final = []
+        for path in written:
+            target = directory / path.relative_to(staging)
+            if not (target.is_file() and target.read_bytes() == path.read_bytes()):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(path, target)
+            final.append(str(target))
+        return final
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def train_toy_tokenizer(dumps: list[Path], target: Path) -> None:
+    """A 2,000-token byte-level BPE over the sample dumps' text: enough to exercise tokenization."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    lines = [line for d in dumps for line in bz2.decompress(d.read_bytes()).decode("utf-8").splitlines()]
+    tok.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=2000, special_tokens=["<|endoftext|>"],
+                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".tmp")
+    tok.save(str(tmp))
+    tmp.replace(target)
