@@ -35,7 +35,6 @@ This module is pure (no Prefect): :mod:`flows.label` runs :func:`label_shard` on
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,8 +43,9 @@ from typing import Any, Protocol
 
 import pyarrow.parquet as pq
 
-from core.atomic import sha256_file, write_json_atomic
+from core.atomic import sha256_file
 from core.layout import slug
+from core.markers import OUTPUTS, Marker
 from core.released import read_release, released_intact, write_release
 from core.shards import ShardLimits, ShardWriter, read_documents
 from dedupe.explain import attributes_path
@@ -137,8 +137,13 @@ class LabelResult:
     error: str | None = None
 
 
-def _marker_path(out: Path, shard: str) -> Path:
-    return out / "_state" / LABELED / f"{slug(shard)}.json"
+def label_marker(out: Path, shard: str, fingerprint: Mapping[str, Any]) -> Marker:
+    """The completion marker of one shard's labeling: valid for its docs/attributes/config fingerprint.
+
+    Its outputs are the class shards (each ``path``/``bytes``/``sha256``/``docs``) and it promises
+    the documents they hold, so a marker whose class shards were deleted or cut is not trusted.
+    """
+    return Marker(out / "_state" / LABELED / f"{slug(shard)}.json", {"fingerprint": dict(fingerprint)})
 
 
 def _attribute_rows(path: Path | None) -> Any:
@@ -179,15 +184,10 @@ def _split(out: Path, shard: dict[str, Any], attr_path: Path | None, job: LabelJ
 
 def _resume(out: Path, shard: dict[str, Any], fingerprint: dict[str, Any]) -> LabelResult | None:
     """A finished result for this shard, if its marker matches and its class shards are intact."""
-    marker = _marker_path(out, shard["path"])
-    try:
-        done = json.loads(marker.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    done = label_marker(out, shard["path"], fingerprint).load(out)
+    if done is None:
         return None
-    if done.get("fingerprint") != fingerprint or not all(
-            (out / s["path"]).is_file() and (out / s["path"]).stat().st_size == s["bytes"] for s in done["shards"]):
-        return None
-    return LabelResult(shard["path"], done["shards"], done["counts"], read_release(out, shard["path"]))
+    return LabelResult(shard["path"], list(done[OUTPUTS]), dict(done["counts"]), read_release(out, shard["path"]))
 
 
 def _release(out: Path, shard: dict[str, Any], result: LabelResult, job: LabelJob) -> None:
@@ -238,8 +238,8 @@ def label_shard(out: Path, shard: dict[str, Any], job: LabelJob) -> LabelResult:
             written, counts = _split(out, shard, attr_path if has_attributes else None, job)
         except Exception as exc:
             return LabelResult(shard["path"], error=f"{shard['path']}: {type(exc).__name__}: {exc}")
-        write_json_atomic(_marker_path(out, shard["path"]),
-                          {"fingerprint": fingerprint, "shards": written, "counts": dict(counts)})
+        label_marker(out, shard["path"], fingerprint).write(
+            {"counts": dict(counts)}, outputs=written, promised_docs=sum(counts[c] for c in CLASS_LABELS))
         done = LabelResult(shard["path"], written, dict(counts))
     _release(out, shard, done, job)
     return done

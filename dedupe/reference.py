@@ -3,7 +3,7 @@
 Layout of an index directory (every file written atomically; nothing in Python objects)::
 
     index.json                              parameters (MinHash, layouts) and the parts added so far
-    parts/<part>.json                       one finished part (resume marker): shard, sha256, counts
+    parts/<part>.json                       one finished part (core.markers.Marker): its record, every file's size
     docs/<part>.parquet                     ref, line, shard, pile_set_name, hash (SHA256 of normalized text)
     signatures/<part>.u32                   raw uint32 signatures, row i = ref (part_no << 32) + i
     bands/<BxR>/band=NN/<part>.parquet      band keys (key, doc) for every configured layout
@@ -37,6 +37,7 @@ from core.atomic import AtomicOutput, atomic_path, sha256_file, write_json_atomi
 from core.document import Drop
 from core.exact import exact_hash
 from core.layout import slug
+from core.markers import Marker
 from core.pile_format import PileLine, iter_pile
 from dedupe.lsh import (
     BandKeyWriter,
@@ -105,6 +106,18 @@ class PartBuilder:
         self._docs_out.commit()
         return {"part": self.part, "first": self.first, "count": self.count, "empty": self.empty,
                 "num_perm": self.hasher.config.num_perm}
+
+    def outputs(self) -> list[dict[str, Any]]:
+        """The part's files (``path`` relative to the root, ``bytes``) once closed: what its marker names.
+
+        The docs table carries the part's document count, so the marker also promises them.
+        """
+        files = [self.root / "signatures" / f"{self.part}.u32", self.root / "docs" / f"{self.part}.parquet"]
+        files += [band_dir(self.root / "bands", bands.layout, band) / f"{self.part}.parquet"
+                  for bands in self._bands for band in range(bands.layout.bands)]
+        described = [{"path": f.relative_to(self.root).as_posix(), "bytes": f.stat().st_size} for f in files]
+        described[1]["docs"] = self.count
+        return described
 
     def abort(self) -> None:
         """Remove the temporary files after an error."""
@@ -202,18 +215,36 @@ class ReferenceIndex:
         return [(self.root / "docs" / f"{p['part']}.parquet").as_posix() for p in self.parts]
 
 
+def part_marker(root: Path, part: str, key: dict[str, Any], layouts: Sequence[BandLayout]) -> Marker:
+    """The completion marker of one part (``parts/<part>.json``), valid for its input ``key`` and layouts.
+
+    It names every file of the part (signatures, docs table, each band's keys) with its size, so a
+    part whose files were deleted or cut is built again instead of being reused.
+    """
+    return Marker(root / "parts" / f"{part}.json", {**key, "layouts": [layout.name for layout in layouts]})
+
+
+def _finished_part(marker: Marker, root: Path) -> dict[str, Any] | None:
+    done = marker.load(root)
+    return None if done is None else dict(done["record"])
+
+
+def _finish_part(marker: Marker, builder: PartBuilder, record: dict[str, Any]) -> dict[str, Any]:
+    marker.write({"record": record}, outputs=builder.outputs(), promised_docs=builder.count)
+    return record
+
+
 def index_pile_shard(shard: Path, root: Path, part_no: int, part: str, minhash: MinHashConfig,
                      layouts: Sequence[BandLayout]) -> dict[str, Any]:
     """Index one Pile shard as one part; resumable (a finished part with the same input is reused).
 
     Bad lines are counted by reason in the part's record, never raised.
     """
-    marker = root / "parts" / f"{part}.json"
     size = shard.stat().st_size
-    if marker.exists():
-        done = json.loads(marker.read_text(encoding="utf-8"))
-        if done.get("size") == size and done.get("shard") == shard.name:
-            return done
+    marker = part_marker(root, part, {"shard": shard.name, "size": size}, layouts)
+    done = _finished_part(marker, root)
+    if done is not None:
+        return done
     started = time.perf_counter()
     builder = PartBuilder(root, part, part_no << PART_SHIFT, MinHasher(minhash), layouts, REFERENCE_SCHEMA)
     drops: Counter[str] = Counter()
@@ -241,8 +272,7 @@ def index_pile_shard(shard: Path, root: Path, part_no: int, part: str, minhash: 
     record.update({"part_no": part_no, "shard": shard.name, "location": str(shard), "size": size,
                    "sha256": sha256_file(shard), "lines": lines, "drops": dict(sorted(drops.items())),
                    "errors": errors, "seconds": round(time.perf_counter() - started, 3)})
-    write_json_atomic(marker, record)
-    return record
+    return _finish_part(marker, builder, record)
 
 
 def _append(texts: list[str], columns: dict[str, list[Any]], item: PileLine) -> None:
@@ -334,12 +364,11 @@ def sign_document_shard(out: Path, shard: str, root: Path, part: str, first: int
     Documents are numbered densely from ``first`` in shard row order; resumable like the index parts.
     """
     path = out / shard
-    marker = root / "parts" / f"{part}.json"
     size = path.stat().st_size
-    if marker.exists():
-        done = json.loads(marker.read_text(encoding="utf-8"))
-        if done.get("size") == size and done.get("first") == first and done.get("shard") == shard:
-            return done
+    marker = part_marker(root, part, {"shard": shard, "size": size, "first": first}, layouts)
+    done = _finished_part(marker, root)
+    if done is not None:
+        return done
     builder = PartBuilder(root, part, first, MinHasher(minhash), layouts, DOCUMENT_SCHEMA)
     row = 0
     try:
@@ -353,5 +382,4 @@ def sign_document_shard(out: Path, shard: str, root: Path, part: str, first: int
         builder.abort()
         raise
     record.update({"shard": shard, "size": size})
-    write_json_atomic(marker, record)
-    return record
+    return _finish_part(marker, builder, record)
