@@ -25,6 +25,45 @@ from core.released import is_released
 
 MANIFEST_NAME = "manifest.duckdb"
 
+# Every table of the manifest is defined here (one place to read the schema); the two written by
+# later stages have their own names so a stage can create them on a connection of its own.
+MATCHES_SQL = """
+-- Documents compared by flows.dedup: one row per duplicate and per reference (Pile) match
+-- (dedupe.explain.record_matches); ``kinda dedup explain`` reads it.
+CREATE TABLE IF NOT EXISTS matches (
+    run_id VARCHAR NOT NULL,
+    doc_id VARCHAR NOT NULL,
+    source VARCHAR NOT NULL,
+    shard VARCHAR NOT NULL,
+    kind VARCHAR NOT NULL,
+    matched_doc_id VARCHAR,
+    reference_index VARCHAR,
+    reference_shard VARCHAR,
+    reference_line BIGINT,
+    reference_set VARCHAR,
+    jaccard DOUBLE,
+    threshold DOUBLE,
+    layout VARCHAR
+);
+"""
+RELEASED_SQL = """
+-- docs/ shards released by flows.label: deleted once their documents are in class shards
+-- (core.released); ``into_shards`` names those class shards, so counts over ``shards`` see
+-- each document once and later stages know where the documents are.
+CREATE TABLE IF NOT EXISTS released (
+    path VARCHAR PRIMARY KEY,
+    source VARCHAR NOT NULL,
+    language VARCHAR,
+    docs BIGINT NOT NULL,
+    text_bytes BIGINT NOT NULL,
+    bytes BIGINT NOT NULL,
+    sha256 VARCHAR NOT NULL,
+    into_shards VARCHAR[] NOT NULL,
+    dropped BIGINT NOT NULL,
+    run_id VARCHAR NOT NULL,
+    released_at TIMESTAMP NOT NULL
+);
+"""
 SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id VARCHAR PRIMARY KEY,
@@ -107,6 +146,7 @@ CREATE TABLE IF NOT EXISTS tensors (
     created_at TIMESTAMP NOT NULL,
     PRIMARY KEY (tensor_root, path)
 );
+""" + MATCHES_SQL + RELEASED_SQL + """
 -- The newest run's view of each input: re-runs add rows per run, summaries want the latest.
 CREATE OR REPLACE VIEW latest_inputs AS
     SELECT i.* FROM inputs i JOIN runs r USING (run_id)

@@ -11,7 +11,7 @@ what it was and where its documents went:
 
 A stage that checks whether its outputs are still there (a source's resume marker lists its
 ``docs/`` shards) asks :func:`shard_intact`, which accepts a released shard whose class shards
-are intact; the manifest moves the row from ``shards`` to ``released`` (:data:`RELEASED_SQL`),
+are intact; the manifest moves the row from ``shards`` to ``released`` (:data:`core.manifest.RELEASED_SQL`),
 so every count over ``shards`` sees each document once.
 """
 
@@ -26,21 +26,6 @@ from core.atomic import write_json_atomic
 from core.layout import slug
 
 RELEASED_DIR = ("_state", "released")
-RELEASED_SQL = """
-CREATE TABLE IF NOT EXISTS released (
-    path VARCHAR PRIMARY KEY,
-    source VARCHAR NOT NULL,
-    language VARCHAR,
-    docs BIGINT NOT NULL,
-    text_bytes BIGINT NOT NULL,
-    bytes BIGINT NOT NULL,
-    sha256 VARCHAR NOT NULL,
-    into_shards VARCHAR[] NOT NULL,
-    dropped BIGINT NOT NULL,
-    run_id VARCHAR NOT NULL,
-    released_at TIMESTAMP NOT NULL
-);
-"""
 
 
 def release_record_path(out: Path, shard_path: str) -> Path:

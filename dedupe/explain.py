@@ -32,26 +32,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core.atomic import atomic_path
+from core.manifest import MATCHES_SQL
 from dedupe.lsh import JoinSettings, SignatureStore
 from dedupe.unionfind import UnionFind
 
-MATCHES_SQL = """
-CREATE TABLE IF NOT EXISTS matches (
-    run_id VARCHAR NOT NULL,
-    doc_id VARCHAR NOT NULL,
-    source VARCHAR NOT NULL,
-    shard VARCHAR NOT NULL,
-    kind VARCHAR NOT NULL,
-    matched_doc_id VARCHAR,
-    reference_index VARCHAR,
-    reference_shard VARCHAR,
-    reference_line BIGINT,
-    reference_set VARCHAR,
-    jaccard DOUBLE,
-    threshold DOUBLE,
-    layout VARCHAR
-);
-"""
 ROOTS_SCHEMA = pa.schema([pa.field("doc", pa.int64()), pa.field("root", pa.int64()), pa.field("jaccard", pa.float32())])
 ATTRIBUTE_COLUMNS = (
     "id", "cluster", "duplicate_of", "duplicate_kind", "duplicate_jaccard", "reference_kind",
@@ -287,6 +271,7 @@ def explain(out: Path, doc_id: str, manifest_path: Path | None = None) -> dict[s
                    if "matches" in tables else None)
         shards = _query(con, "SELECT path, labels FROM shards WHERE starts_with(path, 'docs/') "
                              "OR starts_with(path, 'labeled/') ORDER BY path", [])
+        dedup_runs = _one_row(con.execute("SELECT count(*) FROM runs WHERE flow = 'dedup'"))[0]
     finally:
         con.close()
     stored = _stored_in(out, shards, doc_id)
@@ -296,7 +281,7 @@ def explain(out: Path, doc_id: str, manifest_path: Path | None = None) -> dict[s
         "doc_id": doc_id, "verdict": verdict, "source_duplicates": dropped,
         "duplicates": duplicate, "references": [m for m in matches if m["kind"].startswith("reference_")],
         "stored_in": stored, "duplicates_pointing_here": int(members[0]) if members else 0,
-        "dedup_run": "matches" in tables,
+        "dedup_run": bool(dedup_runs),
     }
 
 

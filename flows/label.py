@@ -24,7 +24,6 @@ from pydantic import Field, model_validator
 
 from core.config import PipelineConfig
 from core.manifest import Manifest
-from core.released import RELEASED_SQL
 from core.version import code_version
 from dedupe.labels import (
     CLASS_LABELS,
@@ -87,8 +86,7 @@ def document_shards(manifest: Manifest) -> list[dict[str, Any]]:
 def record_releases(manifest: Manifest, run_id: str, results: list[LabelResult]) -> int:
     """Move released shards from ``shards`` to ``released`` (one transaction)."""
     released = [r.released for r in results if r.released]
-    with manifest.connect() as con:
-        con.execute(RELEASED_SQL)
+    with manifest.connect() as con:  # the schema (core.manifest.RELEASED_SQL) is created on connect
         con.execute("BEGIN TRANSACTION")
         for rec in released:
             con.execute("INSERT OR REPLACE INTO released VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

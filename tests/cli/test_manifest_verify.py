@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from core.manifest import Manifest
-from core.released import RELEASED_SQL
+from core.manifest import RELEASED_SQL, Manifest
 from flows.wikipedia import parse_args, run
 from kinda.cli import main
 from sources.wikipedia_sample import write_sample_dumps
