@@ -66,13 +66,14 @@ class NearDupSettings:
     #: with 128 permutations (5 bands x 25 rows) finds a pair of Jaccard 0.92 only half the
     #: time; candidates from 0.7 (14 x 9) are then verified against ``threshold``.
     candidate_threshold: float = 0.7
-    #: Candidates whose estimate is within this of ``threshold`` (either side) are decided by the
-    #: exact measure when the books' shingles can be loaded: ~3 standard errors of a 128-permutation
-    #: estimate near 0.9, so a pair is misjudged by the estimate alone about once in a thousand.
-    exact_margin: float = 0.08
     num_perm: int = 128
     ngram: int = 5
     seed: int = 1
+    #: Candidates whose estimate is within this of ``threshold`` (either side) are decided by the
+    #: exact measure when the books' shingles can be loaded: ~3 standard errors of a 128-permutation
+    #: estimate near 0.9, so a pair is misjudged by the estimate alone about once in a thousand.
+    #: The last field, so positional construction (flows/books.py) keeps working.
+    exact_margin: float = 0.08
 
     def fingerprint(self) -> str:
         """Identity of the signature parameters (signatures are recomputed when it changes)."""
