@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -219,3 +220,66 @@ def test_flow_on_dask_workers_submitted_to_slurm(slurm: Slurm, tmp_path: Path, m
         time.sleep(0.5)
     assert job_id not in slurm.cli("squeue", "-h", "-o", "%i").split()
     assert Manifest.for_output(tmp_path / "out").query("SELECT count(*) FROM runs")[1] == [(1,)]
+
+
+# -- `kinda slurm`: a generated batch script (scheduler + srun workers + the flow in one job) -------------
+def kinda_slurm(*args: str, env: dict[str, str] | None = None, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kinda.cli_slurm", *args], capture_output=True, text=True,
+                          timeout=120, cwd=cwd, env=env)
+
+
+def test_no_submit_prints_a_valid_batch_script(tmp_path: Path) -> None:
+    """No SLURM needed: the script is printed, parses as bash, and carries the allocation and command."""
+    env = {**os.environ, "PREFECT_API_URL": "http://prefect.example:4200/api"}
+    done = kinda_slurm("--partition", "cpu", "--nodes", "3", "--cpus-per-node", "16", "--mem", "64G",
+                       "--time", "02:00:00", "--log-dir", str(tmp_path / "logs"), "--prologue", "module load x",
+                       "--sbatch=--qos=long", "--no-submit", "--", "python", "-m", "flows.wikipedia", "--dump",
+                       "raw/*.bz2", "--out", "/shared/data", env=env)
+    assert done.returncode == 0, done.stderr
+    script = done.stdout
+    for directive in ("--job-name=kinda-wikipedia", "--nodes=3", "--ntasks-per-node=1", "--cpus-per-task=16",
+                      "--time=02:00:00", "--partition=cpu", "--mem=64G", "--qos=long",
+                      f"--output={tmp_path / 'logs'}/%x-%j.out"):
+        assert f"#SBATCH {directive}\n" in script, directive
+    assert "export PREFECT_API_URL=http://prefect.example:4200/api\n" in script and "module load x\n" in script
+    assert f"{sys.executable} -m flows.wikipedia --dump 'raw/*.bz2' --out /shared/data --runner dask " \
+           '--dask-address "$address"' in script
+    assert 'srun --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1' in script
+    assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
+    assert not (tmp_path / "logs").exists()  # --no-submit writes nothing
+    bad = kinda_slurm("--job-name", "a b", "--no-submit", "--", "python", "-m", "flows.wikipedia")
+    assert bad.returncode == 2 and "--job-name" in bad.stderr and "Traceback" not in bad.stderr
+    empty = kinda_slurm("--no-submit")
+    assert empty.returncode == 2 and "after `--`" in empty.stderr
+
+
+def job_state(slurm: Slurm, job_id: str) -> str:
+    match = re.search(r"JobState=(\w+)", slurm.cli("scontrol", "-o", "show", "job", job_id))
+    return match.group(1) if match else "UNKNOWN"
+
+
+def test_kinda_slurm_job_runs_the_flow_on_srun_workers(slurm: Slurm, tmp_path: Path,
+                                                       request: pytest.FixtureRequest) -> None:
+    prefect_api_url = request.getfixturevalue("prefect_api_url")
+    dumps = write_sample_dumps(tmp_path / "dumps", pages=200, seed=6)
+    env = {**slurm.env, "PREFECT_API_URL": prefect_api_url}  # the job's flow reports to this API
+    logs = tmp_path / "slurm"
+    done = kinda_slurm("--partition", "debug", "--cpus-per-node", str(min(2, os.cpu_count() or 1)),
+                       "--time", "00:10:00", "--log-dir", str(logs), "--interface", "lo", "--",
+                       "python", "-m", "flows.wikipedia", *(f"--dump={d}" for d in dumps), "--out", "out",
+                       env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    job_id = re.fullmatch(r"submitted batch job (\d+): .*\nlog: .*\n", done.stdout, re.S).group(1)  # type: ignore[union-attr]
+
+    reference = tmp_path / "reference"
+    assert not run(config(dumps, reference, runner="sequential")).failed  # while the job runs
+    deadline = time.monotonic() + 180
+    while (state := job_state(slurm, job_id)) in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING") \
+            and time.monotonic() < deadline:
+        time.sleep(1)
+    log = (logs / f"kinda-wikipedia-{job_id}.out").read_text(errors="replace")
+    assert state == "COMPLETED", f"job {job_id} {state}:\n{log[-3000:]}"
+    assert tree(tmp_path / "out") == tree(reference) and tree(reference)  # relative --out: the submit dir
+    assert "Scheduler at:" in log and "Start worker at" in log  # the job's own scheduler, srun's workers
+    assert "Task run 'stage " in log  # the stage tasks ran in the job (the flow's API is the test's)
+    assert (logs / "kinda-wikipedia.sbatch").read_text().startswith("#!/usr/bin/env bash\n#SBATCH")
