@@ -87,7 +87,8 @@ class TokenizeConfig(PipelineConfig):
     batch_docs: int = Field(256, gt=0)
     megatron: bool = Field(False, description="also write Megatron .bin/.idx per split under <out>/megatron/")
     work_tokens: Literal["added", "text"] | None = Field(
-        None, description="<work> markers: 'text' (encoded by the existing vocabulary) or 'added' (two new ids)")
+        "text", description="<work> markers: 'text' (encoded by the existing vocabulary; the default, as "
+                            "configs/tokenize.yaml: no new id) or 'added' (two new ids after the last)")
     # -- an external dataset (--inputs) instead of our shards ---------------------------------
     inputs: list[str] = Field(default_factory=list,
                               description="Parquet/JSONL(.gz/.zst) files: globs, folders, fsspec URLs (hf://...)")
