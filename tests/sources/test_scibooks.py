@@ -182,6 +182,19 @@ def test_hanging_page_is_bounded(tmp_path: Path) -> None:
     assert "page 3 about finite elements" in pages[2].lines[0].text
 
 
+def test_worker_batches_give_the_in_process_pages(realdata: Path) -> None:
+    """Pages from the worker (batched, packed as plain tuples) equal the in-process pages, in order."""
+    worker = pdf_text.PdfWorker()
+    try:
+        for path in sorted((realdata / "scibooks" / "pdf").glob("*.pdf")):
+            isolated = [p for p in worker.pages(path, pdf_text.PdfSettings(ocr="off"))
+                        if isinstance(p, pdf_text.PageText)]
+            local = pdf_pages(path, in_process(ocr="off"))
+            assert isolated == local and all(isinstance(ln, pdf_text.Line) for p in isolated for ln in p.lines)
+    finally:
+        worker.close()
+
+
 def test_quality_floor_reasons() -> None:
     words = "stress strain modulus beam " * 200
     assert text_quality(words, 1, SciBookSettings().quality) is None
