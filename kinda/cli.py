@@ -25,7 +25,7 @@ from core.manifest import MANIFEST_NAME, Manifest, ManifestError
 from kinda.summary import format_storage, format_summary, format_table, storage
 
 #: Optional sub-command modules, each with ``register(subparsers)``; absent ones are skipped.
-PLUGIN_MODULES = ("kinda.cli_dedup", "kinda.cli_report", "kinda.cli_tensors")
+PLUGIN_MODULES = ("kinda.cli_dedup", "kinda.cli_report", "kinda.cli_tensors", "kinda.cli_slurm")
 #: Exit status of a command whose reader closed the pipe (as a process killed by SIGPIPE).
 BROKEN_PIPE_EXIT = 128 + 13
 
