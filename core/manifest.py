@@ -379,6 +379,45 @@ class Manifest:
                              "ORDER BY source, path")
         return [(str(r[0]), str(r[1]), str(r[2])) for r in rows if not sources or r[1] in sources]
 
+    def has_table(self, name: str) -> bool:
+        """True when the table exists (a manifest last written by an older version may lack later tables)."""
+        _, rows = self.query("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name])
+        return bool(rows[0][0])
+
+    def stored_copies(self, sources: Sequence[str] = ()) -> list[tuple[str, str, str]]:
+        """``(path, source, sha256)`` of the class shards that hold the documents of released ``docs/`` shards.
+
+        Once ``flows.label`` released a ``docs/`` shard, its kept documents exist only in these
+        shards (``released.into_shards``); a stage that must see every stored document (dedup of
+        sources added later against them) reads them here. A released shard whose ``docs/`` file
+        was written again by its source is left out: its documents are in ``docs/`` once more.
+        Order: (source, path), like :meth:`document_shards`.
+        """
+        if not self.has_table("released"):
+            return []
+        _, rows = self.query("""
+            SELECT DISTINCT s.path, s.source, s.sha256
+            FROM (SELECT path AS origin, unnest(into_shards) AS into_path FROM released) r
+            JOIN shards s ON s.path = r.into_path
+            WHERE r.origin NOT IN (SELECT path FROM shards)
+            ORDER BY s.source, s.path""")
+        return [(str(r[0]), str(r[1]), str(r[2])) for r in rows if not sources or r[1] in sources]
+
+    def final_shards(self) -> list[dict[str, Any]]:
+        """Every final document shard, on disk in ``docs/`` or released into class shards, as dicts.
+
+        Columns ``path, source, language, docs, text_bytes, bytes, sha256``; a ``docs/`` row (the
+        shard written again by its source) wins over its old release. Order: (source, path).
+        """
+        columns = "path, source, language, docs, text_bytes, bytes, sha256"
+        released = f" UNION ALL SELECT {columns}, 1 FROM released" if self.has_table("released") else ""
+        names, rows = self.query(f"SELECT {columns}, 0 AS released FROM shards WHERE starts_with(path, 'docs/')"
+                                 f"{released} ORDER BY path, released")
+        unique: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            unique.setdefault(row[0], dict(zip(names[:-1], row[:-1], strict=True)))
+        return sorted(unique.values(), key=lambda s: (s["source"], s["path"]))
+
     def verify(self, out_root: Path) -> list[dict[str, str]]:
         """Re-hash every shard; return one problem per missing or corrupt shard (empty = ok)."""
         _, rows = self.query("SELECT path, sha256, bytes FROM shards ORDER BY path")

@@ -174,20 +174,26 @@ def write_attributes(decisions: Path, out: Path, shard: str) -> dict[str, Any]:
 
 
 def record_matches(con: duckdb.DuckDBPyConnection, run_id: str, decisions: Path, reference_index: str | None,
-                   threshold: float, layout: str) -> int:
-    """Replace the ``matches`` rows of the decided shards by this run's (the flow process calls this)."""
+                   threshold: float, layout: str, shards: Sequence[str]) -> int:
+    """Replace the ``matches`` rows of the decided ``shards`` by this run's (the flow process calls this).
+
+    Documents of other shards in ``decisions`` (stored copies a run compares but does not decide)
+    keep the rows of the run that decided them.
+    """
     con.execute(MATCHES_SQL)
     path = decisions.as_posix()
+    decided = list(shards)
     con.execute("BEGIN TRANSACTION")
-    con.execute(f"DELETE FROM matches WHERE shard IN (SELECT DISTINCT shard FROM read_parquet('{path}'))")
+    con.execute("DELETE FROM matches WHERE list_contains(?, shard)", [decided])
     con.execute(f"""
+        WITH d AS (SELECT * FROM read_parquet('{path}') WHERE list_contains(?, shard))
         INSERT INTO matches
         SELECT ?, id, source, shard, 'duplicate_' || duplicate_kind, duplicate_of, NULL, NULL, NULL, NULL,
-               duplicate_jaccard, ?, ? FROM read_parquet('{path}') WHERE duplicate_of IS NOT NULL
+               duplicate_jaccard, ?, ? FROM d WHERE duplicate_of IS NOT NULL
         UNION ALL
         SELECT ?, id, source, shard, 'reference_' || reference_kind, NULL, ?, reference_shard, reference_line,
-               reference_set, reference_jaccard, ?, ? FROM read_parquet('{path}') WHERE reference_kind IS NOT NULL
-        """, [run_id, threshold, layout, run_id, reference_index, threshold, layout])
+               reference_set, reference_jaccard, ?, ? FROM d WHERE reference_kind IS NOT NULL
+        """, [decided, run_id, threshold, layout, run_id, reference_index, threshold, layout])
     con.execute("COMMIT")
     return int(_one_row(con.execute("SELECT count(*) FROM matches WHERE run_id = ?", [run_id]))[0])
 
@@ -253,12 +259,37 @@ def _stored_in(out: Path, shards: Sequence[dict[str, Any]], doc_id: str) -> list
     return found
 
 
+def _exclusion(con: duckdb.DuckDBPyConnection, references: Sequence[dict[str, Any]],
+               stored: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """Why a document that matched the reference is stored nowhere, when ``flows.label`` left it out.
+
+    The label run released the document's ``docs/`` shard (``released`` table) without putting the
+    document in a class shard; the run's ``reference_excludes`` (its recorded config) tells whether
+    the match is the reason (``reference_excluded``: e.g. stack_code found in the Pile's Github).
+    """
+    if stored or not references:
+        return None
+    match = references[0]
+    released = _query(con, "SELECT r.path, r.run_id, c.config FROM released r LEFT JOIN runs c USING (run_id) "
+                            "WHERE r.path = ?", [match["shard"]])
+    if not released:
+        return None
+    config = json.loads(released[0]["config"] or "{}")
+    subsets = list((config.get("reference_excludes") or {}).get(match["source"]) or [])
+    excluded = match["reference_set"] in subsets
+    return {"reason": "reference_excluded" if excluded else "not_labeled", "shard": match["shard"],
+            "source": match["source"], "reference_set": match["reference_set"], "subsets": subsets,
+            "label_run": released[0]["run_id"]}
+
+
 def explain(out: Path, doc_id: str, manifest_path: Path | None = None) -> dict[str, Any]:
     """Everything the output root knows about one document's fate (read-only).
 
     Looks in the source runs' duplicate records (:mod:`core.duplicates`, books' near
-    duplicates), the ``matches`` table of ``flows.dedup`` and the shards that hold documents;
-    ``verdict`` is ``duplicate``, ``kept`` or ``unknown`` (no trace of the id anywhere).
+    duplicates), the ``matches`` table of ``flows.dedup``, the shards that hold documents and the
+    label runs' releases; ``verdict`` is ``duplicate``, ``excluded`` (left out of every set for its
+    reference match: ``labels.reference_excludes``), ``kept``, ``matched`` (a reference match, the
+    document in no shard for another reason) or ``unknown`` (no trace of the id anywhere).
     """
     out = Path(out)
     manifest_path = manifest_path or out / "manifest.duckdb"
@@ -272,14 +303,18 @@ def explain(out: Path, doc_id: str, manifest_path: Path | None = None) -> dict[s
         shards = _query(con, "SELECT path, labels FROM shards WHERE starts_with(path, 'docs/') "
                              "OR starts_with(path, 'labeled/') ORDER BY path", [])
         dedup_runs = _one_row(con.execute("SELECT count(*) FROM runs WHERE flow = 'dedup'"))[0]
+        stored = _stored_in(out, shards, doc_id)
+        references = [m for m in matches if m["kind"].startswith("reference_")]
+        exclusion = _exclusion(con, references, stored) if "released" in tables else None
     finally:
         con.close()
-    stored = _stored_in(out, shards, doc_id)
     duplicate = [m for m in matches if m["kind"].startswith("duplicate_")]
-    verdict = "duplicate" if dropped or duplicate else "kept" if stored else "unknown"
+    verdict = ("duplicate" if dropped or duplicate else "kept" if stored
+               else "excluded" if exclusion and exclusion["reason"] == "reference_excluded"
+               else "matched" if references else "unknown")
     return {
         "doc_id": doc_id, "verdict": verdict, "source_duplicates": dropped,
-        "duplicates": duplicate, "references": [m for m in matches if m["kind"].startswith("reference_")],
+        "duplicates": duplicate, "references": references, "exclusion": exclusion,
         "stored_in": stored, "duplicates_pointing_here": int(members[0]) if members else 0,
         "dedup_run": bool(dedup_runs),
     }
@@ -309,10 +344,13 @@ def format_explanation(result: dict[str, Any]) -> str:
         score = f", estimated Jaccard {_jaccard(match['jaccard'])}" if kind == "near" else ""
         lines.append(f"{doc}: dropped as {kind} duplicate of {match['matched_doc_id']} (by flows.dedup{score}, "
                      f"threshold {match['threshold']})")
+    fate = {"excluded": "excluded", "matched": "stored in no shard", "duplicate": "recorded"}.get(
+        result["verdict"], "left out of G3")
     for match in result["references"]:
         lines.append(f"{doc}: matched reference document {match['reference_shard']}:{match['reference_line']} "
                      f"({match['reference_set'] or '?'}, {match['kind'].removeprefix('reference_')}, estimated "
-                     f"Jaccard {_jaccard(match['jaccard'])}) of {match['reference_index']}: left out of G3")
+                     f"Jaccard {_jaccard(match['jaccard'])}) of {match['reference_index']}: {fate}")
+    lines += _exclusion_lines(doc, result.get("exclusion"))
     for place in result["stored_in"]:
         if place["class"]:
             lines.append(f"{doc}: kept in class {place['class']}, labels {' '.join(place['labels']) or '(none)'} "
@@ -322,3 +360,16 @@ def format_explanation(result: dict[str, Any]) -> str:
     if result["duplicates_pointing_here"]:
         lines.append(f"{doc}: kept as the representative of {result['duplicates_pointing_here']} duplicate(s)")
     return "\n".join(lines)
+
+
+def _exclusion_lines(doc: str, exclusion: dict[str, Any] | None) -> list[str]:
+    """The label stage's part of the answer for a document it left out of every set."""
+    if exclusion is None:
+        return []
+    gone = f"{exclusion['shard']} was released by label run {exclusion['label_run']}: the document is stored nowhere"
+    if exclusion["reason"] == "reference_excluded":
+        return [f"{doc}: excluded from every set (reference_excluded: labels.reference_excludes leaves "
+                f"{exclusion['source']} documents found in the reference's {exclusion['reference_set']} out); {gone}"]
+    return [f"{doc}: stored nowhere: {exclusion['shard']} was released by label run {exclusion['label_run']} "
+            f"without it, though its reference set {exclusion['reference_set']} is not in that run's "
+            f"reference_excludes for {exclusion['source']} ({exclusion['subsets']})"]

@@ -6,6 +6,11 @@
 
 Reads the final shards recorded in the manifest (``docs/<source>/<part>/*.parquet``), never edits
 them, and writes ``attributes/dedup/...`` beside them plus ``matches`` rows in the manifest.
+On a root already labeled, the documents of the ``docs/`` shards ``flows.label`` released live
+only in their class shards (``labeled/…``, the manifest's ``released.into_shards``): they are read
+from there and compared too, numbered first so they stay the kept copies, but not decided again
+(their attributes and ``matches`` rows are the earlier run's). So sources added later to a labeled
+root (stack_code, science_books onto G.1) meet GitHub and the books through the priority chains.
 Tasks: one per shard (signatures, exact hashes, band keys), one per band (DuckDB joins), one
 merge + verification, one clustering (deterministic union-find), one per shard (attributes).
 
@@ -112,6 +117,9 @@ class DedupSummary:
     out: Path
     shards: int = 0
     documents: int = 0
+    #: documents of released shards read from their class shards (compared, not decided again;
+    #: ``documents`` counts only the decided ones)
+    stored: int = 0
     duplicates: int = 0
     reference_matches: int = 0
     attributes: list[dict[str, Any]] = field(default_factory=list)
@@ -200,14 +208,14 @@ def attributes_task(decided: Path, out: Path, shard: str) -> dict[str, Any]:
     return decisions.write_attributes(decided, out, shard)
 
 
-def source_counts(decided: Path, roots: Path, settings: JoinSettings) -> list[dict[str, Any]]:
+def source_counts(decided: Path, roots: Path, settings: JoinSettings, shards: list[str]) -> list[dict[str, Any]]:
     """Per source: documents, duplicates, those whose kept copy is in another source, reference matches.
 
     Why per source: "how many PubMed Central / DM Mathematics documents are already in the Pile"
     and "how many stack_code files G.1's GitHub already holds" are questions about one source,
     and the ``matches`` table answers them only by a query; the run's artifact and summary say it.
     The kept copy is found by document number (``roots.parquet``), not by id, so equal ids in two
-    sources cannot double a count.
+    sources cannot double a count. Only the documents of ``shards`` (those this run decided) count.
     """
     con = settings.connect()
     try:
@@ -219,10 +227,12 @@ def source_counts(decided: Path, roots: Path, settings: JoinSettings) -> list[di
                    count(CASE WHEN k.kept_source <> d.source THEN 1 END),
                    count(CASE WHEN d.reference_kind = 'exact' THEN 1 END),
                    count(CASE WHEN d.reference_kind = 'near' THEN 1 END)
-            FROM d LEFT JOIN k ON k.doc = d.doc GROUP BY d.source ORDER BY d.source""").fetchall()
+            FROM d LEFT JOIN k ON k.doc = d.doc WHERE list_contains(?, d.shard)
+            GROUP BY d.source ORDER BY d.source""", [shards]).fetchall()
         subsets = con.execute(f"""
             SELECT source, reference_set, count(*) FROM read_parquet('{decided.as_posix()}')
-            WHERE reference_kind IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2""").fetchall()
+            WHERE reference_kind IS NOT NULL AND list_contains(?, shard) GROUP BY 1, 2 ORDER BY 1, 2""",
+                              [shards]).fetchall()
     finally:
         con.close()
     by_set: dict[str, dict[str, int]] = {}
@@ -250,16 +260,19 @@ def dedup_flow(config: DedupConfig) -> DedupSummary:
         manifest, run_id = run.manifest, run.run_id
         summary = DedupSummary(run_id, out)
         shards = manifest.document_shards(config.sources)
+        # Stored copies come first: the smallest number of a cluster is its kept document, so a
+        # document already labeled stays the kept copy and a new copy of it is the duplicate.
+        units = [*manifest.stored_copies(config.sources), *shards]
         layout, settings, minhash = config.band_layout(), config.join_settings(out), config.minhash.config()
         layout.check(minhash.num_perm)
-        work = _work_dir(out, config, shards)
+        work = _work_dir(out, config, units)
         firsts, total = [], 0
-        for path, _, _ in shards:
+        for path, _, _ in units:
             firsts.append(total)
             total += pq.ParquetFile(out / path).metadata.num_rows
         futures = [sign_task.submit(out, path, work, f"{i:06d}", firsts[i], minhash, layout)
-                   for i, (path, _, _) in enumerate(shards)]
-        parts = [{**f.result(), "source": source} for f, (_, source, _) in zip(futures, shards, strict=True)]
+                   for i, (path, _, _) in enumerate(units)]
+        parts = [{**f.result(), "source": source} for f, (_, source, _) in zip(futures, units, strict=True)]
         within = config.within_sources or config.across_sources
         edge_files: list[Path] = []
         if within:
@@ -285,11 +298,14 @@ def dedup_flow(config: DedupConfig) -> DedupSummary:
         decided = decide_task.submit(work, parts, reference, reference_docs, settings).result()
         attribute_futures = [attributes_task.submit(decided, out, path) for path, _, _ in shards]
         summary.attributes = [f.result() for f in attribute_futures]
+        decided_shards = [path for path, _, _ in shards]  # stored copies were decided by an earlier run
         with manifest.connect() as con:
-            decisions.record_matches(con, run_id, decided, index_name, layout.threshold, layout.name)
-        summary.shards, summary.documents, summary.duplicates = len(shards), counts["documents"], counts["duplicates"]
+            decisions.record_matches(con, run_id, decided, index_name, layout.threshold, layout.name, decided_shards)
+        summary.stored = sum(int(p["count"]) for p in parts[:len(units) - len(shards)])
+        summary.shards, summary.documents = len(shards), counts["documents"] - summary.stored
+        summary.duplicates = sum(a["duplicates"] for a in summary.attributes)
         summary.reference_matches = sum(a["reference_matches"] for a in summary.attributes)
-        summary.sources = source_counts(decided, work / "roots.parquet", settings)
+        summary.sources = source_counts(decided, work / "roots.parquet", settings, decided_shards)
         if not config.keep_staging:  # a failed run keeps its work files, so a re-run resumes from them
             shutil.rmtree(work, ignore_errors=True)
         run.table("dedup-shards", summary.attributes, "Duplicates and reference matches per shard")
@@ -297,15 +313,17 @@ def dedup_flow(config: DedupConfig) -> DedupSummary:
                                     for row in summary.sources],
                   "Per source: duplicates (across: kept copy in an earlier source of a priority chain) and "
                   "reference (Pile) matches by subset")
-        logger.info("dedup: %d documents in %d shards, %d duplicates, %d reference matches",
-                    summary.documents, summary.shards, summary.duplicates, summary.reference_matches)
+        logger.info("dedup: %d documents in %d shards (%d of them stored, read from labeled/), %d duplicates, "
+                    "%d reference matches", summary.documents, summary.shards, summary.stored, summary.duplicates,
+                    summary.reference_matches)
         return summary
 
 
 def report(summary: DedupSummary) -> int:
     """What the command prints after a run."""
-    print(f"\n{summary.documents} documents in {summary.shards} shards: {summary.duplicates} duplicates, "
-          f"{summary.reference_matches} reference matches")
+    stored = f" (+{summary.stored} stored documents of released shards compared)" if summary.stored else ""
+    print(f"\n{summary.documents} documents in {summary.shards} shards{stored}: "
+          f"{summary.duplicates} duplicates, {summary.reference_matches} reference matches")
     for row in summary.sources:
         sets = ", ".join(f"{name} {count}" for name, count in row["reference_sets"].items())
         print(f"  {row['source']}: {row['documents']} documents, {row['duplicates']} duplicates "

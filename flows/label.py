@@ -71,18 +71,6 @@ def label_task(out: Path, path: str, shard: dict[str, Any], job: LabelJob) -> La
     return label_shard(out, shard, job)
 
 
-def document_shards(manifest: Manifest) -> list[dict[str, Any]]:
-    """Final document shards to label: those in ``docs/`` and those released by an earlier run."""
-    columns = "path, source, language, docs, text_bytes, bytes, sha256"
-    _, tables = manifest.query("SELECT table_name FROM information_schema.tables")
-    released = f" UNION ALL SELECT {columns} FROM released" if ("released",) in tables else ""
-    names, rows = manifest.query(f"SELECT {columns} FROM shards WHERE starts_with(path, 'docs/'){released}")
-    unique: dict[str, dict[str, Any]] = {}
-    for row in rows:  # a docs/ row (the shard written again by its source) wins over its old release
-        unique.setdefault(row[0], dict(zip(names, row, strict=True)))
-    return sorted(unique.values(), key=lambda s: (s["source"], s["path"]))
-
-
 def record_releases(manifest: Manifest, run_id: str, results: list[LabelResult]) -> int:
     """Move released shards from ``shards`` to ``released`` (one transaction)."""
     released = [r.released for r in results if r.released]
@@ -104,7 +92,7 @@ def label_flow(config: LabelConfig) -> list[LabelResult]:
     logger = get_run_logger()
     out = Path(config.out).resolve()
     with RunRecorder(out, "label", None, config) as run:
-        shards = document_shards(run.manifest)
+        shards = run.manifest.final_shards()  # docs/ and released by an earlier run
         job = config.job()
         futures = [label_task.submit(out, shard["path"], shard, job) for shard in shards]
         results = [f.result() for f in futures]
