@@ -1,11 +1,14 @@
 """A real ``prefect server start`` (SQLite) on 127.0.0.1: a flow run and its artifacts over REST, then
 ``prefect work-pool create`` / ``prefect --no-prompt deploy --all`` / ``prefect worker start`` /
-``prefect deployment run``, seen to complete."""
+``prefect deployment run`` of the sample deployment on the default process-pool runner, seen to
+complete, and of g1 with its defaults, seen to fail with one line. About 3 minutes (real server,
+worker and flow-run processes)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -18,8 +21,6 @@ from typing import Any
 
 import pytest
 import yaml
-
-from sources.wikipedia_sample import write_sample_dumps
 
 pytestmark = pytest.mark.prefect
 REPO = Path(__file__).resolve().parents[2]
@@ -117,7 +118,27 @@ def test_flow_run_and_artifacts_over_rest(server: tuple[str, dict[str, str]], tm
         a["key"] for a in child_artifacts}
 
 
-def test_deploy_all_then_a_worker_runs_a_deployment(server: tuple[str, dict[str, str]], tmp_path: Path) -> None:
+def deployment_run(url: str, env: dict[str, str], name: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``prefect deployment run NAME`` (the UI's Run button), then wait for a final state over REST."""
+    command = [*PREFECT, "deployment", "run", name] + (["--params", json.dumps(params)] if params else [])
+    started = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert started.returncode == 0, started.stdout + started.stderr
+    run_id = re.search(r"UUID: ([0-9a-f-]{36})", started.stdout)
+    assert run_id, started.stdout
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        flow_run = api(url, f"/flow_runs/{run_id[1]}")
+        if flow_run["state_type"] in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
+            return flow_run
+        time.sleep(1)
+    raise AssertionError(f"{name}: no final state in 240 s")
+
+
+def test_deploy_all_then_a_worker_runs_the_sample_and_refuses_g1_defaults(
+        server: tuple[str, dict[str, str]], tmp_path: Path) -> None:
+    """The user's path: deploy everything, start a process worker, press Run. The sample deployment
+    completes with the default (process pool) runner; g1's defaults, without raw/ inputs or a
+    tokenizer, fail with one line that says what is missing, not a traceback."""
     url, env = server
     declared = yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]
     pool = declared[0]["work_pool"]["name"]
@@ -128,29 +149,34 @@ def test_deploy_all_then_a_worker_runs_a_deployment(server: tuple[str, dict[str,
     assert sorted(d["name"] for d in deployments) == sorted(d["name"] for d in declared)
     monthly = next(d for d in deployments if d["name"] == "commoncrawl-monthly")
     assert monthly["schedules"][0]["schedule"]["cron"] == "0 3 8 * *"
+    sample = next(d for d in declared if d["name"] == "sample")["parameters"]["config"]
+    assert sample["sample"] is True and "runner" not in sample  # the default runner: a process pool
 
-    dumps = write_sample_dumps(tmp_path / "dumps", pages=20, seed=3)
-    config = {"dumps": [str(d) for d in dumps], "out": str(tmp_path / "out"), "runner": "thread", "workers": 1}
     worker_log = (tmp_path / "worker.log").open("wb")
     worker = subprocess.Popen([*PREFECT, "worker", "start", "--pool", pool, "--limit", "1"], cwd=REPO, env=env,
                               stdout=worker_log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        started = subprocess.run([*PREFECT, "deployment", "run", "wikipedia/wikipedia", "--params",
-                                  json.dumps({"config": config})], cwd=REPO, env=env, capture_output=True, text=True,
-                                 timeout=60)
-        assert started.returncode == 0, started.stdout + started.stderr
-        deadline, state = time.time() + 180, None
-        while time.time() < deadline:
-            runs = flow_runs(url, "wikipedia")
-            state = runs[0]["state_type"] if runs else None
-            if state in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
-                break
-            time.sleep(1)
-        assert state == "COMPLETED", (tmp_path / "worker.log").read_text()[-4000:]
+        refused = deployment_run(url, env, "llama/g1")  # default parameters: out: data, no raw/, no tokenizer.json
+        completed = deployment_run(url, env, "llama/sample",
+                                   {"config": {**sample, "out": str(tmp_path / "out"), "sample_pages": 20}})
     finally:
         stop(worker)
         worker_log.close()
-    assert list((tmp_path / "out" / "docs" / "wikipedia").rglob("*.parquet"))
+    log = (tmp_path / "worker.log").read_text()[-4000:]
+    assert refused["state_type"] == "FAILED", log
+    message = refused["state"]["message"]
+    assert "G1 cannot start: tokenizer 'tokenizer.json' not found" in message and "sample: true" in message
+    assert "\n" not in message and "Traceback" not in message and "BrokenProcessPool" not in message
+
+    assert completed["state_type"] == "COMPLETED", log
+    artifacts = api(url, "/artifacts/filter", {"artifacts": {"flow_run_id": {"any_": [completed["id"]]}}})
+    by_key = {a["key"]: a for a in artifacts if a["key"]}
+    assert {"llama-stages", "llama-sources", "llama-totals", "llama-output"} <= set(by_key)
+    data = by_key["llama-stages"]["data"]
+    stages = json.loads(data) if isinstance(data, str) else data
+    assert [(row["stage"], row["status"]) for row in stages] == [
+        ("wikipedia", "completed"), ("dedup", "completed"), ("labels", "completed"), ("tokenize", "completed")]
+    assert (tmp_path / "out" / "tensors" / "g1" / "metadata.json").is_file()
 
 
 def test_source_deployments_match_their_configs() -> None:
