@@ -262,7 +262,11 @@ def dedup_flow(config: DedupConfig) -> DedupSummary:
         shards = manifest.document_shards(config.sources)
         # Stored copies come first: the smallest number of a cluster is its kept document, so a
         # document already labeled stays the kept copy and a new copy of it is the duplicate.
-        units = [*manifest.stored_copies(config.sources), *shards]
+        stored = manifest.stored_copies(config.sources)
+        if stored and not shards:  # every document is labeled already: nothing new to decide
+            logger.info("dedup: no docs/ shard to decide (%d stored class shards were decided before)", len(stored))
+            return summary
+        units = [*stored, *shards]
         layout, settings, minhash = config.band_layout(), config.join_settings(out), config.minhash.config()
         layout.check(minhash.num_perm)
         work = _work_dir(out, config, units)

@@ -9,7 +9,7 @@ stack_code file left out because the Pile's Github subset holds it (``reference_
 
 Real formats: Python source files of the standard library as code, a Project Gutenberg text read
 by the books reader, a Pile shard written with zstandard, shards by the pipeline's ShardWriter;
-the three flows run through Prefect with the shipped configs. About 25 s of flow runs (five) plus
+the three flows run through Prefect with the shipped configs. About 25 s of flow runs (six) plus
 the Prefect test server's start (about a minute on a loaded machine).
 """
 
@@ -148,6 +148,10 @@ def test_g2_sources_added_to_a_labeled_g1_root(tmp_path: Path, prefect_harness,
     assert {p: p.read_bytes() for p in g1_files} == g1_files  # G.1's class shards are not written again
     _, rows_ = Manifest.for_output(out).query("SELECT sum(docs) FROM shards")
     assert rows_ == [(6,)]
+    _, matches = Manifest.for_output(out).query("SELECT * FROM matches ORDER BY ALL")
+    third = dedup.run(dedup.parse_args(args))  # all labeled: nothing to decide, nothing re-signed
+    assert (third.shards, third.documents) == (0, 0)
+    assert Manifest.for_output(out).query("SELECT * FROM matches ORDER BY ALL")[1] == matches
 
     # kinda dedup explain, every kind of answer, with this run's ids
     status, text, _ = _explain(capsys, out, "s-textwrap")
