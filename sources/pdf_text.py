@@ -39,6 +39,7 @@ import os
 import re
 import shutil
 import statistics
+import struct
 import subprocess
 import time
 import unicodedata
@@ -124,6 +125,25 @@ def visible_chars(text: str) -> str:
     return "".join(text.split()).replace(SOFT_HYPHEN, "")
 
 
+#: The characters of _GARBAGE that ``str.split()`` does not treat as whitespace (it does for
+#: \t \n \v \f \r, \x1c-\x1f and \x85): the garbage that :func:`visible_chars` keeps.
+_VISIBLE_GARBAGE = re.compile("[\x00\x01\x03-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\ufffd\ue000-\uf8ff]")
+
+
+def has_text_layer(text: str, settings: PdfSettings) -> bool:
+    """``len(visible) >= min_page_chars and garbage_share(visible) <= max_page_garbage``, cheaply.
+
+    A page without garbage characters (nearly all) has a share of 0, and a prefix of it with
+    enough visible characters proves the count, so its whole visible text is never built.
+    """
+    if settings.max_page_garbage >= 0 and _VISIBLE_GARBAGE.search(text) is None:
+        prefix = 4 * settings.min_page_chars + 64
+        if len(text) > prefix and len(visible_chars(text[:prefix])) >= settings.min_page_chars:
+            return True
+    visible = visible_chars(text)
+    return len(visible) >= settings.min_page_chars and garbage_share(visible) <= settings.max_page_garbage
+
+
 def garbage_share(visible: str) -> float:
     """Share of visible characters that are unmapped glyphs (NUL, U+FFFD, private use, controls)."""
     return len(_GARBAGE.findall(visible)) / len(visible) if visible else 0.0
@@ -156,6 +176,10 @@ def _char_box_function() -> Any:
     return _CHAR_BOX[0]
 
 
+_QUAD = struct.Struct("4d")  # the char box, read in one call (ctypes array items one by one cost more)
+_new_tuple = tuple.__new__  # builds a Line without the named tuple's Python-level __new__
+
+
 def _text_lines(textpage: Any) -> list[Line]:
     """pdfium's lines (content order) with boxes from their first and last visible characters."""
     import pypdfium2.raw as raw
@@ -165,10 +189,10 @@ def _text_lines(textpage: Any) -> list[Line]:
         return []
     text = _raw_text(textpage, count)
     box = (ctypes.c_double * 4)()  # left, right, bottom, top
-    address = ctypes.addressof(box)
-    step = ctypes.sizeof(ctypes.c_double)
+    left = ctypes.addressof(box)
+    right, bottom, top = left + 8, left + 16, left + 24
     char_box, page = _char_box_function(), ctypes.cast(textpage, ctypes.c_void_p).value
-    refs = (address, address + step, address + 2 * step, address + 3 * step)
+    unpack = _QUAD.unpack_from
     lines: list[Line] = []
     append, blank = lines.append, _BLANK
     start = 0
@@ -176,12 +200,12 @@ def _text_lines(textpage: Any) -> list[Line]:
         size = len(chunk)
         head = size - len(chunk.lstrip(blank))
         if head < size:
-            char_box(page, start + head, *refs)
-            x0, _, y_bottom, y_top = box
-            char_box(page, start + len(chunk.rstrip(blank)) - 1, *refs)
-            _, x1, y_bottom2, y_top2 = box
-            append(Line(chunk, x0, x1 if x1 > x0 else x0, y_top if y_top > y_top2 else y_top2,
-                        y_bottom if y_bottom < y_bottom2 else y_bottom2))
+            char_box(page, start + head, left, right, bottom, top)
+            x0, _, y_bottom, y_top = unpack(box)
+            char_box(page, start + len(chunk.rstrip(blank)) - 1, left, right, bottom, top)
+            _, x1, y_bottom2, y_top2 = unpack(box)
+            append(_new_tuple(Line, (chunk, x0, x1 if x1 > x0 else x0, y_top if y_top > y_top2 else y_top2,
+                                     y_bottom if y_bottom < y_bottom2 else y_bottom2, -1)))
         start += size + 2
     return lines
 
@@ -269,10 +293,11 @@ def extract_page(document: Any, index: int, settings: PdfSettings, notify: Any =
             lines = _text_lines(textpage.raw)
         finally:
             textpage.close()
-        visible = visible_chars("".join(ln.text for ln in lines))
-        if len(visible) >= settings.min_page_chars and garbage_share(visible) <= settings.max_page_garbage:
+        text = "".join([ln.text for ln in lines])
+        if has_text_layer(text, settings):
             ordered, columns = order_columns(lines, width)
             return PageText(index, tuple(ordered), width, height, columns=columns)
+        visible = visible_chars(text)
         if not visible and _image_count(page) == 0:
             return PageText(index, drop="blank_page")
         if settings.ocr == "off":
@@ -526,18 +551,22 @@ def edge_lines(page: PageText) -> tuple[list[int], list[int]]:
     return top, bottom
 
 
-def running_lines(pages: Sequence[PageText]) -> set[str]:
-    """Edge-line keys that recur on >= HEADER_MIN_PAGES pages (running headers and footers)."""
+def running_lines(pages: Sequence[PageText], edges: Sequence[tuple[list[int], list[int]]] | None = None) -> set[str]:
+    """Edge-line keys that recur on >= HEADER_MIN_PAGES pages (running headers and footers).
+
+    ``edges``: each page's :func:`edge_lines`, when the caller has them already.
+    """
     counts: Counter[str] = Counter()
-    for page in pages:
-        top, bottom = edge_lines(page)
+    for number, page in enumerate(pages):
+        top, bottom = edge_lines(page) if edges is None else edges[number]
         counts.update({edge_key(page.lines[i].text) for i in top + bottom} - {""})
     return {key for key, count in counts.items() if count >= HEADER_MIN_PAGES}
 
 
-def strip_page_furniture(page: PageText, running: set[str]) -> tuple[list[Line], int]:
+def strip_page_furniture(page: PageText, running: set[str], edges: tuple[list[int], list[int]] | None = None
+                         ) -> tuple[list[Line], int]:
     """A page's lines without running headers/footers and page numbers; (lines, removed count)."""
-    top, bottom = edge_lines(page)
+    top, bottom = edge_lines(page) if edges is None else edges
     remove = {i for i in top + bottom
               if edge_key(page.lines[i].text) in running or _PAGE_NUMBER.match(page.lines[i].text.strip())}
     return [ln for i, ln in enumerate(page.lines) if i not in remove], len(remove)
@@ -582,11 +611,14 @@ def paragraphs(lines: Sequence[Line], method: str) -> list[str]:
             edge = right_edge[prev_column]
             width = edge - (prev_x0 if prev_x0 < x0 else x0)
             short = prev_x1 < edge - 0.12 * (width if width > 1.0 else 1.0)
-            if column != prev_column or gap > big_gap or gap < pitch_up or (short and not current.endswith(SOFT_HYPHEN)):
+            last = current[-1]
+            if column != prev_column or gap > big_gap or gap < pitch_up or (short and last != SOFT_HYPHEN):
                 out.append(current)
                 current = text
-            else:
+            elif last == SOFT_HYPHEN or last == "-":
                 current = _join(current, text)
+            else:  # _join's common case, inline
+                current = f"{current} {text}"
         prev_x0, prev_x1, prev_top, prev_column = x0, x1, top, column
     if current:
         out.append(current)
@@ -642,14 +674,23 @@ class PdfDocumentText:
 def assemble(pages: Sequence[PageText]) -> PdfDocumentText:
     """The document's text from its usable pages (see the module docstring, per document)."""
     usable = [p for p in pages if p.drop is None]
-    running = running_lines([p for p in usable if p.method == "text"])
+    text_pages = [p for p in usable if p.method == "text"]
+    edges = [edge_lines(p) for p in text_pages]  # once per page: running_lines and stripping both need them
+    running = running_lines(text_pages, edges)
     paras: list[str] = []
     removed = 0
+    text_page = 0
     for page in usable:
-        lines, count = strip_page_furniture(page, running) if page.method == "text" else (list(page.lines), 0)
+        if page.method == "text":
+            lines, count = strip_page_furniture(page, running, edges[text_page])
+            text_page += 1
+        else:
+            lines, count = list(page.lines), 0
         removed += count
         paras.extend(paragraphs(lines, page.method))
-    text = "\n\n".join(clean_text(p) for p in merge_continued(paras))
+    # ASCII paragraphs need only the control characters removed: one pass over the whole text
+    # (clean_text's other steps are per character or, for NFC, stop at the "\n\n" between paragraphs)
+    text = _CONTROL.sub("", "\n\n".join(p if p.isascii() else clean_text(p) for p in merge_continued(paras)))
     text = "\n\n".join(p for p in (s.strip() for s in text.split("\n\n")) if p)
     return PdfDocumentText(
         text=text + "\n" if text else "",

@@ -195,6 +195,20 @@ def test_worker_batches_give_the_in_process_pages(realdata: Path) -> None:
         worker.close()
 
 
+@pytest.mark.parametrize("text", [
+    "", "x" * 15, "x" * 16, " \t\x1c\x1d\x1e\x1f\x85" * 40 + "x" * 16, "\x02" * 200 + "ab", "word " * 100,
+    "word " * 100 + "\ufffd" * 30, "\ue000" * 100 + "word " * 10, "\x01\x03" * 5 + "a" * 200, "\x85\x0b" * 300,
+])
+def test_text_layer_check_equals_the_visible_text_rule(text: str) -> None:
+    """has_text_layer (prefix and no-garbage shortcuts) decides as the rule on the whole visible text."""
+    for settings in (pdf_text.PdfSettings(), pdf_text.PdfSettings(min_page_chars=1, max_page_garbage=0.0),
+                     pdf_text.PdfSettings(min_page_chars=300, max_page_garbage=-1.0)):
+        visible = pdf_text.visible_chars(text)
+        expected = len(visible) >= settings.min_page_chars and \
+            pdf_text.garbage_share(visible) <= settings.max_page_garbage
+        assert pdf_text.has_text_layer(text, settings) == expected
+
+
 def test_quality_floor_reasons() -> None:
     words = "stress strain modulus beam " * 200
     assert text_quality(words, 1, SciBookSettings().quality) is None
