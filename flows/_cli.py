@@ -170,23 +170,30 @@ class FlowCLI(Generic[C]):
             return self._runner(config)
         return self.flow.with_options(task_runner=make_task_runner(config))(config)
 
-    def check(self, config: C) -> None:
-        """Fail fast, before Prefect starts, on what the user can fix (see the module docstring)."""
+    def check(self, config: C) -> OutputLock | None:
+        """Fail fast, before Prefect starts, on what the user can fix (see the module docstring).
+
+        The output root's lock is taken here and held by :meth:`main` until the run ends: taken
+        and given back, two commands started together would both pass and race inside their
+        flows, where the loser's refusal comes with Prefect's traceback.
+        """
         missing = config.missing_inputs()
         if missing:
             raise UsageError(f"input not found: {', '.join(missing)} (no file or folder matches)")
-        if self.out_is_root:
-            out = Path(config.out)
-            check_writable(out)
-            lock = OutputLock(out, self.prog, "check")
-            if lock.acquire():
-                lock.release()
+        if not self.out_is_root:
+            return None
+        out = Path(config.out)
+        check_writable(out)
+        lock = OutputLock(out, self.prog.removeprefix("python -m flows."), "starting")
+        lock.acquire()
+        return lock
 
     def main(self, argv: Sequence[str] | None = None) -> int:
         """``python -m flows.<name>``: parse, check, run, print where the output is."""
         config = self.parse_args(argv)
+        lock: OutputLock | None = None
         try:
-            self.check(config)
+            lock = self.check(config)
             with prefect_api():
                 result = self.run(config)
         except (UsageError, OutputLockedError) as exc:
@@ -195,6 +202,9 @@ class FlowCLI(Generic[C]):
         except (ManifestError, FileNotFoundError, PermissionError, ValueError, RuntimeError) as exc:
             print(f"{self.prog}: error: {one_line(exc)}", file=sys.stderr)
             return 1
+        finally:
+            if lock is not None:
+                lock.release()
         return self.report(result) if self.report is not None else 0
 
     def __call__(self, argv: Sequence[str] | None = None) -> int:

@@ -28,6 +28,10 @@ from core.lock import OutputLock
 from core.manifest import InputRecord, Manifest
 from core.version import code_version
 
+#: Runs recorded by this process and not yet finished (a parent flow while its subflows run):
+#: only the outermost one may mark other 'running' rows abandoned.
+_LIVE_RUNS: set[str] = set()
+
 
 def current_run_id() -> str:
     """The Prefect flow run's id (the manifest's run id), or a fresh one outside a flow."""
@@ -52,9 +56,9 @@ class RunRecorder:
         self._lock = OutputLock(self.root, flow, self.run_id)
 
     def __enter__(self) -> RunRecorder:
-        fresh = self._lock.acquire()
+        self._lock.acquire()
         try:
-            if fresh:
+            if not _LIVE_RUNS:  # the outermost run of this process: any other 'running' row is dead
                 abandoned = self.manifest.abandon_stale_runs()
                 if abandoned:
                     get_run_logger().warning("%d earlier run(s) were killed mid-way; marked abandoned", abandoned)
@@ -63,6 +67,7 @@ class RunRecorder:
         except BaseException:
             self._lock.release()
             raise
+        _LIVE_RUNS.add(self.run_id)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -71,6 +76,7 @@ class RunRecorder:
             status = "failed" if exc_type is not None else (self.status or self._status_from_records())
             self.manifest.finish_run(self.run_id, status)
         finally:
+            _LIVE_RUNS.discard(self.run_id)
             self._lock.release()
 
     def _status_from_records(self) -> str:

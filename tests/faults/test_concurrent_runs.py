@@ -76,9 +76,8 @@ def test_two_runs_into_one_out_refuse_in_one_line_and_lose_nothing(
     assert kinda_main(["--out", str(out), "manifest", "verify"]) == 0
     assert "documents kept on disk" in capsys.readouterr().out
 
-    if "Traceback" in loser_err:  # both passed the pre-Prefect check; the loser was refused inside its flow
-        pytest.xfail("the refusal came with Prefect's flow-failure traceback: flows/_cli.py must hold the lock "
-                     "from its check through the run (docs/reliability.md, 'Known gap')")
+    # the CLI holds the lock from its pre-Prefect check through the run: the loser never starts a flow
+    assert "Traceback" not in loser_err, loser_err
     assert [line for line in loser_err.splitlines() if "error" in line.lower()] == [last]
 
 
