@@ -107,7 +107,18 @@ def cluster_documents(parts: Sequence[dict[str, Any]], store: SignatureStore, ed
                         == source_ids[np.searchsorted(firsts, b, side="right") - 1])
                 a, b = a[same], b[same]
             forest.union_pairs(a, b)
-    roots = forest.roots()
+    return write_roots(forest.roots(), store, target, batch)
+
+
+def write_roots(roots: np.ndarray, store: SignatureStore, target: Path, batch: int = 262_144) -> dict[str, int]:
+    """Write ``roots.parquet``: one ``(doc, root, jaccard)`` row per document whose root is not itself.
+
+    Both clustering rules (:func:`cluster_documents`, :func:`dedupe.priority.priority_roots`) end
+    here, so the file every later step reads has one writer; the Jaccard is estimated from the
+    stored signatures, batch by batch, so memory stays bounded by ``batch`` rows. Returns counts:
+    documents, clusters, duplicates.
+    """
+    total = len(roots)
     duplicates = np.flatnonzero(roots != np.arange(total))
     with atomic_path(target) as tmp:
         writer = pq.ParquetWriter(tmp, ROOTS_SCHEMA, compression="zstd")

@@ -44,11 +44,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core.atomic import atomic_path
-from dedupe.explain import ROOTS_SCHEMA
+from dedupe.explain import write_roots
 from dedupe.lsh import JoinSettings, SignatureStore
 from dedupe.unionfind import UnionFind
 
@@ -171,20 +170,7 @@ def priority_roots(parts: Sequence[Mapping[str, Any]], store: SignatureStore, ed
     sources, names = _doc_sources(parts)
     chain_levels = [_levels(sources, names, chain) for chain in as_chains(order)]
     left, right = _read_edges(edge_files, batch)
-    roots = chain_clusters(sources, chain_levels, left, right)
-    duplicates = np.flatnonzero(roots != np.arange(len(roots)))
-    with atomic_path(target) as tmp:
-        writer = pq.ParquetWriter(tmp, ROOTS_SCHEMA, compression="zstd")
-        try:
-            for lo in range(0, len(duplicates), batch):
-                docs = duplicates[lo: lo + batch]
-                agree = np.count_nonzero(store.gather(docs) == store.gather(roots[docs]), axis=1)
-                jaccard = (agree / store.num_perm).astype(np.float32)
-                writer.write_table(pa.table({"doc": docs, "root": roots[docs], "jaccard": jaccard}, schema=ROOTS_SCHEMA))
-        finally:
-            writer.close()
-    total = len(roots)
-    return {"documents": total, "clusters": int(total - len(duplicates)), "duplicates": len(duplicates)}
+    return write_roots(chain_clusters(sources, chain_levels, left, right), store, target, batch)
 
 
 def priority_exact_edges(root: Path, parts: Sequence[Mapping[str, Any]], target: Path, settings: JoinSettings,
