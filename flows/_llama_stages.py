@@ -101,7 +101,7 @@ def fingerprint(*parts: Any) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
 
-def document_shards(out: Path) -> list[tuple[str, str]]:
+def final_shards(out: Path) -> list[tuple[str, str]]:
     """``(path, sha256)`` of the final document shards in the manifest: what later stages read."""
     manifest = Manifest.for_output(out)
     if not manifest.path.exists():
@@ -251,7 +251,7 @@ class StageRun:
             self.record(StageResult(name, "partial" if failed else "completed", seconds,
                                     f"{summary.kept} documents kept" + (f"; failed inputs: {failed}" if failed else "")))
             self.step()
-        self.fingerprint = fingerprint("sources", document_shards(self.out))
+        self.fingerprint = fingerprint("sources", final_shards(self.out))
 
     # later stages --------------------------------------------------------------------------
     def run_stage(self, stage: str, forced: dict[str, Any], outputs: Outputs, extra: Any = None) -> Any:

@@ -47,7 +47,7 @@ from flows._llama_stages import (
     StageResult,
     StageRun,
     dedup_outputs,
-    document_shards,
+    final_shards,
     fingerprint,
     index_outputs,
     label_outputs,
@@ -225,7 +225,7 @@ def llama_flow(config: LlamaConfig) -> LlamaSummary:
         if config.runs_stage("sources"):
             run.run_sources()
         else:
-            run.fingerprint = fingerprint("sources", document_shards(run.out))
+            run.fingerprint = fingerprint("sources", final_shards(run.out))
         blocked = [s for s in run.summary.failed] if not config.continue_on_error else []
         if blocked:
             names = [s.stage for s in blocked]
