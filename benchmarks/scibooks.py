@@ -4,8 +4,11 @@
     nice -n 10 .venv/bin/python benchmarks/scibooks.py --pdfs ... --memory-pages 2000 --ocr-pages 2
 
 Every number is CPU seconds of this process and its children (``resource.getrusage``, psutil for the live worker),
-so "per core" holds on a busy machine; each timing is repeated ``--repeat`` times and reported
-as min/median/max. Loops compared, on the same files:
+so "per core" holds on a busy machine. The pypdfium2 loops run in ``--repeat`` interleaved rounds
+(one round = each loop once over all files) and each ratio to the bare loop is taken within a
+round, then reported as min/median/max: a busy machine's load changes between minutes, and
+ratios of timings taken minutes apart moved by +-15%. The slow peers run once. Loops compared,
+on the same files:
 
 * ``bare_pypdfium2``: open, for each page get_textpage + get_text_range, close (the floor);
 * ``full_in_process``: :mod:`sources.pdf_text` without the worker (layout, headers, hyphens);
@@ -90,20 +93,33 @@ def pypdf_loop(path: Path) -> int:
     return len(reader.pages)
 
 
-def measure(loop: Callable[[Path], int], paths: list[Path], repeat: int) -> dict[str, float]:
-    rates = []
-    for _ in range(repeat):
-        start = cpu_seconds()
-        pages = sum(loop(p) for p in paths)
-        rates.append(pages / max(cpu_seconds() - start, 1e-9))
-    return {"min": round(min(rates), 1), "median": round(statistics.median(rates), 1), "max": round(max(rates), 1)}
+def rate(loop: Callable[[Path], int], paths: list[Path]) -> float:
+    """Pages per CPU second of one pass of ``loop`` over ``paths``."""
+    start = cpu_seconds()
+    pages = sum(loop(p) for p in paths)
+    return pages / max(cpu_seconds() - start, 1e-9)
+
+
+def _mmm(values: list[float], digits: int = 1) -> dict[str, float]:
+    return {"min": round(min(values), digits), "median": round(statistics.median(values), digits),
+            "max": round(max(values), digits)}
+
+
+def measure_interleaved(loops: dict[str, Callable[[Path], int]], paths: list[Path], repeat: int
+                        ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    """Rates of every loop and their ratios to the first, from ``repeat`` interleaved rounds."""
+    rounds = [{name: rate(loop, paths) for name, loop in loops.items()} for _ in range(repeat)]
+    first = next(iter(loops))
+    rates = {name: _mmm([r[name] for r in rounds]) for name in loops}
+    ratios = {name: _mmm([r[name] / r[first] for r in rounds], 2) for name in loops}
+    return rates, ratios
 
 
 def ocr_benchmark(path: Path, pages: int) -> dict[str, object]:
     import pypdfium2 as pdfium
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "sources"))
-    from test_scibooks import cer, squash
+    from test_scibooks import cer, squash  # type: ignore[import-not-found]
 
     settings = pdf_text.PdfSettings(isolate=False)
     document = pdfium.PdfDocument(str(path))
@@ -152,7 +168,7 @@ def memory_benchmark(paths: list[Path], pages: int) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pdfs", nargs="+", type=Path, required=True)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5, help="interleaved rounds of the pypdfium2 loops")
     parser.add_argument("--ocr-pages", type=int, default=0)
     parser.add_argument("--memory-pages", type=int, default=0)
     args = parser.parse_args(argv)
@@ -162,18 +178,21 @@ def main(argv: list[str] | None = None) -> int:
         "full_in_process": lambda p: full(p, isolate=False),
         "full_isolated": lambda p: full(p, isolate=True),
     }
+    peers: dict[str, Callable[[Path], int]] = {}
     for name, module, loop in (("pdfminer.six", "pdfminer", pdfminer), ("pypdf", "pypdf", pypdf_loop)):
         try:
             __import__(module)
-            loops[name] = loop
+            peers[name] = loop
         except ImportError:
             results[name] = "not installed"
     full(args.pdfs[0], isolate=True)  # start the worker outside the timings
-    for name, loop in loops.items():
-        results[name] = measure(loop, args.pdfs, 1 if name in ("pdfminer.six", "pypdf") else args.repeat)
-    bare = results["bare_pypdfium2"]["median"]  # type: ignore[index]
-    results["ratios_vs_bare"] = {name: round(r["median"] / bare, 2) for name, r in results.items()  # type: ignore[index]
-                                 if isinstance(r, dict) and "median" in r}
+    rates, ratios = measure_interleaved(loops, args.pdfs, args.repeat)
+    results.update(rates)
+    bare = rates["bare_pypdfium2"]["median"]
+    for name, peer in peers.items():  # slow: one pass, compared with the bare loop's median
+        results[name] = round(rate(peer, args.pdfs), 1)
+        ratios[name] = {"vs_median_bare": round(float(results[name]) / bare, 3)}  # type: ignore[arg-type]
+    results["ratios_vs_bare"] = ratios
     if args.ocr_pages:
         results["ocr"] = ocr_benchmark(args.pdfs[0], args.ocr_pages) if pdf_text.tesseract_command() else "no tesseract"
     if args.memory_pages:

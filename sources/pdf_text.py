@@ -23,9 +23,10 @@ become paragraphs (a break at a large vertical gap or after a short line); hyphe
 ends is joined; ligatures (ﬁ, ﬂ, ...) are spelt out.
 
 Time bound: pdfium is C code that Python cannot interrupt, so pages are extracted in a worker
-process that streams one message per page; when a page takes longer than ``page_timeout_s`` the
-worker is killed, the page becomes a ``page_timeout`` drop, and a fresh worker resumes at the
-next page. The same isolation turns a crash inside pdfium into an ``extractor_crashed`` drop.
+process that streams finished pages in small batches (at most ``BATCH_SECONDS`` old); when no
+message comes for ``page_timeout_s`` (plus that batching delay) the worker is killed, re-reads
+from the first page not received one page per message, and the page that overruns again becomes
+a ``page_timeout`` drop; a fresh worker resumes at the next page. The same isolation turns a crash inside pdfium into an ``extractor_crashed`` drop.
 Memory: the worker holds one page at a time; the caller holds the document's lines (about three
 times the text size), so RSS is bounded by a constant plus the size of one book's text.
 """
@@ -33,6 +34,7 @@ times the text size), so RSS is bounded by a constant plus the size of one book'
 from __future__ import annotations
 
 import ctypes
+import functools
 import multiprocessing as mp
 import operator
 import os
@@ -356,10 +358,13 @@ def pack_page(page: PageText) -> PackedPage:
             page.method, page.drop, page.detail, page.columns)
 
 
+_make_line = functools.partial(tuple.__new__, Line)  # Line._make without its Python-level frame
+
+
 def unpack_page(packed: PackedPage) -> PageText:
     """The PageText that :func:`pack_page` packed."""
     index, lines, width, height, method, drop, detail, columns = packed
-    return PageText(index, tuple(map(Line._make, lines)), width, height, method, drop, detail, columns)
+    return PageText(index, tuple(map(_make_line, lines)), width, height, method, drop, detail, columns)
 
 
 def _worker_main(conn: Connection) -> None:
