@@ -24,9 +24,9 @@ ends is joined; ligatures (ﬁ, ﬂ, ...) are spelt out.
 
 Time bound: pdfium is C code that Python cannot interrupt, so pages are extracted in a worker
 process that streams finished pages in small batches (at most ``BATCH_SECONDS`` old); when no
-message comes for ``page_timeout_s`` (plus that batching delay) the worker is killed, re-reads
-from the first page not received one page per message, and the page that overruns again becomes
-a ``page_timeout`` drop; a fresh worker resumes at the next page. The same isolation turns a crash inside pdfium into an ``extractor_crashed`` drop.
+message comes for ``page_timeout_s`` the worker is killed, re-reads from the first page not
+received one page per message, and the page that overruns again becomes a ``page_timeout`` drop;
+a fresh worker resumes at the next page. The same isolation turns a crash inside pdfium into an ``extractor_crashed`` drop.
 Memory: the worker holds one page at a time; the caller holds the document's lines (about three
 times the text size), so RSS is bounded by a constant plus the size of one book's text.
 """
@@ -343,9 +343,9 @@ def open_pdf(path: Path) -> tuple[Any, PdfInfo]:
 
 
 # -- the worker process -----------------------------------------------------------------------
-#: The worker sends finished pages in batches at most this old (and at most BATCH_PAGES long):
-#: one message per page (a pickled PageText of ~50 named tuples, a pipe write and a wake-up of the
-#: caller) cost the isolated path a fifth of its CPU. The caller's wait per message grows by this.
+#: The worker sends finished pages in batches at most this old (and at most BATCH_PAGES long;
+#: at most a quarter of the page timeout): one message per page (a pickled PageText of ~50 named
+#: tuples, a pipe write and a wake-up of the caller) cost the isolated path a fifth of its CPU.
 BATCH_SECONDS = 0.2
 BATCH_PAGES = 64
 PackedPage = tuple[int, tuple[tuple[str, float, float, float, float, int], ...], float, float, str,
@@ -461,13 +461,14 @@ class PdfWorker:
     def pages(self, path: Path, settings: PdfSettings) -> Iterator[PdfInfo | PageText]:
         """The file's info, then every page's outcome in order; never hangs longer than the bounds.
 
-        Pages come in batches (:data:`BATCH_SECONDS`). When the worker hangs or dies, pages it
-        had finished but not yet sent die with it, so the caller restarts it at the first page it
-        has not received, one page per message: the page that hangs again is then the one
-        dropped (a hanging page costs two timeouts; no finished page is lost or blamed).
+        Pages come in batches (:data:`BATCH_SECONDS`), and the wait for a message is still
+        ``page_timeout_s``. When it runs out (or the worker dies), pages the worker had finished
+        but not yet sent die with it, so the caller restarts it at the first page it has not
+        received, one page per message: the page that overruns again is the one dropped, with the
+        exact bound (a hanging page costs two timeouts; no finished page is lost or blamed).
         """
         first, info = 0, None
-        batch_s = BATCH_SECONDS
+        batch_s = min(BATCH_SECONDS, settings.page_timeout_s / 4)
         while True:
             conn = self._conn if self._process is not None and self._process.is_alive() else self._start()
             assert conn is not None
@@ -484,7 +485,7 @@ class PdfWorker:
             if info.error:
                 return
             expected = first
-            limit = settings.page_timeout_s + batch_s
+            limit = settings.page_timeout_s
             while True:
                 message = self._receive(limit)
                 if message is None or message[0] == "crashed":
@@ -503,7 +504,7 @@ class PdfWorker:
                     continue
                 if kind == "end":
                     return
-                limit = settings.page_timeout_s + batch_s
+                limit = settings.page_timeout_s
                 for packed in payload:
                     page = unpack_page(packed)
                     expected = page.index + 1
