@@ -21,8 +21,8 @@ from prefect import flow
 from pydantic import Field
 
 from core.config import PipelineConfig
-from core.filters.code_quality import CodeFilterSettings
 from flows._cli import Flag, FlowCLI
+from flows._config_parts import CodeFilterConfig
 from flows._source_flow import (
     SourceRunSummary,
     expand_locations,
@@ -38,7 +38,7 @@ from sources.github import (
 )
 
 
-class GithubConfig(PipelineConfig):
+class GithubConfig(CodeFilterConfig):
     """Settings of the GitHub recipe (defaults in ``configs/github.yaml``)."""
 
     #: Which repositories are read does not change how each file is processed: not hashed.
@@ -49,23 +49,12 @@ class GithubConfig(PipelineConfig):
     repos_per_input: int = Field(20, gt=0)
     allowed_licenses: list[str] = Field(default_factory=lambda: ["mit", "bsd-2-clause", "bsd-3-clause", "apache-2.0"])
     max_file_bytes: int = Field(1_000_000, gt=0)
-    header_mode: Literal["copyright", "redpajama", "off"] = "copyright"
-    max_line_length: int = Field(1000, gt=0)
-    max_avg_line_length: float = Field(100.0, gt=0)
-    min_alphanumeric_fraction: float = Field(0.25, ge=0, le=1)
-    min_alpha_per_token: float = Field(1.5, ge=0)
-    tokenizer: str = Field("regex", description="'regex' or a path to a tokenizer.json")
     dedup_key: Literal["text", "raw"] = "text"
 
     def recipe(self) -> GithubRecipe:
         """The source object the pipeline runs."""
-        filters = CodeFilterSettings(
-            header_mode=self.header_mode, max_line_length=self.max_line_length,
-            max_avg_line_length=self.max_avg_line_length, min_alphanumeric_fraction=self.min_alphanumeric_fraction,
-            min_alpha_per_token=self.min_alpha_per_token, tokenizer=self.tokenizer,
-        )
-        return GithubRecipe(GithubSettings(frozenset(self.allowed_licenses), self.max_file_bytes, filters=filters),
-                            raw_dedup=self.dedup_key == "raw")
+        settings = GithubSettings(frozenset(self.allowed_licenses), self.max_file_bytes, filters=self.code_filters())
+        return GithubRecipe(settings, raw_dedup=self.dedup_key == "raw")
 
     def input_patterns(self) -> list[str]:
         """Clone folders and exports the user named (checked before a run)."""

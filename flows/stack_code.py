@@ -16,19 +16,19 @@ already holds is not added twice) and against the Pile's GitHub subset is ``flow
 from __future__ import annotations
 
 import sys
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 from prefect import flow
 from pydantic import Field
 
 from core.config import PipelineConfig
-from core.filters.code_quality import CodeFilterSettings
 from flows._cli import Flag, FlowCLI
+from flows._config_parts import CodeFilterConfig
 from flows._source_flow import SourceRunSummary, print_summary, run_source
 from sources.stack_code import StackCodeRecipe, StackCodeSettings
 
 
-class StackCodeConfig(PipelineConfig):
+class StackCodeConfig(CodeFilterConfig):
     """Settings of the more-code recipe (defaults in ``configs/stack_code.yaml``)."""
 
     #: Which export files are read does not change how each row is processed: not hashed.
@@ -39,24 +39,13 @@ class StackCodeConfig(PipelineConfig):
     extra_languages: list[str] = Field(default_factory=list, description="dataset languages kept beyond the whitelist")
     max_file_bytes: int = Field(1_000_000, gt=0)
     batch_rows: int = Field(1024, gt=0, description="rows per Arrow batch inside a row group (memory only)")
-    header_mode: Literal["copyright", "redpajama", "off"] = "copyright"
-    max_line_length: int = Field(1000, gt=0)
-    max_avg_line_length: float = Field(100.0, gt=0)
-    min_alphanumeric_fraction: float = Field(0.25, ge=0, le=1)
-    min_alpha_per_token: float = Field(1.5, ge=0)
-    tokenizer: str = Field("regex", description="'regex' or a path to a tokenizer.json")
 
     def recipe(self) -> StackCodeRecipe:
         """The source object the pipeline runs."""
-        filters = CodeFilterSettings(
-            header_mode=self.header_mode, max_line_length=self.max_line_length,
-            max_avg_line_length=self.max_avg_line_length, min_alphanumeric_fraction=self.min_alphanumeric_fraction,
-            min_alpha_per_token=self.min_alpha_per_token, tokenizer=self.tokenizer,
-        )
         return StackCodeRecipe(StackCodeSettings(
             allowed_licenses=frozenset(x.lower() for x in self.allowed_licenses),
             extra_languages=frozenset(x.lower() for x in self.extra_languages),
-            max_file_bytes=self.max_file_bytes, batch_rows=self.batch_rows, filters=filters,
+            max_file_bytes=self.max_file_bytes, batch_rows=self.batch_rows, filters=self.code_filters(),
         ))
 
 
