@@ -12,7 +12,7 @@ import functools
 import subprocess
 from pathlib import Path
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # 0.2.0: StackExchange bodies through html_text (text after HTML comments kept)
 
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,6 +35,6 @@ def git_commit() -> str | None:
 
 
 def code_version() -> str:
-    """Return e.g. ``0.1.0+g1a2b3c4d5e6f``: what produced a row, for lineage in the manifest."""
+    """Return e.g. ``0.2.0+g1a2b3c4d5e6f``: what produced a row, for lineage in the manifest."""
     commit = git_commit()
     return f"{__version__}+g{commit}" if commit else __version__

@@ -112,10 +112,10 @@ def is_meta_site(site: str) -> bool:
     return site.startswith("meta.") or ".meta." in site
 
 
-#: Version of the text this recipe writes. 2: post bodies go through the shared
-#: :func:`sources.html_text.html_to_text`, which keeps the text after an HTML comment (version 1
-#: dropped the rest of the enclosing element after ``<!-- ... -->``); other bodies are unchanged.
-TEXT_VERSION = 2
+# Post bodies go through the shared :func:`sources.html_text.html_to_text`, which keeps the text
+# after an HTML comment (the reader's own converter dropped the rest of the enclosing element
+# after ``<!-- ... -->``); that output change is recipe version 0.2.0 (core.version), so finished
+# StackExchange work from 0.1.0 is redone rather than trusted.
 
 
 # -- streaming Posts.xml into Parquet batches -------------------------------------------------
