@@ -38,7 +38,7 @@ from core.document import Drop
 from core.exact import exact_hash
 from core.layout import slug
 from core.markers import Marker
-from core.pile_format import PileLine, iter_pile
+from core.pile_format import MAX_LINE_BYTES, PileLine, iter_pile
 from dedupe.lsh import (
     BandKeyWriter,
     BandLayout,
@@ -235,13 +235,17 @@ def _finish_part(marker: Marker, builder: PartBuilder, record: dict[str, Any]) -
 
 
 def index_pile_shard(shard: Path, root: Path, part_no: int, part: str, minhash: MinHashConfig,
-                     layouts: Sequence[BandLayout]) -> dict[str, Any]:
+                     layouts: Sequence[BandLayout], max_line_bytes: int = MAX_LINE_BYTES) -> dict[str, Any]:
     """Index one Pile shard as one part; resumable (a finished part with the same input is reused).
 
-    Bad lines are counted by reason in the part's record, never raised.
+    Bad lines are counted by reason in the part's record, never raised; a line longer than
+    ``max_line_bytes`` is a ``record_too_large`` drop. The bound is in the part's marker key, so a
+    finished part is reused only under the bound it was built with (a part finished by an
+    interrupted run before the bound was configurable is built once more; committed shards are
+    never re-read).
     """
     size = shard.stat().st_size
-    marker = part_marker(root, part, {"shard": shard.name, "size": size}, layouts)
+    marker = part_marker(root, part, {"shard": shard.name, "size": size, "max_line_bytes": max_line_bytes}, layouts)
     done = _finished_part(marker, root)
     if done is not None:
         return done
@@ -253,7 +257,7 @@ def index_pile_shard(shard: Path, root: Path, part_no: int, part: str, minhash: 
     texts: list[str] = []
     columns: dict[str, list[Any]] = {"line": [], "shard": [], "pile_set_name": []}
     try:
-        for item in iter_pile(shard):
+        for item in iter_pile(shard, max_line_bytes=max_line_bytes):
             lines += 1
             if isinstance(item, Drop):
                 drops[item.reason] += 1

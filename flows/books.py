@@ -28,6 +28,7 @@ from core import pipeline
 from core.config import PipelineConfig
 from dedupe import near_books
 from flows._cli import Flag, FlowCLI
+from flows._config_parts import LateBoundsConfig
 from flows._source_flow import (
     SourcePhases,
     SourceRunSummary,
@@ -58,22 +59,26 @@ class NearDedupConfig(BaseModel):
                                           self.ngram, self.seed)
 
 
-class BooksConfig(PipelineConfig):
+class BooksConfig(LateBoundsConfig):
     """Settings of the Books recipe (defaults in ``configs/books.yaml``)."""
 
     #: Which files are read does not change how each is processed: not part of the config hash.
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"inputs", "books_per_input"}
+    #: Exposed after the first release at the value the reader already used (see LateBoundsConfig).
+    HASHED_WHEN_SET: ClassVar[frozenset[str]] = frozenset({"clean_timeout_s"})
 
     inputs: list[str] = Field(default_factory=list)
     books_per_input: int = Field(100, gt=0, description="books per pipeline input (task); 1 = one per file")
     keep_without_header: bool = False
     min_chars: int = Field(1_000, ge=0)
     max_book_bytes: int = Field(64 * 1024 * 1024, gt=0)
+    clean_timeout_s: float = Field(30.0, gt=0, description="wall-time bound of one book's cleaning")
     near_dedup: NearDedupConfig = Field(default_factory=NearDedupConfig)
 
     def recipe(self) -> GutenbergRecipe:
         """The source object the pipeline runs."""
-        return GutenbergRecipe(BookSettings(self.keep_without_header, self.max_book_bytes, self.min_chars))
+        return GutenbergRecipe(BookSettings(self.keep_without_header, self.max_book_bytes, self.min_chars,
+                                            clean_timeout_s=self.clean_timeout_s))
 
     def locations(self) -> list[str]:
         """Book files, or book lists grouping ``books_per_input`` files each."""

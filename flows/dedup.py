@@ -30,7 +30,7 @@ import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow.parquet as pq
 from prefect import flow, get_run_logger, task
@@ -38,6 +38,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.config import PipelineConfig
+from core.pile_format import MAX_LINE_BYTES
 from dedupe import explain as decisions
 from dedupe.lsh import (
     BandLayout,
@@ -77,6 +78,9 @@ class MinHashSettings(BaseModel):
 class DedupConfig(PipelineConfig):
     """Settings of the dedup flow (defaults in ``configs/dedup.yaml``)."""
 
+    #: Read only by ``flows.pile_index`` (this file is its config too), whose part markers carry it.
+    RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"pile_max_line_bytes"}
+
     minhash: MinHashSettings = Field(default_factory=MinHashSettings)
     layout: str = "0.8"
     threshold: float | None = Field(None, gt=0, le=1)
@@ -87,6 +91,7 @@ class DedupConfig(PipelineConfig):
     sources: list[str] = Field(default_factory=list)
     memory_limit: str = "1GB"
     max_bucket: int = Field(64, ge=2)
+    pile_max_line_bytes: int = Field(MAX_LINE_BYTES, gt=0, description="longer Pile lines: record_too_large drops")
     priority: list[list[str]] = Field(
         default_factory=list,
         description="chains of sources deduplicated across, earlier source wins ([[github, stack_code]]); "

@@ -38,9 +38,9 @@ class PileIndexConfig(DedupConfig):
 
 @task(name="pile-index-shard", cache_policy=NO_CACHE, task_run_name="index {part}")
 def index_task(shard: Path, root: Path, part_no: int, part: str, minhash: MinHashConfig,
-               layouts: list[BandLayout]) -> dict[str, Any]:
+               layouts: list[BandLayout], max_line_bytes: int) -> dict[str, Any]:
     """Index one Pile shard as one part."""
-    return index_pile_shard(shard, root, part_no, part, minhash, layouts)
+    return index_pile_shard(shard, root, part_no, part, minhash, layouts, max_line_bytes)
 
 
 @flow(name="pile-index", log_prints=True)
@@ -54,7 +54,7 @@ def pile_index_flow(config: PileIndexConfig) -> ReferenceIndex:
     shards = [Path(p) for p in expand_locations(config.inputs)]
     planned = index.plan(shards)
     logger.info("%d of %d shards are new to %s", len(planned), len(shards), config.index)
-    futures = [index_task.submit(shard, index.root, no, name, index.minhash, index.layouts)
+    futures = [index_task.submit(shard, index.root, no, name, index.minhash, index.layouts, config.pile_max_line_bytes)
                for shard, no, name in planned]
     parts = []
     for future in futures:

@@ -23,11 +23,12 @@ from typing import ClassVar, Literal
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from core import pipeline
 from core.config import PipelineConfig
 from flows._cli import Flag, FlowCLI
+from flows._config_parts import LateBoundsConfig
 from flows._recorder import current_run_id
 from flows._runtime import make_task_runner
 from flows._source_flow import (
@@ -49,11 +50,26 @@ from sources.pubmed import (
 )
 
 
-class PubmedConfig(PipelineConfig):
+class CitationConfig(BaseModel):
+    """Bounds of one MEDLINE citation (see :class:`sources.medline.CitationBounds`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    inline_bytes: int = Field(64 << 10, ge=0, description="bigger citations are parsed in the bounded helper")
+    max_record_bytes: int = Field(16 << 20, gt=0, description="bigger citations are record_too_large drops")
+    timeout_s: float = Field(30.0, gt=0, description="wall-time bound of one citation in the helper")
+
+    def bounds(self) -> medline.CitationBounds:
+        """As the pure reader's bounds."""
+        return medline.CitationBounds(self.inline_bytes, self.max_record_bytes, self.timeout_s)
+
+
+class PubmedConfig(LateBoundsConfig):
     """Settings of both PubMed recipes (defaults in ``configs/pubmed.yaml``)."""
 
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {
         "central", "abstracts", "articles_per_input"}
+    #: Exposed after the first release at the values the reader already used (see LateBoundsConfig).
+    HASHED_WHEN_SET: ClassVar[frozenset[str]] = frozenset({"citation"})
 
     central: list[str] = Field(default_factory=list, description="PMC .nxml/.xml files or .tar.gz packages")
     abstracts: list[str] = Field(default_factory=list, description="MEDLINE/PubMed baseline and update .xml.gz")
@@ -65,6 +81,7 @@ class PubmedConfig(PipelineConfig):
     min_chars: int = Field(200, ge=0)
     require_abstract: bool = True
     max_record_chars: int = Field(1_000_000, gt=0)
+    citation: CitationConfig = Field(default_factory=CitationConfig)
     cross_file_versions: bool = Field(True, description="newest PMID record wins across the run's files")
 
     def input_patterns(self) -> list[str]:
@@ -78,7 +95,7 @@ class PubmedConfig(PipelineConfig):
 
     def abstracts_recipe(self) -> PubmedAbstractsRecipe:
         """The MEDLINE recipe."""
-        return PubmedAbstractsRecipe(self.require_abstract, self.max_record_chars)
+        return PubmedAbstractsRecipe(self.require_abstract, self.max_record_chars, bounds=self.citation.bounds())
 
     def central_locations(self) -> list[str]:
         """Packages one per task; single article files batched into article lists."""

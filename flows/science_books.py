@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.config import PipelineConfig
 from flows._cli import Flag, FlowCLI
+from flows._config_parts import LateBoundsConfig
 from flows._source_flow import SourceRunSummary, expand_locations, print_summary, run_source
 from flows.books import NearDedupConfig, near_dedup_phases
 from sources.epub import EpubSettings
@@ -58,6 +59,7 @@ class EpubConfig(BaseModel):
     max_ratio: float = Field(200.0, gt=1)
     max_members: int = Field(20_000, gt=0)
     include_nonlinear: bool = False
+    chapter_timeout_s: float = Field(30.0, gt=0, description="wall-time bound of one chapter's XHTML-to-text")
 
     def settings(self) -> EpubSettings:
         """As the pure module's settings."""
@@ -74,11 +76,13 @@ class QualityConfig(BaseModel):
     min_word_share: float = Field(0.5, ge=0, le=1)
 
 
-class ScienceBooksConfig(PipelineConfig):
+class ScienceBooksConfig(LateBoundsConfig):
     """Settings of the science-books recipe (defaults in ``configs/science_books.yaml``)."""
 
     #: Which files are read does not change how each is processed: not part of the config hash.
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"inputs"}
+    #: Exposed after the first release at the value the reader already used (see LateBoundsConfig).
+    HASHED_WHEN_SET: ClassVar[frozenset[str]] = frozenset({"epub.chapter_timeout_s"})
 
     inputs: list[str] = Field(default_factory=list, description="PDF/EPUB files: paths or globs")
     pdf: PdfConfig = Field(default_factory=PdfConfig)

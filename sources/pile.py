@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from core.document import Document, InputSpec, make_doc_id
 from core.layout import slug
-from core.pile_format import UNKNOWN_SET, PileLine, iter_pile
+from core.pile_format import MAX_LINE_BYTES, UNKNOWN_SET, PileLine, iter_pile
 from core.steps import Record, Step
 
 SOURCE = "pile"
@@ -39,6 +39,8 @@ class PileRecipe:
     """The Pile as a :class:`core.pipeline.SourceRecipe` (e.g. as an extension source of G.2)."""
 
     name: str = SOURCE
+    #: A longer line is a ``record_too_large`` drop, skipped unread (the size bound of one record).
+    max_line_bytes: int = MAX_LINE_BYTES
 
     def input_language(self, spec: InputSpec) -> str | None:
         """The Pile is mostly English but mixes code and other languages: no single language."""
@@ -46,7 +48,7 @@ class PileRecipe:
 
     def read(self, spec: InputSpec) -> Iterator[Record]:
         """Yield the shard's documents and drops."""
-        for item in iter_pile(spec.path, spec.path.name):
+        for item in iter_pile(spec.path, spec.path.name, self.max_line_bytes):
             yield pile_document(item) if isinstance(item, PileLine) else item
 
     def steps(self) -> Sequence[Step]:

@@ -30,7 +30,7 @@ import json
 import tarfile
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -237,6 +237,8 @@ class PubmedAbstractsRecipe:
     require_abstract: bool = True
     max_record_chars: int = 1_000_000
     name: str = ABSTRACTS
+    #: Size and time bounds of one citation (``configs/pubmed.yaml``'s ``citation``).
+    bounds: medline.CitationBounds = field(default_factory=medline.CitationBounds)
 
     def input_language(self, spec: InputSpec) -> str | None:
         """MEDLINE titles and abstracts are English (other languages sit in OtherAbstract, not read)."""
@@ -244,7 +246,7 @@ class PubmedAbstractsRecipe:
 
     def read(self, spec: InputSpec) -> Iterator[Record]:
         """Citations of one baseline or update file."""
-        yield from medline.iter_medline(spec.path, self.require_abstract, self.max_record_chars)
+        yield from medline.iter_medline(spec.path, self.require_abstract, self.max_record_chars, self.bounds)
 
     def steps(self) -> Sequence[Step]:
         """None: NLM's records are already curated."""
