@@ -39,6 +39,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from core.atomic import atomic_path, sha256_file, write_json_atomic
+from core.markers import OUTPUTS, PROMISED_DOCS, Marker, outputs_intact, promise_kept
 from core.shards import shard_metadata
 from core.tokenizer import LoadedTokenizer, encode_texts, load_tokenizer
 from core.version import __version__
@@ -231,19 +232,48 @@ def _flatten(encoded: list[list[int]], eos: int) -> tuple[np.ndarray, list[int]]
     return np.asarray(flat, dtype=np.int64), lengths
 
 
-def marker_valid(marker: dict[str, Any], expect: dict[str, Any], out: Path) -> bool:
-    """A finished record still describes the output: same inputs and settings, every file intact."""
-    if any(marker.get(k) != v for k, v in expect.items()) or marker.get("status") != "done":
-        return False
-    for split in marker.get("splits", {}).values():
-        for key in ("tokens_path", "docs_path"):
-            try:
-                file = inside(out, split[key], key)  # a marker is data: its paths stay under out
-            except UnsafePathError:
-                return False
-            if not file.exists() or file.stat().st_size != split[key.replace("_path", "_bytes")]:
-                return False
-    return True
+def split_outputs(splits: dict[str, Any], out: Path) -> list[dict[str, Any]]:
+    """The files a record's splits name, as marker outputs (``path``, ``bytes``; ``docs`` on the tokens).
+
+    Every path goes through :func:`loader.safe_paths.inside` (:class:`UnsafePathError` when one
+    would leave ``out``): a marker is data, and its paths are checked before any file is touched.
+    """
+    outputs = []
+    for split in SPLITS:
+        info = splits.get(split)
+        if info is None:
+            continue
+        for key, extra in (("tokens_path", {"docs": info["docs"]}), ("docs_path", {})):
+            inside(out, info[key], key)
+            outputs.append({"path": info[key], "bytes": info[key.replace("_path", "_bytes")], **extra})
+    return outputs
+
+
+def finished_record(marker: Marker, out: Path) -> dict[str, Any] | None:
+    """The job's record when its marker is valid: key matches, paths inside ``out``, files intact.
+
+    :meth:`core.markers.Marker.load`'s checks, with the inside-root check first: the outputs must be
+    exactly the files the record's splits name (so a split path edited alone is not trusted), each
+    inside ``out``, before their sizes are read. The record comes back as a fresh run returns it.
+    """
+    payload = marker.read()
+    if payload is None or payload.get("status") != "done":
+        return None
+    try:
+        if split_outputs(payload.get("splits", {}), out) != payload.get(OUTPUTS):
+            return None
+    except (UnsafePathError, KeyError, TypeError, AttributeError):
+        return None
+    if not outputs_intact(out, payload[OUTPUTS]) or not promise_kept(payload):
+        return None
+    return {key: value for key, value in payload.items() if key not in (OUTPUTS, PROMISED_DOCS)}
+
+
+def finish_record(marker: Marker, record: dict[str, Any], out: Path) -> None:
+    """Write the marker of a finished job: its record, its files and the documents they hold."""
+    splits = record["splits"]
+    marker.write(record, outputs=split_outputs(splits, out),
+                 promised_docs=sum(int(info["docs"]) for info in splits.values()))
 
 
 @dataclass(frozen=True)
@@ -306,14 +336,10 @@ def tokenize_shard(data_root: Path, shard: InputShard, out: Path, settings: Toke
     source_path = data_root / shard.rel_path
     expect = {"input": shard.rel_path, "input_sha256": sha256_file(source_path),
               "tokenizer_hash": loaded.hash, "settings": settings.output_fields(), "version": __version__}
-    marker_file = marker_path(out, shard)
-    if marker_file.exists():
-        try:
-            marker = json.loads(marker_file.read_text(encoding="utf-8"))
-            if marker_valid(marker, expect, out):
-                return marker
-        except (OSError, json.JSONDecodeError):
-            pass
+    marker = Marker(marker_path(out, shard), expect)
+    done = finished_record(marker, out)
+    if done is not None:
+        return done
     dtype = token_dtype(loaded.vocab_size)
     record: dict[str, Any] = {**expect, "source": shard.source, "language": shard.language,
                               "labels": list(shard.labels), "dtype": dtype.str, "status": "done",
@@ -328,7 +354,7 @@ def tokenize_shard(data_root: Path, shard: InputShard, out: Path, settings: Toke
         record["seconds"] = time.perf_counter() - started
         return record
     record["seconds"] = round(time.perf_counter() - started, 3)
-    write_json_atomic(marker_file, record)
+    finish_record(marker, record, out)
     return record
 
 

@@ -10,7 +10,6 @@ whose tensor files are intact, is skipped; a killed run leaves no marker and no 
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -20,14 +19,15 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from core.atomic import write_json_atomic
+from core.markers import Marker
 from core.tokenizer import encode_texts
 from core.version import __version__
 from loader.tensor_writer import (
     SPLITS,
     TOKENS_SUFFIX,
     TokenizeSettings,
-    marker_valid,
+    finish_record,
+    finished_record,
     token_dtype,
     write_tensors,
 )
@@ -74,16 +74,6 @@ def marker_path(out: Path, source: str, rel: str) -> Path:
     return out / "_state" / source / f"{rel}.json"
 
 
-def _finished(marker_file: Path, expect: dict[str, Any], out: Path) -> dict[str, Any] | None:
-    if not marker_file.exists():
-        return None
-    try:
-        marker = json.loads(marker_file.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return None
-    return marker if isinstance(marker, dict) and marker_valid(marker, expect, out) else None
-
-
 def tokenize_file(file: DatasetFile, job: ExternalJob) -> dict[str, Any]:
     """Tokenize one dataset file; return its record (JSON-able), also when the file is unreadable.
 
@@ -97,8 +87,8 @@ def tokenize_file(file: DatasetFile, job: ExternalJob) -> dict[str, Any]:
     expect = {"input": file.rel, "input_sha256": file_fingerprint(file), "tokenizer_hash": loaded.hash,
               "settings": job.settings.output_fields(), "read": job.read_fields(), "source": job.source,
               "version": __version__}
-    marker_file = marker_path(out, job.source, file.rel)
-    done = _finished(marker_file, expect, out)
+    marker = Marker(marker_path(out, job.source, file.rel), expect)
+    done = finished_record(marker, out)
     if done is not None:
         return done
     record: dict[str, Any] = {**expect, "location": file.location, "language": job.language,
@@ -119,7 +109,7 @@ def tokenize_file(file: DatasetFile, job: ExternalJob) -> dict[str, Any]:
     record.update(splits=written.splits, records_in=written.docs_in - written.docs_empty + log.total,
                   docs_kept=written.docs_in - written.docs_empty, drops=log.as_drops(), drop_examples=log.examples,
                   seconds=round(time.perf_counter() - started, 3))
-    write_json_atomic(marker_file, record)
+    finish_record(marker, record, out)
     return record
 
 
