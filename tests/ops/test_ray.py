@@ -38,6 +38,12 @@ except ImportError as exc:  # a module-level skip with the reason, not a collect
 REPO = Path(__file__).resolve().parents[2]
 
 
+#: Ray 2.60's `ray start` turns token authentication on, and a driver then needs the token that the
+#: first start wrote to ~/.ray/auth_token (absent or stale on a fresh machine): this throwaway
+#: cluster on 127.0.0.1 runs without it, for the head, the probe and the flow alike.
+RAY_ENV = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -81,7 +87,8 @@ def ray_cluster() -> Iterator[RayCluster]:
            "--ray-client-server-port", str(free_port()), "--dashboard-agent-listen-port", str(free_port()),
            "--temp-dir", str(temp)]
     log = (temp / "start.log").open("wb")
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(cmd, cwd=REPO, env=RAY_ENV, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
     try:
         yield RayCluster(f"127.0.0.1:{port}", temp, proc)
     finally:
@@ -106,7 +113,7 @@ class RayCluster:
             probe = subprocess.run(
                 [sys.executable, "-c", f"import ray; ray.init(address={self.address!r}, log_to_driver=False); "
                                        "print(int(ray.cluster_resources().get('CPU', 0)))"],
-                capture_output=True, text=True, timeout=120, cwd=REPO)
+                capture_output=True, text=True, timeout=120, cwd=REPO, env=RAY_ENV)
             if probe.returncode == 0 and probe.stdout.strip().splitlines()[-1:] == ["2"]:
                 return self.address
             time.sleep(2)
@@ -137,7 +144,7 @@ def test_flow_on_a_ray_cluster_equals_a_thread_run(ray_cluster: RayCluster, pref
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env = {k: v for k, v in RAY_ENV.items() if k != "RAY_ADDRESS"}
     env["PREFECT_API_URL"] = prefect_api_url  # one API for both runs, as a deployment has
     run_flow(dumps, tmp_path / "thread", "thread", env)  # while the cluster starts
     run_flow(dumps, tmp_path / "ray", "ray", {**env, "RAY_ADDRESS": ray_cluster.ready()})
