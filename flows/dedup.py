@@ -24,43 +24,25 @@ duplicates of another source, and reference (Pile) matches by subset (PubMed Cen
 
 from __future__ import annotations
 
-import hashlib
-import json
 import shutil
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-import pyarrow.parquet as pq
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow, get_run_logger
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.config import PipelineConfig
 from core.pile_format import MAX_LINE_BYTES
 from dedupe import explain as decisions
-from dedupe.lsh import (
-    BandLayout,
-    JoinSettings,
-    band_dir,
-    band_pairs_within,
-    merge_pairs,
-    verify_pairs,
-    write_verified,
-)
+from dedupe.lsh import BandLayout, JoinSettings
 from dedupe.minhash import MinHashConfig
-from dedupe.priority import as_chains, priority_exact_edges, priority_roots
-from dedupe.reference import (
-    ReferenceIndex,
-    best_reference_matches,
-    reference_band_pairs,
-    sign_document_shard,
-    signature_parts,
-)
+from dedupe.priority import as_chains
 from dedupe.shingles import ShingleConfig
+from dedupe.stages import DedupPlan, DedupSummary, source_counts, sources_table
 from flows._cli import Flag, FlowCLI
 from flows._recorder import RunRecorder
+from tasks.dedup import attributes_all, cluster_task, decide_task, reference_matches, sign_all, within_edges
 
 
 class MinHashSettings(BaseModel):
@@ -114,212 +96,44 @@ class DedupConfig(PipelineConfig):
         return JoinSettings(self.memory_limit, 1, out / "_dedup" / "duckdb_tmp", self.max_bucket)
 
 
-@dataclass
-class DedupSummary:
-    """What the flow returns: counts and where things went."""
-
-    run_id: str
-    out: Path
-    shards: int = 0
-    documents: int = 0
-    #: documents of released shards read from their class shards (compared, not decided again;
-    #: ``documents`` counts only the decided ones)
-    stored: int = 0
-    duplicates: int = 0
-    reference_matches: int = 0
-    attributes: list[dict[str, Any]] = field(default_factory=list)
-    #: per source (:func:`source_counts`): documents, duplicates (of them of an earlier source of a
-    #: priority chain), reference matches exact/near and by Pile subset
-    sources: list[dict[str, Any]] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-
-
-# -- tasks ------------------------------------------------------------------------------------
-@task(name="dedup-sign", cache_policy=NO_CACHE, task_run_name="sign {shard}")
-def sign_task(out: Path, shard: str, work: Path, part: str, first: int, minhash: MinHashConfig,
-              layout: BandLayout) -> dict[str, Any]:
-    """Signatures, exact hashes and band keys of one document shard."""
-    return sign_document_shard(out, shard, work, part, first, minhash, [layout])
-
-
-@task(name="dedup-band-join", cache_policy=NO_CACHE, task_run_name="within band {band}")
-def within_band_task(work: Path, layout: BandLayout, band: int, settings: JoinSettings) -> Path:
-    """Candidate pairs of one band partition (DuckDB self-join)."""
-    target = work / "within" / layout.name / f"pairs-band{band:02d}.parquet"
-    band_pairs_within(band_dir(work / "bands", layout, band), target, settings)
-    return target
-
-
-@task(name="dedup-verify", cache_policy=NO_CACHE)
-def verify_task(work: Path, parts: list[dict[str, Any]], layout: BandLayout, pair_files: list[Path],
-                settings: JoinSettings) -> Path:
-    """Merge the bands' candidates and keep those whose estimated Jaccard reaches the threshold."""
-    merged = work / "within" / layout.name / "candidates.parquet"
-    merge_pairs(pair_files, merged, settings)
-    verified = work / "within" / layout.name / "verified.parquet"
-    store = signature_parts(work, parts)
-    write_verified(verify_pairs(merged, store, store, layout.threshold), verified)
-    return verified
-
-
-@task(name="dedup-cluster", cache_policy=NO_CACHE)
-def cluster_task(work: Path, parts: list[dict[str, Any]], edge_files: list[Path], across: bool,
-                 settings: JoinSettings, exact: bool, priority: list[list[str]] | None = None) -> dict[str, int]:
-    """Exact edges plus verified near edges -> deterministic clusters (roots.parquet).
-
-    With ``priority`` chains (:mod:`dedupe.priority`) a later source of a chain is deduplicated
-    against the earlier ones and never changes them; every other source stays within itself.
-    """
-    files = list(edge_files)
-    exact_path = work / "within" / "exact.parquet"
-    store = signature_parts(work, parts)
-    if priority:
-        if exact:
-            priority_exact_edges(work, parts, exact_path, settings, priority)
-            files.append(exact_path)
-        return priority_roots(parts, store, files, work / "roots.parquet", priority)
-    if exact:
-        decisions.exact_edges(work, parts, exact_path, settings, across)
-        files.append(exact_path)
-    return decisions.cluster_documents(parts, store, files, work / "roots.parquet", across)
-
-
-@task(name="dedup-reference-band", cache_policy=NO_CACHE, task_run_name="reference band {band}")
-def reference_band_task(work: Path, index: ReferenceIndex, layout: BandLayout, band: int,
-                        settings: JoinSettings) -> Path:
-    """Candidate (document, reference) pairs of one band partition."""
-    return reference_band_pairs(work, index, layout, band, work, settings)
-
-
-@task(name="dedup-reference-match", cache_policy=NO_CACHE)
-def reference_match_task(work: Path, parts: list[dict[str, Any]], index: ReferenceIndex, layout: BandLayout,
-                         pair_files: list[Path], settings: JoinSettings) -> Path:
-    """Exact and verified near matches, the best one per document."""
-    return best_reference_matches(work, parts, index, layout, pair_files, work, settings)
-
-
-@task(name="dedup-decide", cache_policy=NO_CACHE)
-def decide_task(work: Path, parts: list[dict[str, Any]], reference: Path | None, reference_docs: list[str],
-                settings: JoinSettings) -> Path:
-    """One decision row per document."""
-    target = work / "decisions.parquet"
-    decisions.write_decisions(work, parts, work / "roots.parquet", reference, reference_docs, target, settings)
-    return target
-
-
-@task(name="dedup-attributes", cache_policy=NO_CACHE, task_run_name="attributes {shard}")
-def attributes_task(decided: Path, out: Path, shard: str) -> dict[str, Any]:
-    """The attribute shard beside one document shard."""
-    return decisions.write_attributes(decided, out, shard)
-
-
-def source_counts(decided: Path, roots: Path, settings: JoinSettings, shards: list[str]) -> list[dict[str, Any]]:
-    """Per source: documents, duplicates, those whose kept copy is in another source, reference matches.
-
-    Why per source: "how many PubMed Central / DM Mathematics documents are already in the Pile"
-    and "how many stack_code files G.1's GitHub already holds" are questions about one source,
-    and the ``matches`` table answers them only by a query; the run's artifact and summary say it.
-    The kept copy is found by document number (``roots.parquet``), not by id, so equal ids in two
-    sources cannot double a count. Only the documents of ``shards`` (those this run decided) count.
-    """
-    con = settings.connect()
-    try:
-        rows = con.execute(f"""
-            WITH d AS (SELECT * FROM read_parquet('{decided.as_posix()}')),
-                 k AS (SELECT x.doc, rd.source AS kept_source FROM read_parquet('{roots.as_posix()}') x
-                       JOIN d rd ON rd.doc = x.root)
-            SELECT d.source, count(*), count(d.duplicate_of),
-                   count(CASE WHEN k.kept_source <> d.source THEN 1 END),
-                   count(CASE WHEN d.reference_kind = 'exact' THEN 1 END),
-                   count(CASE WHEN d.reference_kind = 'near' THEN 1 END)
-            FROM d LEFT JOIN k ON k.doc = d.doc WHERE list_contains(?, d.shard)
-            GROUP BY d.source ORDER BY d.source""", [shards]).fetchall()
-        subsets = con.execute(f"""
-            SELECT source, reference_set, count(*) FROM read_parquet('{decided.as_posix()}')
-            WHERE reference_kind IS NOT NULL AND list_contains(?, shard) GROUP BY 1, 2 ORDER BY 1, 2""",
-                              [shards]).fetchall()
-    finally:
-        con.close()
-    by_set: dict[str, dict[str, int]] = {}
-    for source, subset, count in subsets:
-        by_set.setdefault(str(source), {})[str(subset)] = int(count)
-    return [{"source": source, "documents": int(docs), "duplicates": int(dups), "duplicates_across": int(across),
-             "reference_exact": int(exact), "reference_near": int(near),
-             "reference_matches": int(exact) + int(near), "reference_sets": by_set.get(str(source), {})}
-            for source, docs, dups, across, exact, near in rows]
-
-
-# -- the flow ---------------------------------------------------------------------------------
-def _work_dir(out: Path, config: DedupConfig, shards: list[tuple[str, str, str]]) -> Path:
-    """Work files of this exact input set and config: a changed shard gives a fresh directory."""
-    payload = json.dumps({"config": config.config_hash(), "shards": shards}, sort_keys=True)
-    return out / "_dedup" / hashlib.sha256(payload.encode()).hexdigest()[:16]
-
-
 @flow(name="dedup", log_prints=True)
 def dedup_flow(config: DedupConfig) -> DedupSummary:
     """Deduplicate the output root's document shards (see the module docstring)."""
     logger = get_run_logger()
     out = Path(config.out).resolve()
     with RunRecorder(out, "dedup", None, config) as run:
-        manifest, run_id = run.manifest, run.run_id
-        summary = DedupSummary(run_id, out)
-        shards = manifest.document_shards(config.sources)
+        summary = DedupSummary(run.run_id, out)
+        shards = run.manifest.document_shards(config.sources)
         # Stored copies come first: the smallest number of a cluster is its kept document, so a
         # document already labeled stays the kept copy and a new copy of it is the duplicate.
-        stored = manifest.stored_copies(config.sources)
+        stored = run.manifest.stored_copies(config.sources)
         if stored and not shards:  # every document is labeled already: nothing new to decide
             logger.info("dedup: no docs/ shard to decide (%d stored class shards were decided before)", len(stored))
             return summary
-        units = [*stored, *shards]
-        layout, settings, minhash = config.band_layout(), config.join_settings(out), config.minhash.config()
-        layout.check(minhash.num_perm)
-        work = _work_dir(out, config, units)
-        firsts, total = [], 0
-        for path, _, _ in units:
-            firsts.append(total)
-            total += pq.ParquetFile(out / path).metadata.num_rows
-        futures = [sign_task.submit(out, path, work, f"{i:06d}", firsts[i], minhash, layout)
-                   for i, (path, _, _) in enumerate(units)]
-        parts = [{**f.result(), "source": source} for f, (_, source, _) in zip(futures, units, strict=True)]
+        plan = DedupPlan.make(out, [*stored, *shards], config.config_hash(), config.band_layout(),
+                              config.join_settings(out), config.minhash.config())
+        work, settings, layout = plan.work, plan.settings, plan.layout
+        parts = sign_all(plan)
         within = config.within_sources or config.across_sources
-        edge_files: list[Path] = []
-        if within:
-            pair_files = [f.result() for f in [within_band_task.submit(work, layout, b, settings)
-                                               for b in range(layout.bands)]]
-            edge_files.append(verify_task.submit(work, parts, layout, pair_files, settings).result())
+        edge_files = [within_edges(plan, parts)] if within else []
         if config.across_sources and config.priority:
             logger.warning("across_sources clusters every source together: the priority chains %s are not used",
                            config.priority)
         counts = cluster_task.submit(work, parts, edge_files, config.across_sources, settings, within,
                                      config.priority_chains()).result()
-        reference, reference_docs, index_name = None, [], None
-        if config.against is not None:
-            index = ReferenceIndex.open(Path(config.against))
-            if index.minhash != minhash:
-                raise ValueError(f"index {config.against} uses {index.minhash.to_dict()}, this run {minhash.to_dict()}")
-            ref_layout = index.layout(layout.name)
-            ref_layout = BandLayout(ref_layout.bands, ref_layout.rows, layout.threshold)
-            pair_files = [f.result() for f in [reference_band_task.submit(work, index, ref_layout, b, settings)
-                                               for b in range(ref_layout.bands)]]
-            reference = reference_match_task.submit(work, parts, index, ref_layout, pair_files, settings).result()
-            reference_docs, index_name = index.docs_files(), str(Path(config.against))
+        reference, reference_docs, index_name = reference_matches(plan, parts, config.against)
         decided = decide_task.submit(work, parts, reference, reference_docs, settings).result()
-        attribute_futures = [attributes_task.submit(decided, out, path) for path, _, _ in shards]
-        summary.attributes = [f.result() for f in attribute_futures]
+        summary.attributes = attributes_all(decided, out, shards)
         decided_shards = [path for path, _, _ in shards]  # stored copies were decided by an earlier run
-        with manifest.connect() as con:
-            decisions.record_matches(con, run_id, decided, index_name, layout.threshold, layout.name, decided_shards)
-        summary.stored = sum(int(p["count"]) for p in parts[:len(units) - len(shards)])
-        summary.shards, summary.documents = len(shards), counts["documents"] - summary.stored
-        summary.duplicates = sum(a["duplicates"] for a in summary.attributes)
-        summary.reference_matches = sum(a["reference_matches"] for a in summary.attributes)
+        with run.manifest.connect() as con:
+            decisions.record_matches(con, run.run_id, decided, index_name, layout.threshold, layout.name,
+                                     decided_shards)
+        summary.count(parts, len(stored), len(shards), counts["documents"])
         summary.sources = source_counts(decided, work / "roots.parquet", settings, decided_shards)
         if not config.keep_staging:  # a failed run keeps its work files, so a re-run resumes from them
             shutil.rmtree(work, ignore_errors=True)
         run.table("dedup-shards", summary.attributes, "Duplicates and reference matches per shard")
-        run.table("dedup-sources", [{**row, "reference_sets": json.dumps(row["reference_sets"], sort_keys=True)}
-                                    for row in summary.sources],
+        run.table("dedup-sources", sources_table(summary.sources),
                   "Per source: duplicates (across: kept copy in an earlier source of a priority chain) and "
                   "reference (Pile) matches by subset")
         logger.info("dedup: %d documents in %d shards (%d of them stored, read from labeled/), %d duplicates, "
