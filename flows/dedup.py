@@ -11,8 +11,9 @@ only in their class shards (``labeled/…``, the manifest's ``released.into_shar
 from there and compared too, numbered first so they stay the kept copies, but not decided again
 (their attributes and ``matches`` rows are the earlier run's). So sources added later to a labeled
 root (stack_code, science_books onto G.1) meet GitHub and the books through the priority chains.
-Tasks: one per shard (signatures, exact hashes, band keys), one per band (DuckDB joins), one
-merge + verification, one clustering (deterministic union-find), one per shard (attributes).
+Tasks (:mod:`tasks.dedup`): one per shard (signatures, exact hashes, band keys), one per band
+(DuckDB joins), one merge + verification, one clustering (deterministic union-find), one per
+shard (attributes); the pure steps between them are :mod:`dedupe.stages`.
 
 ``priority`` chains (configs/dedup.yaml: ``[[github, stack_code], [books, science_books]]``) add the
 extension sources *on top of* G.1: a later source of a chain is a duplicate of the earlier
