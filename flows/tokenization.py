@@ -6,11 +6,12 @@
     python -m flows.tokenization --inputs 'ds/**/*.parquet' ... --hosts h1,h2 --out T    # launch on hosts over ssh
     kinda manifest sql "SELECT source, sum(tokens) FROM tensors WHERE split = 'train' GROUP BY 1"
 
-One Prefect task per document shard, run in worker processes (the Rust tokenizer's own threads
-do not spread over a Dask cluster; processes do). Each task writes its shard's train/holdout
-tensors and a marker; a re-run skips shards whose marker matches. The flow process alone writes
-``metadata.json`` and the manifest of the data root: a ``tensors`` table (one row per tensor
-file) and the token count of each input shard in ``shards.tokens``.
+One Prefect task per document shard (:mod:`tasks.tokenization`), run in worker processes (the
+Rust tokenizer's own threads do not spread over a Dask cluster; processes do). Each task writes
+its shard's train/holdout tensors and a marker; a re-run skips shards whose marker matches. The
+flow process alone writes ``metadata.json`` and the manifest of the data root
+(:mod:`loader.tensor_manifest`): a ``tensors`` table (one row per tensor file) and the token
+count of each input shard in ``shards.tokens``.
 
 With ``--inputs`` it tokenizes any Parquet / JSONL(.gz/.zst) dataset instead (one task per file,
 :mod:`tasks.tokenize_external`); the manifest of ``--out`` then records the run, the tensor files
@@ -21,46 +22,33 @@ hosts' metadata into the launcher's manifest (:mod:`tasks.tokenize_hosts`, docs/
 
 from __future__ import annotations
 
-import datetime as dt
 import glob
-import os
 import sys
-from collections import defaultdict
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import Field
 
 from core.atomic import write_json_atomic
 from core.config import PipelineConfig
-from core.manifest import InputRecord, Manifest
 from flows._cli import Flag, FlowCLI
 from flows._recorder import RunRecorder
 from flows._runtime import make_task_runner
-from loader.tensor_writer import (
-    InputShard,
-    TokenizeSettings,
-    export_megatron,
-    find_input_shards,
-    tokenize_shard,
-    write_metadata,
+from loader.tensor_manifest import (
+    EXTERNAL_SHARD_KEYS,
+    all_done,
+    failed_inputs,
+    input_record,
+    record_tensors,
+    source_table,
 )
-from sources.datasets_text import DatasetInputError, ReadOptions, expand_inputs, host_share
-from tasks.tokenize_external import ExternalJob, tokenize_file_task
-from tasks.tokenize_hosts import (
-    HostPlan,
-    check_shares,
-    fetch_metadata_task,
-    host_command,
-    host_summary,
-    input_records,
-    run_host_task,
-    save_collected,
-    tensor_records,
-)
+from loader.tensor_writer import TokenizeSettings, export_megatron, find_input_shards, write_metadata
+from sources.datasets_text import ReadOptions, dataset_share
+from tasks import tokenize_hosts as per_host
+from tasks.tokenization import fetch_hosts, launch_hosts, tokenize_files, tokenize_shards
+from tasks.tokenize_external import ExternalJob
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: Fields only the launcher uses; a host gets every other field through ``--set``.
@@ -129,13 +117,13 @@ class TokenizeConfig(PipelineConfig):
                            max_text_chars=self.max_text_chars, max_line_bytes=self.max_line_bytes)
         return ExternalJob(out, self.source, self.settings(), read, self.language, tuple(self.labels))
 
-    def host_plans(self) -> list[HostPlan]:
+    def host_plans(self) -> list[per_host.HostPlan]:
         """Every host of a launch, with its output root and how to reach it."""
         names = self.hosts or [f"host-{i}" for i in range(self.hosts_total)]
         if len(names) != self.hosts_total:
             raise ValueError(f"{len(names)} hosts named but host_count is {self.hosts_total}")
-        return [HostPlan(name, i, self.hosts_total, self.host_out.format(out=self.out, host=name, index=i),
-                         self.remote) for i, name in enumerate(names)]
+        return [per_host.HostPlan(name, i, self.hosts_total, self.host_out.format(out=self.out, host=name, index=i),
+                                  self.remote) for i, name in enumerate(names)]
 
     def settings(self) -> TokenizeSettings:
         """What every task needs (picklable)."""
@@ -146,66 +134,26 @@ class TokenizeConfig(PipelineConfig):
                                 batch_docs=self.batch_docs, work_tokens=self.work_tokens)
 
 
-@task(name="tokenize-shard", cache_policy=NO_CACHE, task_run_name="tokenize {shard.rel_path}")
-def tokenize_task(data: Path, shard: InputShard, out: Path, settings: TokenizeSettings) -> dict[str, Any]:
-    """One document shard -> its train/holdout tensors (see :func:`loader.tensor_writer.tokenize_shard`)."""
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # one process per core, one thread each
-    return tokenize_shard(data, shard, out, settings)
-
-
-def _record_manifest(manifest: Manifest, out: Path, run_id: str, records: list[dict[str, Any]],
-                     split_digits: bool) -> None:
-    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    rows = []
-    totals: dict[str, int] = defaultdict(int)
-    for rec in records:
-        if rec["status"] != "done":
-            continue
-        for split, info in sorted(rec["splits"].items()):
-            rows.append([str(out), info["tokens_path"], rec["input"], split, rec["source"], rec["language"],
-                         list(rec["labels"]), rec["tokenizer_hash"], split_digits, info["tokens"], info["docs"],
-                         info["tokens_bytes"], info["tokens_sha256"], run_id, now])
-            totals[rec["input"]] += info["tokens"]
-    with manifest.connect() as con:
-        con.execute("BEGIN TRANSACTION")
-        con.execute("DELETE FROM tensors WHERE tensor_root = ?", [str(out)])
-        if rows:
-            con.executemany("INSERT INTO tensors VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        con.executemany("UPDATE shards SET tokens = ? WHERE path = ?", [[n, path] for path, n in sorted(totals.items())])
-        con.execute("COMMIT")
-
-
 @flow(name="tokenize", log_prints=True)
 def tokenize_flow(config: TokenizeConfig) -> dict[str, Any]:
     """Tokenize the selected shards into data tensors (see the module docstring)."""
-    logger = get_run_logger()
     data, out = Path(config.data).resolve(), Path(config.out).resolve()
     settings = config.settings()
     with RunRecorder(data, "tokenize", None, config) as run:
-        manifest, run_id = run.manifest, run.run_id
         shards = find_input_shards(data, config.labels, config.sources)
         if not shards:
             raise ValueError(f"no document shards under {data} with labels {config.labels} and sources {config.sources}")
-        futures = [tokenize_task.submit(data, shard, out, settings) for shard in shards]
-        records = [f.result() for f in futures]
-        for rec in records:
-            if rec["status"] != "done":
-                logger.error("shard failed: %s", rec["error"])
+        records = tokenize_shards(data, shards, out, settings)
         metadata = write_metadata(out, records, settings, config.labels)
         if config.megatron:
             for split in ("train", "holdout"):
                 export_megatron(out, out / "megatron" / f"{split}_text_document", split)
-        _record_manifest(manifest, out, run_id, records, config.split_digits)
-        table = _source_table(records)
-        run.table("tokenize-counts", table, "Tokens and documents per source and split")
-        logger.info("tokenized %d shards: %s train tokens, %s holdout tokens -> %s", len(records),
-                    metadata["totals"]["train"]["tokens"], metadata["totals"]["holdout"]["tokens"], out)
-        run.status = "completed" if all(r["status"] == "done" for r in records) else "partial"
+        record_tensors(run.manifest, out, run.run_id, records, config.split_digits)
+        run.table("tokenize-counts", source_table(records), "Tokens and documents per source and split")
+        get_run_logger().info("tokenized %d shards: %s train tokens, %s holdout tokens -> %s", len(records),
+                              metadata["totals"]["train"]["tokens"], metadata["totals"]["holdout"]["tokens"], out)
+        run.status = "completed" if all_done(records) else "partial"
         return {"out": str(out), "metadata": metadata, "records": records}
-
-
-#: Record keys an external dataset's shard entries carry into metadata.json.
-EXTERNAL_SHARD_KEYS = ("records_in", "docs_kept", "drops")
 
 
 @flow(name="tokenize-dataset", log_prints=True)
@@ -215,16 +163,9 @@ def tokenize_dataset_flow(config: TokenizeConfig) -> dict[str, Any]:
     out = Path(config.out).resolve()
     job = config.external_job(out)
     with RunRecorder(out, "tokenize-dataset", config.source, config) as run:
-        try:
-            files = expand_inputs(config.inputs)
-            mine = host_share(files, config.hosts_total, config.host_index or 0)
-        except DatasetInputError as exc:
-            raise ValueError(str(exc)) from None
-        if not files:
-            raise ValueError(f"no Parquet or JSONL files match {config.inputs}")
-        records = [f.result() for f in [tokenize_file_task.submit(file, job) for file in mine]]
-        failed = sorted(({"input": r["input"], "error": r["error"]} for r in records if r["status"] != "done"),
-                        key=lambda f: f["input"])
+        files, mine = dataset_share(config.inputs, config.hosts_total, config.host_index or 0)
+        records = tokenize_files(mine, job)
+        failed = failed_inputs(records)
         for item in failed:
             logger.error("file failed: %s", item["error"])
         extra = {"dataset": {"source": config.source, "text_column": config.text_column,
@@ -234,65 +175,44 @@ def tokenize_dataset_flow(config: TokenizeConfig) -> dict[str, Any]:
                  "failed": failed}
         metadata = write_metadata(out, records, job.settings, config.labels, extra=extra,
                                   shard_keys=EXTERNAL_SHARD_KEYS)
-        run.inputs([_input_record(r, config) for r in records], recipe="tokenize-dataset")
-        _record_manifest(run.manifest, out, run.run_id, records, config.split_digits)
-        run.table("tokenize-files", _source_table(records), "Tokens and documents of the dataset, per split")
+        run.inputs([input_record(r, config.source, config.language, config.config_hash()) for r in records],
+                   recipe="tokenize-dataset")
+        record_tensors(run.manifest, out, run.run_id, records, config.split_digits)
+        run.table("tokenize-files", source_table(records), "Tokens and documents of the dataset, per split")
         logger.info("host %d/%d: %d of %d files, %s train tokens -> %s", (config.host_index or 0) + 1,
                     config.hosts_total, len(mine), len(files), metadata["totals"]["train"]["tokens"], out)
         run.status = "partial" if failed else "completed"
         return {"out": str(out), "metadata": metadata, "records": records}
 
 
-def _input_record(rec: dict[str, Any], config: TokenizeConfig) -> InputRecord:
-    """A file's record as a manifest input row, its drops by reason and a few named examples."""
-    return InputRecord(input_key=f"{config.source}/{rec['input']}", source=config.source,
-                       location=rec.get("location", rec["input"]), language=config.language,
-                       config_hash=config.config_hash(), sha256=rec.get("input_sha256"), status=rec["status"],
-                       error=rec.get("error"), records_in=int(rec.get("records_in", 0)),
-                       docs_kept=int(rec.get("docs_kept", 0)), seconds=float(rec.get("seconds", 0.0)),
-                       drops=list(rec.get("drops", [])), errors=list(rec.get("drop_examples", [])))
-
-
 @flow(name="tokenize-hosts", log_prints=True)
 def tokenize_hosts_flow(config: TokenizeConfig) -> dict[str, Any]:
     """Run every host's share (unless ``collect_only``), then record all hosts' output here."""
-    logger = get_run_logger()
     out = Path(config.out).resolve()
     plans = config.host_plans()
     with RunRecorder(out, "tokenize-hosts", config.source, config) as run:
-        runs: dict[str, dict[str, Any]] = {}
-        if not config.collect_only:
-            settings = config.model_dump(mode="json", exclude=set(LAUNCHER_FIELDS))
-            python, workdir = config.remote_python or sys.executable, config.remote_dir or str(REPO_ROOT)
-            futures = [run_host_task.submit(plan, host_command(plan, python, workdir, settings),
-                                            out / "hosts" / plan.folder / "run.log") for plan in plans]
-            runs = {r["host"]: r for r in (f.result() for f in futures)}
-        fetched = {plan.name: f.result() for plan, f in
-                   zip(plans, [fetch_metadata_task.submit(plan) for plan in plans], strict=True)}
+        runs = {} if config.collect_only else launch_hosts(
+            plans, config.model_dump(mode="json", exclude=set(LAUNCHER_FIELDS)),
+            config.remote_python or sys.executable, config.remote_dir or str(REPO_ROOT), out)
+        fetched = fetch_hosts(plans)
         metadata = {name: got["metadata"] for name, got in fetched.items() if "metadata" in got}
-        problems = check_shares(plans, metadata)
+        problems = per_host.check_shares(plans, metadata)
         rows = []
         for plan in plans:
-            error = fetched[plan.name].get("error")
-            if plan.name in runs and runs[plan.name]["returncode"] != 0:
-                error = f"{plan.name}: exit status {runs[plan.name]['returncode']} (log: {runs[plan.name]['log']})"
             meta = metadata.get(plan.name)
             if meta is not None:
-                save_collected(out, plan, meta)
-                run.inputs(input_records(plan, meta, config.config_hash()), recipe="tokenize-hosts")
-                _record_manifest(run.manifest, Path(f"{plan.name}:{plan.root}"), run.run_id, tensor_records(meta),
-                                 config.split_digits)
-            rows.append(host_summary(plan, meta, error))
+                per_host.save_collected(out, plan, meta)
+                run.inputs(per_host.input_records(plan, meta, config.config_hash()), recipe="tokenize-hosts")
+                record_tensors(run.manifest, Path(f"{plan.name}:{plan.root}"), run.run_id,
+                               per_host.tensor_records(meta), config.split_digits)
+            error = per_host.host_error(plan, fetched[plan.name], runs.get(plan.name))
+            rows.append(per_host.host_summary(plan, meta, error))
         for problem in [*problems, *(r["error"] for r in rows if r["error"])]:
-            logger.error("%s", problem)
-        hosts_doc = {"hosts": rows, "problems": problems,
-                     "totals": {key: sum(r[key] for r in rows) for key in
-                                ("files", "failed_files", "train_tokens", "holdout_tokens", "train_docs",
-                                 "holdout_docs")}}
+            get_run_logger().error("%s", problem)
+        hosts_doc = per_host.hosts_document(rows, problems)
         write_json_atomic(out / "hosts.json", hosts_doc)
         run.table("tokenize-hosts", rows, "Each host's share: files, tokens and documents per split")
-        complete = not problems and all(r["error"] is None and not r["failed_files"] for r in rows)
-        run.status = "completed" if complete else "partial"
+        run.status = "completed" if per_host.hosts_complete(hosts_doc) else "partial"
         return {"out": str(out), "hosts": hosts_doc}
 
 
@@ -305,19 +225,6 @@ def run_tokenize(config: TokenizeConfig) -> dict[str, Any]:
     return chosen.with_options(task_runner=make_task_runner(config))(config)
 
 
-def _source_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    rows: dict[str, dict[str, Any]] = defaultdict(lambda: {"shards": 0, "failed": 0, "train_tokens": 0,
-                                                          "holdout_tokens": 0, "docs": 0})
-    for rec in records:
-        row = rows[rec["source"]]
-        row["shards"] += 1
-        row["failed"] += rec["status"] != "done"
-        for split, info in rec["splits"].items():
-            row[f"{split}_tokens"] += info["tokens"]
-            row["docs"] += info["docs"]
-    return [{"source": source, **rows[source]} for source in sorted(rows)]
-
-
 def report(result: dict[str, Any]) -> int:
     """What the command prints after a run; non-zero when a shard, a file or a host failed."""
     if "hosts" in result:
@@ -328,8 +235,7 @@ def report(result: dict[str, Any]) -> int:
         print(f"\nhosts:    {result['out']}/hosts.json  (manifest: tensors rows per host)")
         for problem in doc["problems"]:
             print(f"problem:  {problem}")
-        return 0 if not doc["problems"] and all(r["error"] is None and not r["failed_files"]
-                                                 for r in doc["hosts"]) else 1
+        return 0 if per_host.hosts_complete(doc) else 1
     totals = result["metadata"]["totals"]
     print(f"\ntensors:  {result['out']}  (metadata.json, tokenizer.json)")
     print(f"train:    {totals['train']['tokens']:,} tokens, {totals['train']['docs']:,} documents")

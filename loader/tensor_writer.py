@@ -17,7 +17,7 @@ is the same on every run, for any number of workers and any shard layout.
 
 The format is deliberately plain (a raw array and a ``.npy`` index: numpy, torch, C and any HTTP
 server handle it); :func:`export_megatron` writes Megatron-LM / GPT-NeoX ``.bin/.idx`` from it.
-Nothing here imports Prefect: ``flows/tokenization.py`` wraps :func:`tokenize_shard` in a task.
+Nothing here imports Prefect: ``tasks/tokenization.py`` wraps :func:`tokenize_shard` in a task.
 """
 
 from __future__ import annotations

@@ -194,6 +194,22 @@ def host_share(files: list[DatasetFile], host_count: int, host_index: int) -> li
     return [f for f in files if host_of(f.rel, host_count) == host_index]
 
 
+def dataset_share(patterns: list[str], host_count: int, host_index: int) -> tuple[list[DatasetFile], list[DatasetFile]]:
+    """Every file the patterns match and this host's share of them; patterns matching nothing are an error.
+
+    A bad pattern or host index stops the run before any task starts, as a plain ``ValueError``
+    with the reason only (the flow's failure message, no chained traceback).
+    """
+    try:
+        files = expand_inputs(patterns)
+        mine = host_share(files, host_count, host_index)
+    except DatasetInputError as exc:
+        raise ValueError(str(exc)) from None
+    if not files:
+        raise ValueError(f"no Parquet or JSONL files match {patterns}")
+    return files, mine
+
+
 def file_fingerprint(file: DatasetFile) -> str:
     """What decides whether a finished file is still current: the SHA256 of a local file's bytes."""
     if not file.is_remote:

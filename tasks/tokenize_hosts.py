@@ -140,7 +140,7 @@ def input_records(plan: HostPlan, meta: dict[str, Any], config_hash: str) -> lis
 
 
 def tensor_records(meta: dict[str, Any]) -> list[dict[str, Any]]:
-    """A host's shards as the tokenize flow's records (what ``_record_manifest`` writes)."""
+    """A host's shards as the tokenize flow's records (what :func:`loader.tensor_manifest.record_tensors` writes)."""
     token_hash = meta.get("tokenizer", {}).get("hash", "")
     return [{**s, "status": "done", "tokenizer_hash": token_hash} for s in meta.get("shards", [])]
 
@@ -161,3 +161,23 @@ def host_summary(plan: HostPlan, meta: dict[str, Any] | None, error: str | None)
             "holdout_tokens": totals.get("holdout", {}).get("tokens", 0),
             "train_docs": totals.get("train", {}).get("docs", 0),
             "holdout_docs": totals.get("holdout", {}).get("docs", 0), "error": error}
+
+
+def host_error(plan: HostPlan, fetched: dict[str, Any], ran: dict[str, Any] | None) -> str | None:
+    """Why a host's row is an error: its run's exit status when it failed, else why its metadata is missing."""
+    if ran is not None and ran["returncode"] != 0:
+        return f"{plan.name}: exit status {ran['returncode']} (log: {ran['log']})"
+    error: str | None = fetched.get("error")
+    return error
+
+
+def hosts_document(rows: list[dict[str, Any]], problems: list[str]) -> dict[str, Any]:
+    """``hosts.json``: every host's row, the problems of the shares, and the totals over the hosts."""
+    return {"hosts": rows, "problems": problems,
+            "totals": {key: sum(r[key] for r in rows) for key in
+                       ("files", "failed_files", "train_tokens", "holdout_tokens", "train_docs", "holdout_docs")}}
+
+
+def hosts_complete(doc: dict[str, Any]) -> bool:
+    """Every host ran, its shares fit and no file failed (else the launch is ``partial``)."""
+    return not doc["problems"] and all(r["error"] is None and not r["failed_files"] for r in doc["hosts"])

@@ -13,8 +13,10 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from core.document import Document, make_doc_id
 from core.manifest import Manifest
 from core.shards import ShardLimits, ShardWriter
-from flows.tokenization import TokenizeConfig, _record_manifest, main, parse_args, tokenize_task
+from flows.tokenization import TokenizeConfig, main, parse_args
+from loader.tensor_manifest import record_tensors
 from loader.tensor_writer import find_input_shards
+from tasks.tokenization import tokenize_task
 
 WORDS = ["the", "river", "ran", "quiet", "in", "1999", "and", "2023", "under", "willows", "42", "angler"]
 
@@ -59,7 +61,7 @@ def test_task_function_and_manifest_rows(data_root: tuple[Path, Path], tmp_path:
     data, tokenizer = data_root
     config = TokenizeConfig(data=data, tokenizer=str(tokenizer), out=tmp_path / "t", holdout_fraction=0.1)
     records = [tokenize_task.fn(data, s, config.out, config.settings()) for s in find_input_shards(data, ["G3"])]
-    _record_manifest(Manifest.for_output(data), config.out, "run-1", records, True)
+    record_tensors(Manifest.for_output(data), config.out, "run-1", records, True)
     _, rows = Manifest.for_output(data).query("SELECT split, sum(tokens) FROM tensors GROUP BY 1 ORDER BY 1")
     expected = {split: sum(r["splits"][split]["tokens"] for r in records if split in r["splits"])
                 for split in ("holdout", "train")}
