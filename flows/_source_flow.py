@@ -254,14 +254,44 @@ def _process(
 
 
 def silent_input_lines(records: Sequence[InputRecord]) -> list[str]:
-    """One line per input that was skipped or yielded no record, with its reason (never silent)."""
+    """One line per input that gave nothing, with its reason (never silent).
+
+    Skipped, yielded no record, or read but every record dropped: the last is how a source of
+    one document per file (a book, a PDF) holds nothing, and the drop reasons say why.
+    """
     lines = []
     for rec in records:
         if rec.status == "skipped":
             lines.append(f"input skipped: {rec.location}: {rec.error or 'no reason given'}")
-        elif rec.status != "failed" and rec.records_in == 0:
-            lines.append(f"input yielded no records: {rec.location} (is it the right file and format?)")
+        elif rec.status == "failed":
+            continue
+        elif rec.records_in == 0:
+            lines.append(f"input yielded no records: {rec.location}{_listed(rec.location)} "
+                         "(is it the right file and format?)")
+        elif rec.docs_kept == 0:
+            reasons = ", ".join(f"{d['reason']}={d['count']}" for d in rec.drops)
+            lines.append(f"input kept nothing: {rec.location}{_listed(rec.location)}: all {rec.records_in} "
+                         f"record(s) dropped ({reasons})")
     return lines
+
+
+def _listed(location: str, most: int = 5) -> str:
+    """`` (lists: a, b)``: the files a run-made input list (``<out>/_inputs/``) groups, else ``""``.
+
+    Many small files (books, articles, clones) run as one list input; the user gave the files,
+    not the list, so a line about the list must name them to be any use.
+    """
+    path = Path(location)
+    if "_inputs" not in path.parts or not path.is_file():
+        return ""
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    entries = [e for v in payload.values() if isinstance(v, list) for e in v] if isinstance(payload, dict) else []
+    names = [str(e.get("path") or e.get("root")) if isinstance(e, dict) else str(e) for e in entries]
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return f" (lists: {', '.join(names[:most])}{more})" if names else ""
 
 
 def language_table(records: Sequence[InputRecord]) -> list[dict[str, Any]]:
@@ -303,8 +333,8 @@ def publish_summary(summary: SourceRunSummary, manifest: Manifest) -> None:
 def print_summary(summary: SourceRunSummary) -> int:
     """Print where the shards are, the manifest summary and any silent inputs; return the exit code.
 
-    Non-zero when an input failed, or when nothing was kept and inputs were skipped or empty
-    (a run that produced nothing must not look like a success).
+    Non-zero when an input failed, or when nothing was kept and inputs were skipped, empty or
+    all dropped (a run that produced nothing must not look like a success).
     """
     from kinda.summary import format_summary
 
@@ -317,7 +347,7 @@ def print_summary(summary: SourceRunSummary) -> int:
     if summary.failed:
         return 1
     if summary.kept == 0 and silent:
-        print(f"error: no document kept from {len(summary.records)} input(s): {len(silent)} skipped or empty "
+        print(f"error: no document kept from {len(summary.records)} input(s): {len(silent)} skipped, empty or all dropped "
               "(see the lines above)", file=sys.stderr)
         return 1
     return 0

@@ -43,6 +43,7 @@ import shutil
 import statistics
 import struct
 import subprocess
+import threading
 import time
 import unicodedata
 from collections import Counter
@@ -529,14 +530,21 @@ def pages_in_process(path: Path, settings: PdfSettings) -> Iterator[PdfInfo | Pa
         document.close()
 
 
-_WORKERS: dict[int, PdfWorker] = {}
+_WORKERS = threading.local()
 
 
 def shared_worker() -> PdfWorker:
-    """One worker per process (recipes are pickled to tasks; the worker never is)."""
-    worker = _WORKERS.get(os.getpid())
+    """One worker per thread of a process (recipes are pickled to tasks; the worker never is).
+
+    Per thread: a thread runner's tasks sharing one worker would cross their requests and
+    replies on its pipe (one file got another's pages, the other an ``open_timeout``). Keyed by
+    process id too, so a forked child starts its own. A finished thread's worker is released with
+    its thread, its pipe closes, and the worker process ends.
+    """
+    workers: dict[int, PdfWorker] = _WORKERS.__dict__.setdefault("by_pid", {})
+    worker = workers.get(os.getpid())
     if worker is None:
-        worker = _WORKERS[os.getpid()] = PdfWorker()
+        worker = workers[os.getpid()] = PdfWorker()
     return worker
 
 
