@@ -18,13 +18,17 @@ import json
 import os
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 LOCK_NAME = ".kinda.lock"
+#: The run id of a lock taken before the run has one (the command line's pre-Prefect check): the
+#: first run that re-enters the lock in this process writes itself in as the holder.
+PENDING_RUN = "starting"
 
-_held: dict[Path, tuple[int, int]] = {}  # resolved lock path -> (fd, depth)
+_held: dict[Path, tuple[int, int, str]] = {}  # resolved lock path -> (fd, depth, holder's run id)
 _guard = threading.Lock()
 
 
@@ -50,8 +54,11 @@ class OutputLock:
         path = self.path
         with _guard:
             if path in _held:
-                fd, depth = _held[path]
-                _held[path] = (fd, depth + 1)
+                fd, depth, holder_run = _held[path]
+                if holder_run == PENDING_RUN and self.run_id != PENDING_RUN:
+                    _write_holder(fd, self._holder())
+                    holder_run = self.run_id
+                _held[path] = (fd, depth + 1, holder_run)
                 return False
             path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -63,11 +70,14 @@ class OutputLock:
                 raise OutputLockedError(
                     f"{self.out} is in use by {holder}; wait for that run to finish or use another --out"
                 ) from None
-            _write_holder(fd, {"pid": os.getpid(), "host": socket.gethostname(), "flow": self.flow,
-                               "run_id": self.run_id,
-                               "since": dt.datetime.now().isoformat(timespec="seconds")})
-            _held[path] = (fd, 1)
+            _write_holder(fd, self._holder())
+            _held[path] = (fd, 1, self.run_id)
             return True
+
+    def _holder(self) -> dict[str, Any]:
+        """Who holds the lock, for the message a refused run prints."""
+        return {"pid": os.getpid(), "host": socket.gethostname(), "flow": self.flow, "run_id": self.run_id,
+                "since": dt.datetime.now().isoformat(timespec="seconds")}
 
     def release(self) -> None:
         """Give the lock back (the last release of a re-entered lock unlocks it)."""
@@ -75,9 +85,9 @@ class OutputLock:
         with _guard:
             if path not in _held:
                 return
-            fd, depth = _held[path]
+            fd, depth, holder_run = _held[path]
             if depth > 1:
-                _held[path] = (fd, depth - 1)
+                _held[path] = (fd, depth - 1, holder_run)
                 return
             del _held[path]
             os.ftruncate(fd, 0)
@@ -92,19 +102,29 @@ class OutputLock:
         self.release()
 
 
-def _read_holder(fd: int) -> dict[str, Any]:
-    try:
-        raw = os.pread(fd, 4096, 0)
-        holder = json.loads(raw.decode("utf-8")) if raw else {}
-    except (OSError, ValueError):
-        return {}
-    return holder if isinstance(holder, dict) else {}
+#: The holder record is written as one fixed-size block (JSON padded with spaces), so a refused
+#: run reading it while the holder rewrites it sees the old or the new record, never an empty file.
+_HOLDER_BYTES = 1024
+
+
+def _read_holder(fd: int, attempts: int = 5) -> dict[str, Any]:
+    """The holder record; an empty one is read again briefly (the holder may have just locked)."""
+    for attempt in range(attempts):
+        try:
+            raw = os.pread(fd, _HOLDER_BYTES, 0)
+            holder = json.loads(raw.decode("utf-8")) if raw.strip() else None
+        except (OSError, ValueError):
+            holder = None
+        if isinstance(holder, dict):
+            return holder
+        if attempt + 1 < attempts:
+            time.sleep(0.05)
+    return {}
 
 
 def _write_holder(fd: int, holder: dict[str, Any]) -> None:
-    data = json.dumps(holder, sort_keys=True).encode("utf-8")
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, data, 0)
+    data = json.dumps(holder, sort_keys=True).encode("utf-8")[: _HOLDER_BYTES]
+    os.pwrite(fd, data.ljust(_HOLDER_BYTES), 0)
 
 
 def _describe(holder: dict[str, Any]) -> str:

@@ -25,7 +25,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import ValidationError
 
 from core.config import PipelineConfig, parse_set_option
-from core.lock import OutputLock, OutputLockedError
+from core.lock import PENDING_RUN, OutputLock, OutputLockedError
 from core.manifest import ManifestError
 from flows._runtime import make_task_runner, prefect_api
 
@@ -184,7 +184,7 @@ class FlowCLI(Generic[C]):
             return None
         out = Path(config.out)
         check_writable(out)
-        lock = OutputLock(out, self.prog.removeprefix("python -m flows."), "starting")
+        lock = OutputLock(out, self.prog.removeprefix("python -m flows."), PENDING_RUN)
         lock.acquire()
         return lock
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.lock import OutputLock
+from core.lock import PENDING_RUN, OutputLock
 from core.manifest import InputRecord, Manifest
 from core.markers import Marker
 
@@ -46,6 +46,20 @@ def test_lock_is_reentrant_within_a_process(tmp_path: Path) -> None:
                             f"OutputLock(Path({str(tmp_path)!r}), 'z', 'b').acquire()"], capture_output=True, text=True)
     assert other.returncode != 0 and "in use by run a (flow llama" in other.stderr  # still held by the outer
     outer.release()
+
+
+def test_a_pending_lock_names_the_run_that_re_enters_it(tmp_path: Path) -> None:
+    """The command line locks before the run has an id; the first run that re-enters names itself."""
+    cli = OutputLock(tmp_path, "llama", PENDING_RUN)
+    run, subflow = OutputLock(tmp_path, "llama", "run-7"), OutputLock(tmp_path, "wikipedia", "run-8")
+    assert cli.acquire() is True and run.acquire() is False and subflow.acquire() is False
+    holder = json.loads((tmp_path / ".kinda.lock").read_text())
+    assert holder["run_id"] == "run-7" and holder["flow"] == "llama"  # the outermost run, not its subflow
+    for lock in (subflow, run, cli):
+        lock.release()
+    again = OutputLock(tmp_path, "z", "b")
+    assert again.acquire() is True  # fully released
+    again.release()
 
 
 def test_marker_promising_documents_without_shards_is_not_trusted(tmp_path: Path) -> None:
