@@ -106,10 +106,7 @@ def final_shards(out: Path) -> list[tuple[str, str]]:
     manifest = Manifest.for_output(out)
     if not manifest.path.exists():
         return []
-    _, tables = manifest.query("SELECT table_name FROM information_schema.tables")
-    released = " UNION SELECT path, sha256 FROM released" if ("released",) in tables else ""
-    _, rows = manifest.query(f"SELECT path, sha256 FROM shards WHERE starts_with(path, 'docs/'){released} ORDER BY path")
-    return [(p, s) for p, s in rows]
+    return sorted((str(shard["path"]), str(shard["sha256"])) for shard in manifest.final_shards())
 
 
 def marker_path(out: Path, stage: str) -> Path:
