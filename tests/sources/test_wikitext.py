@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import bz2
 import collections
+import itertools
 import re
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.compressed import open_binary
 from core.document import Document, Drop, InputSpec
@@ -141,6 +144,27 @@ def test_oversized_page_xml_is_skipped_unread() -> None:
     assert [kind for kind, _, _ in chunks] == ["page", "oversized", "page"]
     assert b"<title>Big</title>" in chunks[1][1] and chunks[1][2] == 7
     assert parse_page(chunks[2][1]).title == "C" and chunks[2][2] == 7 + big.count(b"\n")
+
+
+_PIECE_DUMP = (
+    b"<mediawiki>\n  <siteinfo>\n    <sitename>W</sitename>\n  </siteinfo>\n"
+    + b"".join(b"  <page>\n    <title>P%d</title>\n    <ns>0</ns>\n    <id>%d</id>\n    <text>%s</text>\n  </page>\n"
+               % (i, i, b"y" * (i * 397 % 3100)) for i in range(40))
+    + b"</mediawiki>\n"
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cuts=st.lists(st.integers(min_value=0, max_value=len(_PIECE_DUMP)), max_size=30))
+def test_chunks_do_not_depend_on_how_the_dump_is_cut_into_pieces(cuts: list[int]) -> None:
+    """Pages and their line numbers are the same for any piece boundaries, lines or one block."""
+    bounds = [0, *sorted(cuts), len(_PIECE_DUMP)]
+    pieces = [_PIECE_DUMP[a:b] for a, b in itertools.pairwise(bounds)]
+    whole = list(iter_chunks([_PIECE_DUMP]))
+    assert [kind for kind, _, _ in whole] == ["siteinfo"] + ["page"] * 40
+    assert [line for _, _, line in whole][:3] == [2, 5, 11]
+    assert list(iter_chunks(pieces)) == whole
+    assert list(iter_chunks(_PIECE_DUMP.splitlines(keepends=True))) == whole
 
 
 def _real_pages(dump: Path, limit: int) -> tuple[frozenset[str], list[str]]:
