@@ -198,7 +198,8 @@ def run_direct(dumps: list[Path], out: Path, split_bytes: int) -> Run:
         if not parts:
             staged[spec.key] = timed("stage", functools.partial(pipeline.stage_input, recipe, spec, ctx))
             continue
-        records = [timed("stage", functools.partial(pipeline.stage_input, recipe, p, ctx)) for p in parts]
+        records = [timed("stage", functools.partial(pipeline.stage_input, recipe, p, ctx, n == 0))
+                   for n, p in enumerate(parts)]
         ranges = [splits.RangeInput(p, r) for p, r in zip(parts, records, strict=True)]
         staged[spec.key] = timed("join", functools.partial(splits.join_ranges, ctx, spec, ranges))
     timed("dedup", functools.partial(pipeline.find_exact_duplicates, ctx, keys))

@@ -188,6 +188,9 @@ class InputPhase:
     steps: Sequence[Step]
     sinks: Callable[[], Sequence[DocumentSink]]
     language: str | None = None
+    #: Record the input file's SHA256. A range task of a split input leaves it to the range that
+    #: starts the file: every range hashing the whole file hashed a 22 GB dump once per range.
+    hash_input: bool = True
 
 
 def missing_input(spec: InputSpec, ctx: RunContext) -> InputRecord:
@@ -219,7 +222,7 @@ def run_input_phase(phase: InputPhase, spec: InputSpec, ctx: RunContext) -> Inpu
         outputs = [s.to_dict() for s in writer.close()]
         for sink in sinks:
             outputs.extend(sink.close())
-        record.sha256 = sha256_file(spec.path) if spec.path.is_file() else None
+        record.sha256 = sha256_file(spec.path) if phase.hash_input and spec.path.is_file() else None
     except Exception as exc:  # one input's failure must not end the run
         writer.abort()
         for sink in sinks:
@@ -245,8 +248,10 @@ def _input_language(recipe: SourceRecipe, spec: InputSpec) -> str | None:
         return None
 
 
-def stage_input(recipe: SourceRecipe, spec: InputSpec, ctx: RunContext) -> InputRecord:
+def stage_input(recipe: SourceRecipe, spec: InputSpec, ctx: RunContext, hash_input: bool = True) -> InputRecord:
     """Phase 1 for one input: read, clean, filter, write staging shards and dedup keys.
+
+    ``hash_input=False`` (the ranges of a split input but its first) skips hashing the file.
 
     An unexpected error (unreadable file, a bug) does not propagate: the input is recorded as
     ``failed`` with the error naming the file, and the rest of the run goes on.
@@ -258,7 +263,7 @@ def stage_input(recipe: SourceRecipe, spec: InputSpec, ctx: RunContext) -> Input
     phase = InputPhase(
         directory=directory, marker=stage_marker(spec, ctx), read=lambda: recipe.read(spec), steps=recipe.steps(),
         sinks=lambda: [HashSink(ctx.out, directory / "hashes.parquet", key)],
-        language=_input_language(recipe, spec),
+        language=_input_language(recipe, spec), hash_input=hash_input,
     )
     return run_input_phase(phase, spec, ctx)
 

@@ -88,7 +88,10 @@ def _join_hashes(ctx: pipeline.RunContext, ranges: Sequence[RangeInput], target:
 
 
 def joined_record(spec: InputSpec, ranges: Sequence[RangeInput]) -> InputRecord:
-    """The input's record from its ranges' records: counts and drops summed, status the worst."""
+    """The input's record from its ranges' records: counts and drops summed, status the worst.
+
+    The file's SHA256 comes from the first range, the one task that hashed the whole file.
+    """
     records = [part.record for part in ranges]
     first = records[0]
     failed = [r for r in records if r.status == "failed"]

@@ -107,7 +107,8 @@ def split_phases(recipe: WikipediaRecipe, split_bytes: int) -> SourcePhases:
         plans = {key: plan for key, plan in plans.items() if plan[1]}
         if not plans:
             return {}
-        futures = {stage_task.submit(recipe, part, ctx): part.key for _, parts in plans.values() for part in parts}
+        futures = {stage_task.submit(recipe, part, ctx, hash_input=number == 0): part.key
+                   for _, parts in plans.values() for number, part in enumerate(parts)}
         get_run_logger().info("staging %d dumps as %d page-range tasks", len(plans), len(futures))
         staged = {futures[f]: f.result() for f in as_completed(list(futures))}
         failed = {}

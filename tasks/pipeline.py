@@ -28,9 +28,11 @@ def download_task(url: str, cache_dir: Path, expected: dict[str, str] | None = N
 
 
 @task(name="stage-input", cache_policy=NO_CACHE, task_run_name="stage {spec.key}")
-def stage_task(recipe: pipeline.SourceRecipe, spec: InputSpec, ctx: pipeline.RunContext) -> InputRecord:
-    """Phase 1 for one input file (see :func:`core.pipeline.stage_input`)."""
-    return pipeline.stage_input(recipe, spec, ctx)
+def stage_task(
+    recipe: pipeline.SourceRecipe, spec: InputSpec, ctx: pipeline.RunContext, hash_input: bool = True,
+) -> InputRecord:
+    """Phase 1 for one input file or range of one (see :func:`core.pipeline.stage_input`)."""
+    return pipeline.stage_input(recipe, spec, ctx, hash_input)
 
 
 @task(name="exact-dedup", cache_policy=NO_CACHE)

@@ -29,7 +29,7 @@ def _checksums(out: Path) -> dict[str, str]:
 
 def _inputs(out: Path) -> list[tuple[object, ...]]:
     _, rows = Manifest.for_output(out).query(
-        "SELECT input_key, status, records_in, docs_kept, docs_dropped FROM inputs ORDER BY input_key")
+        "SELECT input_key, status, records_in, docs_kept, docs_dropped, sha256 FROM inputs ORDER BY input_key")
     return rows
 
 
@@ -60,6 +60,8 @@ def test_split_run_is_byte_identical_and_resumes_per_range(prefect_api_url: str,
     _run(sample, split, split_bytes)
     assert _checksums(split) == _checksums(one) and len(_checksums(one)) == 2
     assert _inputs(split) == _inputs(one)  # one manifest row per dump, same counts
+    # the dump's SHA256, hashed once (by its first range), not once per range
+    assert _inputs(split)[1][-1] == hashlib.sha256(dump.read_bytes()).hexdigest()
     _, dup = Manifest.for_output(split).query("SELECT sum(count) FROM drops WHERE reason = 'duplicate_exact'")
     assert dup[0][0] > 0  # the sample's copied pages are duplicates across ranges
     assert not list((split / "_state").rglob("*#*")) and not list((split / "_state").rglob(f"{dump.name}_*"))
@@ -97,7 +99,7 @@ def test_truncated_multistream_keeps_the_ranges_before_the_cut(prefect_api_url: 
     assert _checksums(tmp_path / "split") == _checksums(tmp_path / "one")
     rows = _inputs(tmp_path / "split")
     assert rows == _inputs(tmp_path / "one")
-    _, status, records_in, kept, dropped = rows[0]
+    _, status, records_in, kept, dropped, _ = rows[0]
     assert status == "partial" and isinstance(kept, int) and isinstance(dropped, int)
     assert records_in == kept + dropped and kept > 150  # 25 whole streams of 10 pages
     _, drops = Manifest.for_output(tmp_path / "split").query(
