@@ -196,6 +196,7 @@ def run_direct(dumps: list[Path], out: Path, split_bytes: int) -> Run:
         parts = [splits.range_spec(spec, range_key(spec.key, s, e, size)) for s, e in plan_split(spec.path, split_bytes) or []]
         tasks += len(parts)
         if not parts:
+            tasks += 1
             staged[spec.key] = timed("stage", functools.partial(pipeline.stage_input, recipe, spec, ctx))
             continue
         records = [timed("stage", functools.partial(pipeline.stage_input, recipe, p, ctx, n == 0))
@@ -206,7 +207,7 @@ def run_direct(dumps: list[Path], out: Path, split_bytes: int) -> Run:
     for spec in specs:
         timed("finalize", functools.partial(pipeline.finalize_input, recipe, spec, ctx, scope, staged[spec.key]))
     wall = time.perf_counter() - started
-    flow_tasks = tasks + 2 * len(specs) + 1  # range stages, dump stages (marker hits), finalizes, dedup
+    flow_tasks = tasks + len(specs) + 1  # range (or whole-dump) stages, finalizes, dedup
     return Run("direct", 1, wall, cpu_delta(before, _tree(), set()), output_digest(out), phases, flow_tasks)
 
 

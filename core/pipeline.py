@@ -112,6 +112,14 @@ def done_marker(spec: InputSpec, ctx: RunContext, scope: str) -> Marker:
     return Marker(state_path(ctx.out, ctx.source, spec.key, "done"), key)
 
 
+def load_staged(spec: InputSpec, ctx: RunContext) -> InputRecord | None:
+    """The staged record of an input, if its stage marker is valid (checked without a task)."""
+    if not spec.path.exists():
+        return None
+    marker = stage_marker(spec, ctx).load(ctx.out)
+    return None if marker is None else InputRecord.from_dict(marker["record"])
+
+
 def load_done(spec: InputSpec, ctx: RunContext, scope: str) -> InputRecord | None:
     """The finished record of an input, if its done marker is valid for this run."""
     if not spec.path.exists():

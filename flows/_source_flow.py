@@ -228,7 +228,13 @@ def _process(
     active = [s for s in specs if s.key not in ended]
     progress = Progress(2 * len(active), f"{recipe.name}: stage + finalize", config.progress)
     try:
-        staged = gather({stage_task.submit(recipe, s, ctx): s.key for s in active}, progress)
+        # inputs staged before (a resumed run, a split dump joined by before_stage) cost no task
+        resumed = {s.key: r for s in active if (r := pipeline.load_staged(s, ctx)) is not None}
+        staged = gather({stage_task.submit(recipe, s, ctx): s.key for s in active if s.key not in resumed},
+                        progress)
+        for key, record in resumed.items():
+            staged[key] = record
+            progress.step()
         staged = {k: pipeline.merge_records(before[k], r) if k in before else r for k, r in staged.items()}
         for record in [*ended.values(), *staged.values()]:
             if record.status == "failed":

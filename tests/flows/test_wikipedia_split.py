@@ -33,11 +33,18 @@ def _inputs(out: Path) -> list[tuple[object, ...]]:
     return rows
 
 
-def _run(dumps: list[Path], out: Path, split_bytes: int, *extra: str) -> None:
+def _run(dumps: list[Path], out: Path, split_bytes: int, *extra: str) -> list[str]:
+    """Run the flow; the names of its stage task runs."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
     args = [f"--dump={d}" for d in dumps]
     summary = run(parse_args([*args, "--out", str(out), "--runner", "thread", "--workers", "2",
                               "--split-bytes", str(split_bytes), *extra]))
     assert not summary.failed, [r.error for r in summary.failed]
+    with get_client(sync_client=True) as client:
+        task_runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[summary.run_id])))
+    return sorted(t.name for t in task_runs if t.name.startswith("stage "))
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +64,10 @@ def test_split_run_is_byte_identical_and_resumes_per_range(prefect_api_url: str,
     assert ranges is not None and len(ranges) >= 6
     one, split, kept = tmp_path / "one", tmp_path / "split", tmp_path / "kept"
     _run(sample, one, 0)
-    _run(sample, split, split_bytes)
+    stages = _run(sample, split, split_bytes)
+    # a task per range and per unsplit dump; the joined dump's staging costs no task of its own
+    assert len(stages) == len(ranges) + 1 and f"stage {sample[1].name}" in stages
+    assert f"stage {dump.name}" not in stages
     assert _checksums(split) == _checksums(one) and len(_checksums(one)) == 2
     assert _inputs(split) == _inputs(one)  # one manifest row per dump, same counts
     # the dump's SHA256, hashed once (by its first range), not once per range
