@@ -211,37 +211,41 @@ class JsonArrayError(ValueError):
     """The input is not a JSON array of objects (or an item is over the size bound)."""
 
 
+_SEPARATOR = re.compile(r"\s*,?\s*")
+
+
 def iter_json_array(stream: IO[bytes], max_item_bytes: int) -> Iterator[Any]:
     """Items of a top-level JSON array, decoded one at a time in bounded memory.
 
     A streaming cut over ``raw_decode``: the buffer holds at most one item plus a read; an item
-    larger than ``max_item_bytes`` raises :class:`JsonArrayError`.
+    larger than ``max_item_bytes`` raises :class:`JsonArrayError`. Items are decoded at a
+    position in the buffer, which is cut once per read: cutting it per item copied up to a
+    whole read (1 MiB) for every item.
     """
     decoder = json.JSONDecoder()
     reader = io.TextIOWrapper(stream, encoding="utf-8")
     buffer = reader.read(READ_BYTES).lstrip()
     if not buffer.startswith("["):
         raise JsonArrayError("not a JSON array")
-    buffer = buffer[1:]
-    ended = False
+    pos, ended = 1, False
     while True:
-        buffer = buffer.lstrip().removeprefix(",").lstrip()
-        if buffer.startswith("]"):
+        match = _SEPARATOR.match(buffer, pos)
+        pos = match.end() if match is not None else pos
+        if buffer.startswith("]", pos):
             return
         try:
-            item, end = decoder.raw_decode(buffer)
+            item, end = decoder.raw_decode(buffer, pos)
         except json.JSONDecodeError:
             if ended:
                 raise
             more = reader.read(READ_BYTES)
             ended = not more
-            buffer += more
+            buffer, pos = buffer[pos:] + more, 0
             if len(buffer) > max_item_bytes + READ_BYTES:
                 raise JsonArrayError(f"an item is over {max_item_bytes} bytes") from None
             continue
         yield item
-        buffer = buffer[end:]
-        ended = False
+        pos, ended = end, False
 
 
 def read_ubuntu_json(stream: IO[bytes], name: str, where: str, limits: DialogueLimits) -> Iterator[Record]:

@@ -9,6 +9,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import sources.dialogue as dialogue
 from core.document import Document, Drop, InputSpec
@@ -154,6 +156,20 @@ def test_truncated_and_malformed_json_array(tmp_path: Path, monkeypatch: pytest.
     bad.write_text('[{"text": "a\\nb"}, 5, {"dialogue_id": "x", "text": "only one"}]', encoding="utf-8")
     docs, drops = read(bad)
     assert len(docs) == 1 and [d.reason for d in drops] == ["malformed_record", "too_few_turns"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(read_bytes=st.integers(min_value=1, max_value=300), indent=st.sampled_from([None, 0, 2]),
+       texts=st.lists(st.text(max_size=40), max_size=12))
+def test_json_array_items_do_not_depend_on_the_read_size(read_bytes: int, indent: int | None, texts: list[str]) -> None:
+    items = [{"dialogue_id": f"d{i}", "text": text} for i, text in enumerate(texts)]
+    data = json.dumps(items, indent=indent, ensure_ascii=False).encode()
+    original = dialogue.READ_BYTES
+    dialogue.READ_BYTES = read_bytes
+    try:
+        assert list(iter_json_array(io.BytesIO(data), 10_000)) == items
+    finally:
+        dialogue.READ_BYTES = original
 
 
 def test_recipe_dispatches_by_content(tmp_path: Path) -> None:
