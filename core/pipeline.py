@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import logging
 import shutil
@@ -31,6 +32,7 @@ from typing import Any, Protocol
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from core.atomic import AtomicOutput, atomic_path, sha256_file
@@ -341,12 +343,19 @@ def add_drops(ctx: RunContext, rows: Sequence[dict[str, Any]]) -> int:
     return len(added)
 
 
-def _drop_rows(ctx: RunContext, key: str) -> dict[int, dict[str, Any]]:
+def _drop_table(ctx: RunContext, key: str) -> pa.Table:
+    """This input's rows of the run's drop list, by ordinal.
+
+    Kept as Arrow columns (tens of bytes a row): a Python dict per row made finalize of a dump
+    with 440 K duplicates hold ~500 MB.
+    """
     path = duplicates_path(ctx.out, ctx.source)
     if not path.exists():
-        return {}
+        return DROP_SCHEMA.empty_table()
     table = pq.read_table(path, filters=[("input_key", "=", key)])
-    return {row["ordinal"]: row for row in table.to_pylist()}
+    if len(pc.unique(table.column("ordinal"))) != table.num_rows:  # add_drops keeps one row a document
+        raise ValueError(f"{path}: the drop list names a document of {key} twice")
+    return table.select(DROP_SCHEMA.names).cast(DROP_SCHEMA).sort_by("ordinal").combine_chunks()
 
 
 # -- phase 3: finalize ----------------------------------------------------------------------
@@ -387,25 +396,29 @@ def _remove_previous_output(ctx: RunContext, key: str) -> None:
         (ctx.out / shard["path"]).unlink(missing_ok=True)
 
 
-def _write_drop_attributes(ctx: RunContext, key: str, rows: Sequence[dict[str, Any]]) -> None:
+def _write_drop_attributes(ctx: RunContext, key: str, rows: pa.Table) -> None:
     """Keep why each staged document was left out beside the shards (``kinda dedup explain``)."""
     target = drops_attribute_path(ctx.out, ctx.source, key)
     with atomic_path(target) as tmp:
-        pq.write_table(pa.Table.from_pylist(list(rows), schema=DROP_SCHEMA), tmp, compression="zstd")
+        pq.write_table(rows, tmp, compression="zstd")
 
 
-def _count_drops(rows: Sequence[dict[str, Any]], languages: dict[int, str]) -> list[dict[str, Any]]:
-    counts: Counter[tuple[str, str, str]] = Counter(
-        (row["step"], row["reason"], languages.get(row["ordinal"], "")) for row in rows
-    )
+def _count_drops(rows: pa.Table, languages: Sequence[str]) -> list[dict[str, Any]]:
+    """Drop counts per (step, reason, language); ``languages`` follows the rows (missing: unknown)."""
+    counts: Counter[tuple[str, str, str]] = Counter(zip(
+        rows.column("step").to_pylist(), rows.column("reason").to_pylist(),
+        itertools.chain(languages, itertools.repeat("")), strict=False,
+    ))
     return [{"step": step, "reason": reason, "language": lang or None, "count": n}
             for (step, reason, lang), n in sorted(counts.items())]
 
 
-def _drop_examples(rows: Sequence[dict[str, Any]], room: int) -> list[dict[str, str]]:
+def _drop_examples(rows: pa.Table, room: int) -> list[dict[str, str]]:
     """Error-table examples for drops that carry a detail (e.g. which book a near duplicate matched)."""
+    detail = rows.column("detail")
+    with_detail = rows.filter(pc.and_(pc.is_valid(detail), pc.not_equal(detail, "")))
     return [{"step": row["step"], "reason": row["reason"], "record": row["id"], "detail": row["detail"]}
-            for row in rows if row.get("detail")][: max(0, room)]
+            for row in with_detail.slice(0, max(0, room)).to_pylist()]
 
 
 def finalize_input(
@@ -418,16 +431,17 @@ def finalize_input(
     if done is not None:
         return done
     _remove_previous_output(ctx, spec.key)
-    drops = _drop_rows(ctx, spec.key)
-    languages: dict[int, str] = {}
+    rows = _drop_table(ctx, spec.key)
+    dropped = rows.column("ordinal").to_pylist()  # ascending: walked alongside the staged documents
+    languages: list[str] = []  # of the dropped documents, in drop-list order
     writer = PartitionedWriter(ctx, prefix=slug(spec.key))
     stage = staging_dir(ctx.out, ctx.source, spec.key)
     try:
         ordinal = 0
         for part in sorted(stage.glob("part-*.parquet")):
             for doc in read_documents(part):
-                if ordinal in drops:
-                    languages[ordinal] = doc.language or staged.language or ""
+                if len(languages) < len(dropped) and dropped[len(languages)] == ordinal:
+                    languages.append(doc.language or staged.language or "")
                 else:
                     writer.write(recipe.partition(doc), doc)
                 ordinal += 1
@@ -435,11 +449,10 @@ def finalize_input(
     except Exception:
         writer.abort()
         raise
-    rows = [drops[o] for o in sorted(drops)]
     _write_drop_attributes(ctx, spec.key, rows)
     record = InputRecord.from_dict(staged.to_dict())
     record.shards = [{**s, "inputs": [spec.key]} for s in shards]
-    record.docs_kept = staged.docs_kept - len(rows)
+    record.docs_kept = staged.docs_kept - rows.num_rows
     record.drops = staged.drops + _count_drops(rows, languages)
     record.errors = staged.errors + _drop_examples(rows, MAX_ERROR_EXAMPLES - len(staged.errors))
     done_marker(spec, ctx, scope).write({"record": record.to_dict()}, outputs=record.shards,
