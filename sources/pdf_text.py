@@ -286,20 +286,40 @@ def ocr_lines(text: str, height: float) -> tuple[Line, ...]:
     return tuple(Line(row, 0.0, 0.0, height - i * step, height - (i + 1) * step) for i, row in enumerate(rows))
 
 
+def _page_lines(document: Any, index: int) -> tuple[list[Line], float, float]:
+    """A page's text lines and size, read through pdfium's raw page handles.
+
+    No helper objects per page (pypdfium2's PdfPage/PdfTextPage each register a finalizer and
+    check every call's pointer types): about 3% of a text page's CPU. The pages that need a
+    rendering (OCR) open the helper page again.
+    """
+    import pypdfium2.raw as raw
+
+    page = raw.FPDF_LoadPage(document.raw, index)
+    if not page:
+        raise RuntimeError(f"pdfium could not load page {index + 1}")
+    try:
+        width, height = raw.FPDF_GetPageWidthF(page), raw.FPDF_GetPageHeightF(page)
+        textpage = raw.FPDFText_LoadPage(page)
+        if not textpage:
+            raise RuntimeError(f"pdfium could not read the text of page {index + 1}")
+        try:
+            return _text_lines(textpage), width, height
+        finally:
+            raw.FPDFText_ClosePage(textpage)
+    finally:
+        raw.FPDF_ClosePage(page)
+
+
 def extract_page(document: Any, index: int, settings: PdfSettings, notify: Any = None) -> PageText:
     """One page: text lines in reading order, OCR, or a drop reason."""
+    lines, width, height = _page_lines(document, index)
+    text = "".join([ln.text for ln in lines])
+    if has_text_layer(text, settings):
+        ordered, columns = order_columns(lines, width)
+        return PageText(index, tuple(ordered), width, height, columns=columns)
     page = document[index]
     try:
-        width, height = page.get_size()
-        textpage = page.get_textpage()
-        try:
-            lines = _text_lines(textpage.raw)
-        finally:
-            textpage.close()
-        text = "".join([ln.text for ln in lines])
-        if has_text_layer(text, settings):
-            ordered, columns = order_columns(lines, width)
-            return PageText(index, tuple(ordered), width, height, columns=columns)
         visible = visible_chars(text)
         if not visible and _image_count(page) == 0:
             return PageText(index, drop="blank_page")
