@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import itertools
 import json
 import logging
 import shutil
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +35,7 @@ import pyarrow.parquet as pq
 
 from core.atomic import AtomicOutput, atomic_path, sha256_file
 from core.document import Document, InputSpec
+from core.drop_list import DropListWalk
 from core.exact import exact_hash
 from core.layout import docs_dir, drops_attribute_path, duplicates_path, slug, staging_dir, state_path
 from core.manifest import InputRecord
@@ -321,8 +320,8 @@ def find_exact_duplicates(ctx: RunContext, keys: Sequence[str], memory_limit: st
             )
         finally:
             con.close()
-    counts = pq.read_table(target, columns=["input_key"]).column("input_key").to_pylist()
-    return dict(Counter(counts))
+    counts = pc.value_counts(pq.read_table(target, columns=["input_key"]).column("input_key"))
+    return {str(row["values"]): int(row["counts"]) for row in counts.to_pylist()}
 
 
 def add_drops(ctx: RunContext, rows: Sequence[dict[str, Any]]) -> int:
@@ -341,21 +340,6 @@ def add_drops(ctx: RunContext, rows: Sequence[dict[str, Any]]) -> int:
     with atomic_path(path) as tmp:
         pq.write_table(pa.Table.from_pylist(merged, schema=DROP_SCHEMA), tmp)
     return len(added)
-
-
-def _drop_table(ctx: RunContext, key: str) -> pa.Table:
-    """This input's rows of the run's drop list, by ordinal.
-
-    Kept as Arrow columns (tens of bytes a row): a Python dict per row made finalize of a dump
-    with 440 K duplicates hold ~500 MB.
-    """
-    path = duplicates_path(ctx.out, ctx.source)
-    if not path.exists():
-        return DROP_SCHEMA.empty_table()
-    table = pq.read_table(path, filters=[("input_key", "=", key)])
-    if len(pc.unique(table.column("ordinal"))) != table.num_rows:  # add_drops keeps one row a document
-        raise ValueError(f"{path}: the drop list names a document of {key} twice")
-    return table.select(DROP_SCHEMA.names).cast(DROP_SCHEMA).sort_by("ordinal").combine_chunks()
 
 
 # -- phase 3: finalize ----------------------------------------------------------------------
@@ -396,31 +380,6 @@ def _remove_previous_output(ctx: RunContext, key: str) -> None:
         (ctx.out / shard["path"]).unlink(missing_ok=True)
 
 
-def _write_drop_attributes(ctx: RunContext, key: str, rows: pa.Table) -> None:
-    """Keep why each staged document was left out beside the shards (``kinda dedup explain``)."""
-    target = drops_attribute_path(ctx.out, ctx.source, key)
-    with atomic_path(target) as tmp:
-        pq.write_table(rows, tmp, compression="zstd")
-
-
-def _count_drops(rows: pa.Table, languages: Sequence[str]) -> list[dict[str, Any]]:
-    """Drop counts per (step, reason, language); ``languages`` follows the rows (missing: unknown)."""
-    counts: Counter[tuple[str, str, str]] = Counter(zip(
-        rows.column("step").to_pylist(), rows.column("reason").to_pylist(),
-        itertools.chain(languages, itertools.repeat("")), strict=False,
-    ))
-    return [{"step": step, "reason": reason, "language": lang or None, "count": n}
-            for (step, reason, lang), n in sorted(counts.items())]
-
-
-def _drop_examples(rows: pa.Table, room: int) -> list[dict[str, str]]:
-    """Error-table examples for drops that carry a detail (e.g. which book a near duplicate matched)."""
-    detail = rows.column("detail")
-    with_detail = rows.filter(pc.and_(pc.is_valid(detail), pc.not_equal(detail, "")))
-    return [{"step": row["step"], "reason": row["reason"], "record": row["id"], "detail": row["detail"]}
-            for row in with_detail.slice(0, max(0, room)).to_pylist()]
-
-
 def finalize_input(
     recipe: SourceRecipe, spec: InputSpec, ctx: RunContext, scope: str, staged: InputRecord
 ) -> InputRecord:
@@ -431,30 +390,31 @@ def finalize_input(
     if done is not None:
         return done
     _remove_previous_output(ctx, spec.key)
-    rows = _drop_table(ctx, spec.key)
-    dropped = rows.column("ordinal").to_pylist()  # ascending: walked alongside the staged documents
-    languages: list[str] = []  # of the dropped documents, in drop-list order
+    drops = DropListWalk(duplicates_path(ctx.out, ctx.source), spec.key,
+                         drops_attribute_path(ctx.out, ctx.source, spec.key), DROP_SCHEMA,
+                         examples=MAX_ERROR_EXAMPLES - len(staged.errors))
     writer = PartitionedWriter(ctx, prefix=slug(spec.key))
     stage = staging_dir(ctx.out, ctx.source, spec.key)
     try:
         ordinal = 0
         for part in sorted(stage.glob("part-*.parquet")):
             for doc in read_documents(part):
-                if len(languages) < len(dropped) and dropped[len(languages)] == ordinal:
-                    languages.append(doc.language or staged.language or "")
+                if drops.pending == ordinal:
+                    drops.take(doc.language or staged.language or "")
                 else:
                     writer.write(recipe.partition(doc), doc)
                 ordinal += 1
         shards = writer.close()
+        drops.finish()
     except Exception:
         writer.abort()
+        drops.abort()
         raise
-    _write_drop_attributes(ctx, spec.key, rows)
     record = InputRecord.from_dict(staged.to_dict())
     record.shards = [{**s, "inputs": [spec.key]} for s in shards]
-    record.docs_kept = staged.docs_kept - rows.num_rows
-    record.drops = staged.drops + _count_drops(rows, languages)
-    record.errors = staged.errors + _drop_examples(rows, MAX_ERROR_EXAMPLES - len(staged.errors))
+    record.docs_kept = staged.docs_kept - drops.rows
+    record.drops = staged.drops + drops.drop_counts()
+    record.errors = staged.errors + drops.examples
     done_marker(spec, ctx, scope).write({"record": record.to_dict()}, outputs=record.shards,
                                         promised_docs=record.docs_kept)
     return record

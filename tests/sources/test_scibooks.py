@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from core.document import Document, Drop, InputSpec
 from core.steps import StepStats, run_steps
@@ -311,3 +313,14 @@ def test_bad_epubs_are_counted_drops(tmp_path: Path) -> None:
     other = tmp_path / "notes.txt"
     other.write_text("plain text")
     assert list(SciBooksRecipe().read(spec(other))) == [Drop("unsupported_format", str(other), "not one of .pdf, .epub")]
+
+
+_LINE = st.builds(pdf_text.Line, st.text(), st.floats(allow_nan=False), st.floats(allow_nan=False),
+                  st.floats(allow_nan=False), st.floats(allow_nan=False), st.sampled_from([-1, 0, 1]))
+
+
+@given(lines=st.lists(_LINE, max_size=60), drop=st.sampled_from([None, "page_timeout"]))
+def test_page_packing_for_the_worker_pipe_round_trips(lines: list[pdf_text.Line], drop: str | None) -> None:
+    """Line texts (NUL, astral characters, empty) and boxes come back exactly from the flat columns."""
+    page = pdf_text.PageText(7, tuple(lines), 595.0, 842.0, "text", drop, "detail", 2)
+    assert pdf_text.unpack_page(pdf_text.pack_page(page)) == page
