@@ -1,6 +1,6 @@
 """One giant dump from 100 MB to 2 GB: throughput and peak memory per size (issue 15, goal 7).
 
-    nice -n 5 python benchmarks/scale.py                        # 100 MB, 500 MB, 2 GB of bz2; ~20 min on 2 cores
+    nice -n 5 python benchmarks/scale.py                        # 100 MB, 500 MB, 2 GB of bz2; ~13 min on 2 cores
     nice -n 5 python benchmarks/scale.py --sizes 20,60 --split-bytes 8000000   # quick look
 
 The input: one ukwiki ``-pages-articles-multistream.xml.bz2`` with its index per size, real
