@@ -113,20 +113,22 @@ def done_marker(spec: InputSpec, ctx: RunContext, scope: str) -> Marker:
     return Marker(state_path(ctx.out, ctx.source, spec.key, "done"), key)
 
 
-def load_staged(spec: InputSpec, ctx: RunContext) -> InputRecord | None:
-    """The staged record of an input, if its stage marker is valid (checked without a task)."""
+def _recorded(spec: InputSpec, marker: Marker, out: Path) -> InputRecord | None:
+    """The record a valid marker holds for an input whose file is still there."""
     if not spec.path.exists():
         return None
-    marker = stage_marker(spec, ctx).load(ctx.out)
-    return None if marker is None else InputRecord.from_dict(marker["record"])
+    finished = marker.load(out)
+    return None if finished is None else InputRecord.from_dict(finished["record"])
+
+
+def load_staged(spec: InputSpec, ctx: RunContext) -> InputRecord | None:
+    """The staged record of an input, if its stage marker is valid (checked without a task)."""
+    return _recorded(spec, stage_marker(spec, ctx), ctx.out)
 
 
 def load_done(spec: InputSpec, ctx: RunContext, scope: str) -> InputRecord | None:
     """The finished record of an input, if its done marker is valid for this run."""
-    if not spec.path.exists():
-        return None
-    marker = done_marker(spec, ctx, scope).load(ctx.out)
-    return None if marker is None else InputRecord.from_dict(marker["record"])
+    return _recorded(spec, done_marker(spec, ctx, scope), ctx.out)
 
 
 # -- phase 1: stage -------------------------------------------------------------------------

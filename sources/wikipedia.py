@@ -264,7 +264,7 @@ class _ChunkScanner:
     def _append(self, piece: bytes) -> None:
         """Add ``piece``, dropping the consumed head (every index shifts down by ``pos``)."""
         shift = self.pos
-        self.buf = self.buf[shift:] + piece if shift else self.buf + piece
+        self.buf = self.buf[shift:] + piece  # buf[0:] is buf itself: no copy when nothing was read
         self.pos = 0
         self.search = max(self.search - shift, 0)
         for opener, absent in self.absent.items():
