@@ -2,7 +2,17 @@
 
     python benchmarks/commoncrawl.py                         # real CC/ClueWeb/wget WARCs from ../shared/realdata
     python benchmarks/commoncrawl.py --warc a.warc.gz --warc b.warc.gz --repeat 1
-    python benchmarks/commoncrawl.py --legs ours             # without datatrove installed
+    python benchmarks/commoncrawl.py --legs ours,ours-resiliparse   # without datatrove installed
+
+Legs, two of each kind so that settings and code are told apart:
+
+- ``ours``: the product's defaults (language pre-filter, trafilatura ``fast``);
+  ``datatrove``: datatrove's defaults (``favour_precision``, its dedup, no pre-filter).
+- like for like: ``ours-nopre`` (no pre-filter) against ``datatrove-like`` (its Trafilatura step
+  given our settings: ``fast=True, favour_precision=False, deduplicate=False``): the same work,
+  so the ratio measures code, not settings.
+- ``ours-resiliparse``: ``ours-nopre`` with ``extract.engine: resiliparse``; the report gives its
+  speed and how much of trafilatura's kept text it keeps (word overlap on pages both keep).
 
 Each leg runs in its own fresh process (so peak RSS is its own), single-threaded, over the same
 files: ours = :class:`sources.warc.WarcReader` (language pre-filter before extraction, trafilatura
@@ -52,32 +62,39 @@ def _reap_shared_helpers() -> None:
         bounded._close_helper(holder)
 
 
-def leg_ours(folder: Path, use_prefilter: bool = True) -> dict:
+def leg_ours(folder: Path, use_prefilter: bool = True, engine: str = "trafilatura") -> dict:
     sys.path.insert(0, str(REPO))
     from core.document import Document
     from core.filters.c4_rules import C4CleanPage
     from core.filters.ccnet import TidyLines
     from core.filters.langid import LanguageID, LanguagePrefilter
     from core.steps import StepStats, run_steps
+    from sources.html_text import ExtractOptions
     from sources.warc import WarcReader, WarcRecords
 
     files = sorted(folder.glob("*.warc.gz"))
     responses = sum(1 for f in files for _ in WarcRecords(f))
     start, usage0 = time.perf_counter(), _usage()
     kept: list[str] = []
+    texts: dict[str, str] = {}
     stats = StepStats()
     prefilter = LanguagePrefilter(["en"], 0.9) if use_prefilter else None
     steps = [TidyLines(), LanguageID(["en"], 0.5), C4CleanPage()]
     for path in files:
-        reader = WarcReader(path, str(path), "commoncrawl", path.name, prefilter=prefilter)
-        kept += [d.meta["url"] for d in run_steps(reader, steps, stats) if isinstance(d, Document)]
+        reader = WarcReader(path, str(path), "commoncrawl", path.name, prefilter=prefilter,
+                            extract=ExtractOptions(engine=engine))
+        for doc in run_steps(reader, steps, stats):
+            if isinstance(doc, Document):
+                kept.append(doc.meta["url"])
+                texts[doc.meta["url"]] = doc.text
     _reap_shared_helpers()
     usage1 = _usage()
     return {"records": responses, "wall_s": time.perf_counter() - start, "cpu_s": usage1["cpu_s"] - usage0["cpu_s"],
-            "peak_rss_mb": usage1["peak_rss_mb"], "kept": kept, "bytes": sum(f.stat().st_size for f in files)}
+            "peak_rss_mb": usage1["peak_rss_mb"], "kept": kept, "texts": texts,
+            "bytes": sum(f.stat().st_size for f in files)}
 
 
-def leg_datatrove(folder: Path) -> dict:
+def leg_datatrove(folder: Path, like_ours: bool = False) -> dict:
     sys.path.insert(0, str(REPO))
     import datatrove.utils.lid as dt_lid
     from datatrove.pipeline.extractors import Trafilatura
@@ -98,7 +115,8 @@ def leg_datatrove(folder: Path) -> dict:
             yield doc
 
     data = counted(WarcReader(str(folder), glob_pattern="*.warc.gz").run(None))
-    for step in (Trafilatura(), LanguageFilter(languages=["en"], language_threshold=0.5), C4QualityFilter()):
+    extractor = Trafilatura(fast=True, favour_precision=False, deduplicate=False) if like_ours else Trafilatura()
+    for step in (extractor, LanguageFilter(languages=["en"], language_threshold=0.5), C4QualityFilter()):
         data = step.run(data)
     kept = [doc.metadata.get("url") for doc in data]
     usage1 = _usage()
@@ -163,6 +181,37 @@ def _spawn(leg: str, folder: Path) -> dict | None:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+#: Each leg: a function of the WARC folder, run in its own process.
+LEGS = {
+    "ours": leg_ours,
+    "ours-nopre": lambda folder: leg_ours(folder, use_prefilter=False),
+    "ours-resiliparse": lambda folder: leg_ours(folder, use_prefilter=False, engine="resiliparse"),
+    "datatrove": leg_datatrove,
+    "datatrove-like": lambda folder: leg_datatrove(folder, like_ours=True),
+}
+#: Ratios the report prints: (label, peer leg, our leg).
+RATIOS = [("default settings, ours vs datatrove", "datatrove", "ours"),
+          ("like for like, ours-nopre vs datatrove-like", "datatrove-like", "ours-nopre"),
+          ("resiliparse vs trafilatura (ours-resiliparse vs ours-nopre)", "ours-nopre", "ours-resiliparse")]
+
+
+def word_overlap(reference: dict[str, str], other: dict[str, str]) -> tuple[float, float, int]:
+    """Word recall and precision of ``other``'s kept text against ``reference``'s, on pages both keep.
+
+    Words are counted as a multiset (a repeated word must be repeated), summed over the pages.
+    """
+    from collections import Counter
+
+    shared = sorted(set(reference) & set(other))
+    common = ref_total = other_total = 0
+    for url in shared:
+        ref_words, other_words = Counter(reference[url].split()), Counter(other[url].split())
+        common += sum((ref_words & other_words).values())
+        ref_total += sum(ref_words.values())
+        other_total += sum(other_words.values())
+    return common / max(ref_total, 1), common / max(other_total, 1), len(shared)
+
+
 def _mmm(values: list[float], fmt: str = "{:.2f}") -> str:
     return "/".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))
 
@@ -183,16 +232,14 @@ def main() -> int:
     parser.add_argument("--warc", action="append", type=Path, help="WARC file (repeatable); default: realdata samples")
     parser.add_argument("--repeat", type=int, default=2, help="read the set this many times (default 2)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the legs (min/median/max)")
-    parser.add_argument("--legs", default="ours,ours-nopre,datatrove",
-                        help="comma-separated: ours, ours-nopre (no language pre-filter), datatrove")
+    parser.add_argument("--legs", default=",".join(LEGS),
+                        help="comma-separated, of: " + ", ".join(LEGS) + " (see the module docstring)")
     parser.add_argument("--no-breakdown", action="store_true", help="skip the per-stage breakdown of ours")
-    parser.add_argument("--leg", choices=["ours", "ours-nopre", "datatrove", "breakdown"], help=argparse.SUPPRESS)
+    parser.add_argument("--leg", choices=[*LEGS, "breakdown"], help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.leg:  # child process: one leg, JSON on stdout
-        legs = {"ours": leg_ours, "ours-nopre": lambda f: leg_ours(f, False), "datatrove": leg_datatrove,
-                "breakdown": leg_breakdown}
-        result = legs[args.leg](args.folder)
+        result = {**LEGS, "breakdown": leg_breakdown}[args.leg](args.folder)
         print(json.dumps(result))
         return 0
     warcs = args.warc or [REALDATA / name for name in DEFAULT_WARCS]
@@ -215,15 +262,26 @@ def main() -> int:
     size = rounds[0][legs[0]]["bytes"]
     print(f"input: {len(warcs)} WARC files x {args.repeat} = {size / 1e6:.1f} MB gzip, {responses} response "
           f"records; {_versions()}; {args.rounds} interleaved rounds, min/median/max; CPU = process + children\n")
-    print(f"{'pipeline':<10} {'kept':>5} {'docs/s/core':>20} {'MB/s/core':>17} {'h per TB WARC':>17} "
+    print(f"{'pipeline':<16} {'kept':>5} {'docs/s/core':>20} {'MB/s/core':>17} {'h per TB WARC':>17} "
           f"{'x datatrove':>17} {'peak RSS MB':>12}")
     for leg in legs:
         cpus = [r[leg]["cpu_s"] for r in rounds]
         ratio = (_mmm([r["datatrove"]["cpu_s"] / r[leg]["cpu_s"] for r in rounds])
                  if "datatrove" in legs else "-")
-        print(f"{leg:<10} {len(rounds[0][leg]['kept']):>5} {_mmm([responses / c for c in cpus], '{:.1f}'):>20} "
+        print(f"{leg:<16} {len(rounds[0][leg]['kept']):>5} {_mmm([responses / c for c in cpus], '{:.1f}'):>20} "
               f"{_mmm([size / 1e6 / c for c in cpus]):>17} {_mmm([c / size * 1e12 / 3600 for c in cpus], '{:.0f}'):>17} "
               f"{ratio:>17} {max(r[leg]['peak_rss_mb'] for r in rounds):>12.0f}")
+    print()
+    for label, peer_leg, our_leg in RATIOS:
+        if peer_leg in legs and our_leg in legs:
+            ratios = [r[peer_leg]["cpu_s"] / r[our_leg]["cpu_s"] for r in rounds]
+            print(f"{label}: {_mmm(ratios)}x (min/median/max CPU ratio, same round)")
+            print(f"RESULT {json.dumps({'ratio': f'{peer_leg}/{our_leg}', 'values': ratios})}")
+    if "ours-resiliparse" in legs and "ours-nopre" in legs:
+        base, fast = rounds[0]["ours-nopre"]["texts"], rounds[0]["ours-resiliparse"]["texts"]
+        recall, precision, pages = word_overlap(base, fast)
+        print(f"resiliparse keeps {len(fast)} pages, trafilatura {len(base)}, both {pages}; on those, resiliparse's "
+              f"text holds {recall:.1%} of trafilatura's words, and {precision:.1%} of its words are trafilatura's")
     if "ours" in legs and "datatrove" in legs:
         ours, peer = set(rounds[0]["ours"]["kept"]), set(rounds[0]["datatrove"]["kept"])
         union = ours | peer

@@ -26,6 +26,7 @@ from core.document import InputSpec
 from core.download import download
 from core.manifest import InputRecord
 from flows._cli import Flag, FlowCLI
+from flows._config_parts import LateBoundsConfig
 from flows._source_flow import SourcePhases, SourceRunSummary, print_summary, run_source
 from sources import commoncrawl as cc
 from sources.html_text import ExtractOptions
@@ -33,9 +34,10 @@ from sources.warc import CC_BASE_URL, CRAWL_ID, WarcLimits, crawl_paths_url, rea
 
 
 class ExtractConfig(BaseModel):
-    """HTML extraction bounds and trafilatura options."""
+    """HTML extraction bounds and extractor options (``engine``: trafilatura, the default, or resiliparse)."""
 
     model_config = ConfigDict(extra="forbid")
+    engine: Literal["trafilatura", "resiliparse"] = "trafilatura"
     fast: bool = True
     favor_precision: bool = False
     include_tables: bool = True
@@ -43,7 +45,7 @@ class ExtractConfig(BaseModel):
     max_body_bytes: int = Field(2 * 1024 * 1024, gt=0, description="larger HTTP bodies are dropped (too_large)")
 
     def options(self) -> ExtractOptions:
-        return ExtractOptions(fast=self.fast, favor_precision=self.favor_precision,
+        return ExtractOptions(engine=self.engine, fast=self.fast, favor_precision=self.favor_precision,
                               include_tables=self.include_tables, timeout_s=self.timeout_s)
 
     def limits(self) -> WarcLimits:
@@ -70,10 +72,13 @@ class PerplexityConfig(BaseModel):
         return cc.PerplexityModels(dict(self.lm), dict(self.sp), dict(self.cutoffs), tuple(self.keep))
 
 
-class WebConfig(PipelineConfig):
+class WebConfig(LateBoundsConfig):
     """Settings shared by the web flows (Common Crawl, C4 from Common Crawl)."""
 
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"dedup_memory_mb"}
+    #: The extractor choice came after the first release: at its default (trafilatura) it names what
+    #: every earlier run used, so it leaves their config hash (and resumable work) unchanged.
+    HASHED_WHEN_SET: ClassVar[frozenset[str]] = frozenset({"extract.engine"})
 
     inputs: list[str] = Field(default_factory=list, description="paths, globs, URLs or crawl ids")
     base_url: str = CC_BASE_URL

@@ -294,7 +294,7 @@ class WarcReader:
         # page is extracted in core.bounded's killable helper, in any runner (threads, process
         # pools, Dask's daemonic workers); an overrun page is one cleaner_timeout drop.
         with BoundedCleaner(functools.partial(extract_text, options=self.extract), timeout_s=self.extract.timeout_s,
-                            max_input=self.limits.max_body_bytes, preload=("trafilatura",), shared=True) as extractor:
+                            max_input=self.limits.max_body_bytes, preload=self.extract.preload, shared=True) as extractor:
             for item in WarcRecords(self.path, self.location, self.limits):
                 yield item if isinstance(item, Drop) else self._document(item, extractor)
 
