@@ -5,6 +5,20 @@ records (:class:`InputRecord`) and the flow, a single process, writes them here 
 transactions. Between writes the file is closed, so ``kinda manifest sql`` can read it while a
 flow runs. Every question a user asks about the corpus ("how many G.3 tokens from arXiv?",
 "why was this page dropped?") is one SQL query over these tables.
+
+A reader never fails a run. DuckDB lets no process write while another holds the file open,
+even read-only (a notebook, ``duckdb -readonly``, a long ``kinda manifest sql``). A write that
+cannot get the file within a short wait is queued instead: its statements go, in order, into
+``<out>/_state/manifest-queue/`` (one JSON file per write, written atomically). The rule:
+
+- every later write (of this run or any other) applies the queue first, in the same
+  transaction, so rows land in the order they were written;
+- the last write of a run (its status) waits longer, ``KINDA_MANIFEST_WAIT_S`` seconds
+  (default 30), for the reader to close; if it still cannot write, the run ends as usual (rc 0
+  when it succeeded) and says how many writes are queued;
+- reads through :class:`Manifest` (every ``kinda`` command, the flows' own reads) apply the queue
+  when the file is free and otherwise see the queued rows anyway (they query a copy of the
+  file with the queue applied in memory), so a queued row is never invisible.
 """
 
 from __future__ import annotations
@@ -12,7 +26,9 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import os
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,10 +36,16 @@ from typing import Any
 
 import duckdb
 
-from core.atomic import sha256_file
+from core.atomic import TMP_SUFFIX, sha256_file, write_json_atomic
 from core.released import is_released
 
 MANIFEST_NAME = "manifest.duckdb"
+#: Writes that could not get the file wait here, beside the run's other state (see the module docstring).
+QUEUE_DIR = ("_state", "manifest-queue")
+#: How long a write in the middle of a run waits for a reader before it is queued.
+WRITE_WAIT_S = 2.0
+#: How long the last write of a run waits for a reader by default (``KINDA_MANIFEST_WAIT_S``).
+FINAL_WAIT_S = 30.0
 
 # Every table of the manifest is defined here (one place to read the schema); the two written by
 # later stages have their own names so a stage can create them on a connection of its own.
@@ -208,6 +230,49 @@ def _is_lock_conflict(exc: Exception) -> bool:
     return "lock" in text and ("conflicting" in text or "could not set lock" in text)
 
 
+#: One write statement: SQL, its parameters (or rows, for ``executemany``), and whether it is a many.
+Statement = tuple[str, list[Any], bool]
+
+
+def final_wait_s() -> float:
+    """How long the last write of a run waits for readers (``KINDA_MANIFEST_WAIT_S``, default 30 s)."""
+    raw = os.environ.get("KINDA_MANIFEST_WAIT_S", "")
+    try:
+        return max(0.0, float(raw)) if raw.strip() else FINAL_WAIT_S
+    except ValueError:
+        raise ManifestError(f"KINDA_MANIFEST_WAIT_S={raw!r} is not a number of seconds") from None
+
+
+def _encode(value: Any) -> Any:
+    """JSON for a statement parameter: timestamps tagged, lists walked, the rest as is."""
+    if isinstance(value, dt.datetime):
+        return {"$ts": value.isoformat()}
+    if isinstance(value, list | tuple):
+        return [_encode(v) for v in value]
+    return value
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, dict) and set(value) == {"$ts"}:
+        return dt.datetime.fromisoformat(value["$ts"])
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    return value
+
+
+def _execute(con: duckdb.DuckDBPyConnection, statements: Sequence[Statement]) -> None:
+    for sql, params, many in statements:
+        if many:
+            if params:
+                con.executemany(sql, params)
+        else:
+            con.execute(sql, params)
+
+
+class _Busy(Exception):
+    """The file is held by another process (a reader, or a writer) past the wait."""
+
+
 class Manifest:
     """A handle on the manifest file; open it briefly with :meth:`connect` for each write."""
 
@@ -219,29 +284,52 @@ class Manifest:
         """The manifest of an output root (``<out>/manifest.duckdb``)."""
         return cls(Path(out_root) / MANIFEST_NAME)
 
-    @contextlib.contextmanager
-    def connect(self, read_only: bool = False, attempts: int = 50) -> Iterator[duckdb.DuckDBPyConnection]:
-        """Open the DuckDB file, retrying while another process holds its lock."""
+    @property
+    def queue_dir(self) -> Path:
+        """Where writes wait while a reader holds the file (see the module docstring)."""
+        return self.path.parent.joinpath(*QUEUE_DIR)
+
+    def queued(self) -> list[Path]:
+        """The queued writes, oldest first."""
+        if not self.queue_dir.is_dir():
+            return []
+        return sorted(p for p in self.queue_dir.glob("*.json") if not p.name.endswith(TMP_SUFFIX))
+
+    def _open(self, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
+        """Open the file, retrying while another process holds its lock; :class:`_Busy` after ``wait_s``."""
         if read_only and not self.path.exists():
             raise FileNotFoundError(f"no manifest at {self.path}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        last_error: Exception | None = None
-        for attempt in range(attempts):
+        deadline = time.monotonic() + wait_s
+        attempt = 0
+        while True:
             try:
-                con = duckdb.connect(str(self.path), read_only=read_only)
-                break
+                return duckdb.connect(str(self.path), read_only=read_only)
             except duckdb.IOException as exc:
                 if not _is_lock_conflict(exc):  # retrying cannot fix a corrupt or unwritable file
                     raise ManifestError(self._unusable(exc)) from None
-                last_error = exc
-                time.sleep(min(0.05 * (attempt + 1), 1.0))
+                if time.monotonic() >= deadline:
+                    raise _Busy(str(exc)) from None
             except duckdb.Error as exc:
                 raise ManifestError(self._unusable(exc)) from None
-        else:
-            raise ManifestError(f"manifest {self.path} stayed locked by another process: {last_error}")
+            attempt += 1
+            time.sleep(min(0.05 * attempt, 1.0, max(0.0, deadline - time.monotonic())))
+
+    @contextlib.contextmanager
+    def connect(self, read_only: bool = False, wait_s: float = 40.0) -> Iterator[duckdb.DuckDBPyConnection]:
+        """Open the DuckDB file, waiting up to ``wait_s`` while another process holds its lock.
+
+        A writing connection applies the queued writes first, so what the caller writes lands
+        after them. Prefer :meth:`write`, which queues instead of failing.
+        """
+        try:
+            con = self._open(read_only, wait_s)
+        except _Busy as exc:
+            raise ManifestError(f"manifest {self.path} stayed locked by another process: {exc}") from None
         try:
             if not read_only:
                 con.execute(SCHEMA_SQL)
+                self._apply_queue(con, [])
             yield con
         finally:
             con.close()
@@ -252,16 +340,84 @@ class Manifest:
                 "the flows: finished inputs are skipped and their rows recorded again")
 
     # -- writes (the flow process only) ---------------------------------------------------
+    def write(self, statements: Sequence[Statement], wait_s: float = WRITE_WAIT_S) -> bool:
+        """Apply ``statements`` in one transaction after the queued writes; queue them if the file is busy.
+
+        True when they reached the file, False when they were queued (see the module docstring).
+        """
+        try:
+            con = self._open(False, wait_s)
+        except _Busy:
+            self._enqueue(statements)
+            return False
+        try:
+            con.execute(SCHEMA_SQL)
+            self._apply_queue(con, statements)
+        finally:
+            con.close()
+        return True
+
+    def apply_queued(self, wait_s: float = 0.0) -> int:
+        """Apply the queued writes if the file is free within ``wait_s``; return how many are still queued."""
+        if self.queued():
+            with contextlib.suppress(_Busy):
+                self.write([], wait_s)
+        return len(self.queued())
+
+    def _enqueue(self, statements: Sequence[Statement]) -> None:
+        """Keep a write that could not reach the file (atomic, named to sort after the queue's others)."""
+        if not statements:
+            return
+        self.queue_dir.mkdir(parents=True, exist_ok=True)
+        name = f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
+        write_json_atomic(self.queue_dir / name, [[sql, _encode(params), many] for sql, params, many in statements])
+
+    def _apply_queue(self, con: duckdb.DuckDBPyConnection, statements: Sequence[Statement]) -> None:
+        """Run the queued writes, then ``statements``, in one transaction; drop the queue files after.
+
+        Each queued write is idempotent (keyed inserts, delete-then-insert, updates to fixed values),
+        so a crash between the commit and the deletes only applies them again, to the same end.
+        """
+        queued = self.queued()
+        if not queued and not statements:
+            return
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for path in queued:
+                _execute(con, self._load_queued(path))
+            _execute(con, statements)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        for path in queued:
+            path.unlink(missing_ok=True)
+
+    def _load_queued(self, path: Path, missing_ok: bool = False) -> list[Statement]:
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+            return [(str(sql), _decode(params), bool(many)) for sql, params, many in payload]
+        except FileNotFoundError:
+            if missing_ok:  # another process applied it meanwhile
+                return []
+            raise
+        except (OSError, ValueError, TypeError) as exc:
+            raise ManifestError(f"queued manifest write {path} cannot be read ({exc}); move it away and re-run "
+                                "the flows to record their rows again") from None
+
     def abandon_stale_runs(self) -> int:
         """Mark runs still ``running`` as ``abandoned``; call only while holding the output lock.
 
         Whoever holds :class:`core.lock.OutputLock` is the only live writer, so a run row that
-        says ``running`` belongs to a process that was killed mid-way.
+        says ``running`` belongs to a process that was killed mid-way. The count is read first
+        (through the queue), the update is a write like any other.
         """
-        with self.connect() as con:
-            stale = con.execute("SELECT count(*) FROM runs WHERE status = 'running'").fetchone()
-            con.execute("UPDATE runs SET status = 'abandoned', ended_at = ? WHERE status = 'running'", [_now()])
-        return int(stale[0]) if stale else 0
+        _, rows = self.query("SELECT count(*) FROM runs WHERE status = 'running'") if self._exists() else ([], [(0,)])
+        self.write([("UPDATE runs SET status = 'abandoned', ended_at = ? WHERE status = 'running'", [_now()], False)])
+        return int(rows[0][0]) if rows else 0
+
+    def _exists(self) -> bool:
+        return self.path.exists() or bool(self.queued())
 
     def start_run(
         self,
@@ -274,17 +430,20 @@ class Manifest:
         prefect_flow_run_id: str | None = None,
     ) -> None:
         """Record that a run started."""
-        with self.connect() as con:
-            con.execute(
-                "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, NULL, 'running', ?)",
-                [run_id, flow, source, config_hash, json.dumps(config, sort_keys=True, default=str),
-                 code_version, _now(), prefect_flow_run_id],
-            )
+        self.write([(
+            "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, NULL, 'running', ?)",
+            [run_id, flow, source, config_hash, json.dumps(config, sort_keys=True, default=str),
+             code_version, _now(), prefect_flow_run_id], False,
+        )])
 
-    def finish_run(self, run_id: str, status: str) -> None:
-        """Record a run's end and final status (``completed``, ``failed``, ``partial``)."""
-        with self.connect() as con:
-            con.execute("UPDATE runs SET ended_at = ?, status = ? WHERE run_id = ?", [_now(), status, run_id])
+    def finish_run(self, run_id: str, status: str, wait_s: float | None = None) -> bool:
+        """Record a run's end and final status (``completed``, ``failed``, ``partial``).
+
+        The run's last write: it waits longest for a reader (:func:`final_wait_s`); False when
+        it (and the run's other queued writes) stayed queued.
+        """
+        statement = ("UPDATE runs SET ended_at = ?, status = ? WHERE run_id = ?", [_now(), status, run_id], False)
+        return self.write([statement], final_wait_s() if wait_s is None else wait_s)
 
     def record_inputs(
         self, run_id: str, records: Sequence[InputRecord], recipe: str, code_version: str
@@ -294,46 +453,39 @@ class Manifest:
         Shards are keyed by path: a re-run that rewrites a shard replaces its row, so the
         table always describes the files on disk.
         """
-        with self.connect() as con:
-            con.execute("BEGIN TRANSACTION")
-            for rec in records:
-                self._write_input(con, run_id, rec, recipe, code_version, self.path.parent)
-            con.execute("COMMIT")
+        statements: list[Statement] = []
+        for rec in records:
+            statements += self._input_statements(run_id, rec, recipe, code_version, self.path.parent)
+        self.write(statements)
 
     @staticmethod
-    def _write_input(
-        con: duckdb.DuckDBPyConnection, run_id: str, rec: InputRecord, recipe: str, code_version: str,
-        root: Path,
-    ) -> None:
-        con.execute("DELETE FROM drops WHERE run_id = ? AND input_key = ?", [run_id, rec.input_key])
-        con.execute("DELETE FROM errors WHERE run_id = ? AND input_key = ?", [run_id, rec.input_key])
-        con.execute(
-            "INSERT OR REPLACE INTO inputs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [run_id, rec.input_key, rec.source, rec.language, rec.location, rec.size, rec.sha256,
-             rec.status, rec.error, rec.records_in, rec.docs_kept, rec.docs_dropped, rec.seconds,
-             rec.config_hash],
-        )
-        if rec.drops:
-            con.executemany(
-                "INSERT INTO drops VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [[run_id, rec.input_key, rec.source, d.get("language") or rec.language, d["step"],
-                  d["reason"], int(d["count"])] for d in rec.drops],
-            )
-        if rec.errors:
-            con.executemany(
-                "INSERT INTO errors VALUES (?, ?, ?, ?, ?, ?)",
-                [[run_id, rec.input_key, e["step"], e["reason"], e["record"], e["detail"]] for e in rec.errors],
-            )
+    def _input_statements(run_id: str, rec: InputRecord, recipe: str, code_version: str,
+                          root: Path) -> list[Statement]:
+        statements: list[Statement] = [
+            ("DELETE FROM drops WHERE run_id = ? AND input_key = ?", [run_id, rec.input_key], False),
+            ("DELETE FROM errors WHERE run_id = ? AND input_key = ?", [run_id, rec.input_key], False),
+            ("INSERT OR REPLACE INTO inputs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             [run_id, rec.input_key, rec.source, rec.language, rec.location, rec.size, rec.sha256,
+              rec.status, rec.error, rec.records_in, rec.docs_kept, rec.docs_dropped, rec.seconds,
+              rec.config_hash], False),
+            ("INSERT INTO drops VALUES (?, ?, ?, ?, ?, ?, ?)",
+             [[run_id, rec.input_key, rec.source, d.get("language") or rec.language, d["step"],
+               d["reason"], int(d["count"])] for d in rec.drops], True),
+            ("INSERT INTO errors VALUES (?, ?, ?, ?, ?, ?)",
+             [[run_id, rec.input_key, e["step"], e["reason"], e["record"], e["detail"]] for e in rec.errors], True),
+        ]
+        now = _now()
         for shard in rec.shards:
             if is_released(root, shard["path"]):  # its documents live in class shards now
                 continue
-            con.execute(
+            statements.append((
                 "INSERT OR REPLACE INTO shards VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [shard["path"], shard["source"], shard.get("language"), list(shard.get("labels", [])),
                  shard["docs"], shard["text_bytes"], shard["bytes"], shard.get("tokens"), shard["sha256"],
                  rec.config_hash, recipe, code_version, run_id,
-                 list(shard.get("inputs", [rec.input_key])), _now()],
-            )
+                 list(shard.get("inputs", [rec.input_key])), now], False,
+            ))
+        return statements
 
     def record_shards(
         self, run_id: str, shards: Sequence[dict[str, Any]], config_hash: str, recipe: str,
@@ -344,34 +496,71 @@ class Manifest:
         ``replace_prefix`` removes older rows under a directory the stage rewrote, so the table
         keeps matching the files on disk.
         """
-        with self.connect() as con:
-            con.execute("BEGIN TRANSACTION")
-            if replace_prefix is not None:
-                con.execute("DELETE FROM shards WHERE starts_with(path, ?)", [replace_prefix])
-            for shard in shards:
-                con.execute(
-                    "INSERT OR REPLACE INTO shards VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [shard["path"], shard["source"], shard.get("language"), list(shard.get("labels", [])),
-                     shard["docs"], shard["text_bytes"], shard["bytes"], shard.get("tokens"),
-                     shard["sha256"], config_hash, recipe, code_version, run_id,
-                     list(shard.get("inputs", [])), _now()],
-                )
-            con.execute("COMMIT")
+        statements: list[Statement] = []
+        if replace_prefix is not None:
+            statements.append(("DELETE FROM shards WHERE starts_with(path, ?)", [replace_prefix], False))
+        now = _now()
+        statements.append((
+            "INSERT OR REPLACE INTO shards VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [[shard["path"], shard["source"], shard.get("language"), list(shard.get("labels", [])),
+              shard["docs"], shard["text_bytes"], shard["bytes"], shard.get("tokens"),
+              shard["sha256"], config_hash, recipe, code_version, run_id,
+              list(shard.get("inputs", [])), now] for shard in shards], True,
+        ))
+        self.write(statements)
 
     def forget_shards(self, paths: Sequence[str]) -> None:
         """Remove rows of shards that a stage deleted."""
-        if not paths:
-            return
-        with self.connect() as con:
-            con.executemany("DELETE FROM shards WHERE path = ?", [[p] for p in paths])
+        if paths:
+            self.write([("DELETE FROM shards WHERE path = ?", [[p] for p in paths], True)])
 
     # -- reads ----------------------------------------------------------------------------
     def query(self, sql: str, params: Sequence[Any] | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """Run a read-only SQL query; return column names and rows."""
-        with self.connect(read_only=True) as con:
-            cursor = con.execute(sql, params or [])
-            columns = [d[0] for d in cursor.description] if cursor.description else []
-            return columns, cursor.fetchall()
+        """Run a read-only SQL query; return column names and rows (queued writes included)."""
+        if self.apply_queued():
+            return self._query_with_queue(sql, params)
+        try:
+            con = self._open(True, 40.0)
+        except _Busy as exc:
+            raise ManifestError(f"manifest {self.path} stayed locked by another process: {exc}") from None
+        try:
+            return self._run_query(con, sql, params)
+        finally:
+            con.close()
+
+    def _query_with_queue(self, sql: str, params: Sequence[Any] | None,
+                          wait_s: float = 40.0) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Query an in-memory copy of the file with the queued writes applied (a reader holds the file)."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            # the queue is read before the file is copied: a write applied in between is then in both,
+            # and applying it twice ends the same (queued writes are idempotent)
+            queued = [self._load_queued(path, missing_ok=True) for path in self.queued()]
+            con = duckdb.connect()
+            try:
+                if self.path.exists():
+                    quoted = str(self.path).replace("'", "''")
+                    con.execute(f"ATTACH '{quoted}' AS stored (READ_ONLY)")
+                    con.execute("COPY FROM DATABASE stored TO memory")
+                    con.execute("DETACH stored")
+                con.execute(SCHEMA_SQL)
+                for statements in queued:
+                    _execute(con, statements)
+                return self._run_query(con, sql, params)
+            except duckdb.Error as exc:
+                # a writer holds the file for a moment (it is applying the queue): read again after it
+                if not _is_lock_conflict(exc) or time.monotonic() >= deadline:
+                    raise ManifestError(f"manifest {self.path} cannot be read: {exc}") from None
+            finally:
+                con.close()
+            time.sleep(0.2)
+
+    @staticmethod
+    def _run_query(con: duckdb.DuckDBPyConnection, sql: str,
+                   params: Sequence[Any] | None) -> tuple[list[str], list[tuple[Any, ...]]]:
+        cursor = con.execute(sql, params or [])
+        columns = [d[0] for d in cursor.description] if cursor.description else []
+        return columns, cursor.fetchall()
 
     def document_shards(self, sources: Sequence[str] = ()) -> list[tuple[str, str, str]]:
         """``(path, source, sha256)`` of the final document shards, in a fixed order (source, path)."""

@@ -9,10 +9,14 @@ Every flow (each source, dedup, label, tokenization, the Pile index) runs inside
 nothing a run did lands outside its status and artifacts.
 
 Only the flow process writes the manifest, in short transactions (tasks return plain records).
+A reader holding the manifest never fails the run: writes that cannot get the file are queued
+(:mod:`core.manifest`); the run's last write waits longest for the reader, then the run ends
+as it would have, saying how many writes wait.
 """
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -74,10 +78,22 @@ class RunRecorder:
                  tb: TracebackType | None) -> None:
         try:
             status = "failed" if exc_type is not None else (self.status or self._status_from_records())
-            self.manifest.finish_run(self.run_id, status)
+            nested = bool(_LIVE_RUNS - {self.run_id})  # a stage of a parent run: the parent's end waits
+            if not self.manifest.finish_run(self.run_id, status, wait_s=0.0 if nested else None) and not nested:
+                self._say_queued()
         finally:
             _LIVE_RUNS.discard(self.run_id)
             self._lock.release()
+
+    def _say_queued(self) -> None:
+        """A reader held the manifest to the end: the run's rows wait in the queue (never lost)."""
+        message = (f"manifest {self.manifest.path} is held open by a reader: {len(self.manifest.queued())} write(s) "
+                   f"of this run wait in {self.manifest.queue_dir} and are applied by the next write (any run, "
+                   "any `kinda manifest` command); every read already includes them")
+        try:
+            get_run_logger().warning(message)
+        except Exception:  # outside a flow run context
+            print(f"warning: {message}", file=sys.stderr)
 
     def _status_from_records(self) -> str:
         if any(r.status in ("failed", "partial") for r in self.records):
