@@ -12,8 +12,13 @@ Live Systems Manual list the same file many times with ``#fragment`` hrefs). Lef
   table of contents, copyright page, colophon, index) and Sphinx's ``genindex``/``search`` pages.
 
 XHTML becomes text block by block (headings, paragraphs, list items, table rows, ``<pre>`` kept
-verbatim); ``<math>`` (MathML) becomes linear text: its ``alttext`` or TeX annotation when there
-is one, else a reading of the presentation markup (``a/b``, ``x^2``, ``sqrt(x)``).
+verbatim), without navigation inside pages (``epub:type`` toc/landmarks/page-list/pagebreak, ARIA
+navigation roles, ``<nav>``, generators' bar classes such as DITA's ``related-links``) and without
+a heading that repeats the block before it. ``<math>`` (MathML) becomes linear text
+(:mod:`sources.mathml`: ``x_2^3``, ``4x_1 + 5x_2``, ``(a)/(b)``, ``sqrt(x)``); its ``alttext`` is
+used only when it is real text, never a publisher's placeholder such as "Alternative text not
+available" (a known phrase, an alttext shared by formulas that read differently, or one sharing
+no symbol with its formula).
 
 Safety: XML is parsed without DTDs, entities or network; every member is read with a size bound
 (a zip bomb ends as ``zip_bomb``, not a full disk or memory), hrefs are resolved inside the zip's
@@ -22,7 +27,8 @@ own namespace (``../../etc/passwd`` is ``href_outside_package``, never opened on
 Each content document's XHTML-to-text (lxml's parser in recover mode, then a walk of the tree)
 runs in a :class:`core.bounded.BoundedCleaner` helper under ``chapter_timeout_s``: recovering
 parsers have had super-linear cases, and C code cannot be interrupted otherwise. A chapter past
-the bound makes the book a ``cleaner_timeout`` drop naming the chapter; the next book goes on.
+the bound (``cleaner_timeout``), whose helper died (``cleaner_crashed``) or that is not even HTML
+(``broken_chapter``) is one counted drop naming the chapter; the rest of the book is kept.
 The size bound is ``max_member_bytes`` (a larger member is a ``zip_bomb`` before it is read).
 """
 
@@ -41,6 +47,7 @@ from lxml import html as lxml_html
 
 from core.bounded import BoundedCleaner
 from core.document import Drop
+from sources.mathml import local, reading, repeated_alttexts, useful_alttext
 
 CONTAINER = "META-INF/container.xml"
 OPF_NS = "http://www.idpf.org/2007/opf"
@@ -55,10 +62,18 @@ _BOILERPLATE_NAMES = re.compile(r"(?:^|/)(?:cover|titlepage|title_page|toc|copyr
 BLOCKS = {"p", "div", "h1", "h2", "h3", "h4", "h5", "h6", "li", "dt", "dd", "tr", "blockquote", "section",
           "article", "figcaption", "caption", "pre", "table", "ul", "ol", "dl", "header", "footer", "aside",
           "hr", "br", "body", "figure", "address", "main", "nav"}
+HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 SKIP = {"script", "style", "head", "title", "svg", "object", "embed", "iframe", "noscript", "nav"}
-#: Page furniture inside content documents: navigation bars (Sphinx's ``related``), sidebars, footers.
-SKIP_ROLES = {"navigation", "doc-toc", "doc-pagelist", "doc-pagebreak"}
-SKIP_CLASSES = {"related", "sphinxsidebar", "footer", "headerlink", "navheader", "navfooter"}
+#: Page furniture inside content documents, by the EPUB's own semantics: ARIA roles and ``epub:type``s
+#: of navigation and page-break markers (a ``pagebreak`` span holds the print page number).
+SKIP_ROLES = {"navigation", "doc-toc", "doc-pagelist", "doc-pagebreak", "doc-pageheader", "doc-pagefooter"}
+SKIP_EPUB_TYPES = {"toc", "landmarks", "page-list", "pagebreak", "loi", "lot", "lof", "nav"}
+#: ... and by the classes generators give their bars: Sphinx ``related``/``sphinxsidebar``, DocBook
+#: ``navheader``/``navfooter``, DITA-OT ``related-links``/``familylinks`` ("Parent topic / Previous
+#: topic / Next topic"), common breadcrumb and pager classes.
+SKIP_CLASSES = {"related", "sphinxsidebar", "footer", "headerlink", "navheader", "navfooter", "related-links",
+                "familylinks", "parentlink", "previouslink", "nextlink", "breadcrumb", "breadcrumbs", "navbar",
+                "nav-bar", "navlinks", "nav-links", "pager", "prev-next", "prevnext", "chapter-nav", "page-nav"}
 #: A content document whose text is mostly links is a table of contents (e.g. a ``index.xhtml`` TOC).
 LINK_PAGE_SHARE = 0.6
 LINK_PAGE_MIN_LINKS = 10
@@ -93,6 +108,15 @@ class EpubSettings:
     chapter_timeout_s: float = 30.0
 
 
+@dataclass(frozen=True)
+class ChapterDrop:
+    """A content document that could not be read: the book goes on without it."""
+
+    reason: str
+    name: str
+    detail: str
+
+
 @dataclass
 class EpubText:
     """A book's text, its metadata and what was left out."""
@@ -105,10 +129,8 @@ class EpubText:
     chapters: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     math: int = 0
-
-
-def _local(tag: Any) -> str:
-    return etree.QName(tag).localname if isinstance(tag, str) else ""
+    #: Chapters left out because they could not be read (each a counted drop naming the chapter).
+    dropped: list[ChapterDrop] = field(default_factory=list)
 
 
 def resolve_href(base_dir: str, href: str) -> str | None:
@@ -180,7 +202,7 @@ def opf_path(book: BoundedZip) -> str:
         raise EpubError("no_container", f"{CONTAINER} is missing")
     root = _parse_xml(book.read(CONTAINER), CONTAINER)
     for element in root.iter():
-        if _local(element.tag) == "rootfile" and element.get("full-path"):
+        if local(element.tag) == "rootfile" and element.get("full-path"):
             media = element.get("media-type", "application/oebps-package+xml")
             if media == "application/oebps-package+xml":
                 resolved = resolve_href("", element.get("full-path", ""))
@@ -278,45 +300,30 @@ def read_package(book: BoundedZip, settings: EpubSettings, result: EpubText) -> 
 
 
 # -- MathML and XHTML to text -----------------------------------------------------------------
-_MATH_OPS = {"mfrac": "({0})/({1})", "msup": "{0}^{1}", "msub": "{0}_{1}", "msubsup": "{0}_{1}^{2}",
-             "mroot": "root({1})({0})", "munder": "{0}_{1}", "mover": "{0}^{1}", "munderover": "{0}_{1}^{2}"}
+def mathml_text(element: Any, placeholders: frozenset[str] | set[str] = frozenset()) -> str:
+    """MathML as linear text: the author's ``alttext`` when it is real, else the markup read out.
+
+    ``alttext`` is skipped when it is boilerplate (:func:`sources.mathml.useful_alttext`: a known
+    placeholder phrase, one of ``placeholders``, or text sharing no symbol with the formula); the
+    reading prefers a TeX ``annotation`` and otherwise linearises the presentation markup.
+    """
+    return useful_alttext(element, placeholders) or reading(element)
 
 
-def mathml_text(element: Any) -> str:
-    """MathML as linear text: the author's ``alttext`` or TeX annotation, else the markup read out."""
-    alt = element.get("alttext")
-    if alt and alt.strip():
-        return " ".join(alt.split())
-    for annotation in element.iter(f"{{{MATHML_NS}}}annotation", "annotation"):
-        if "tex" in (annotation.get("encoding") or "").lower() and annotation.text:
-            return " ".join(annotation.text.split())
-    return " ".join(_math_node(element).split())
-
-
-def _math_node(element: Any) -> str:
-    name = _local(element.tag)
-    if name in ("annotation", "annotation-xml"):
-        return ""
-    if name == "semantics":
-        children = [c for c in element if _local(c.tag) not in ("annotation", "annotation-xml")]
-        return "".join(_math_node(c) for c in children)
-    parts = [_math_node(child) for child in element]
-    if name in _MATH_OPS and len(parts) >= _MATH_OPS[name].count("{"):
-        wrapped = [p if len(p) <= 1 or name in ("mfrac", "mroot") else f"({p})" for p in parts]
-        return _MATH_OPS[name].format(*wrapped)
-    if name == "msqrt":
-        return f"sqrt({''.join(parts)})"
-    if name in ("mi", "mn", "mo", "mtext", "ms"):
-        text = "".join(element.itertext()).strip()
-        return f" {text} " if name == "mo" and text in "=+<>≤≥≠−-×·∈→" and text else text
-    if name == "mtr":
-        return " & ".join(parts) + "; "
-    return "".join(parts)
+def _epub_types(element: Any) -> set[str]:
+    """The ``epub:type`` tokens of an element (namespaced in XHTML, a plain attribute when read as HTML)."""
+    value = element.get(f"{{{OPS_NS}}}type") or element.get("epub:type") or ""
+    return set(value.split())
 
 
 def _is_furniture(element: Any) -> bool:
-    """Navigation bars, sidebars and footers inside a content document."""
-    if element.get("role") in SKIP_ROLES or element.get(f"{{{OPS_NS}}}type") in ("toc", "landmarks", "page-list"):
+    """Navigation bars, page-break markers, sidebars and footers inside a content document.
+
+    By the EPUB's own semantics first (``epub:type`` toc/landmarks/page-list/pagebreak, ARIA
+    ``role="navigation"``, ``doc-toc``...), then by the classes that generators give their bars
+    (Sphinx ``related``, DocBook ``navheader``/``navfooter``, DITA ``related-links``/``familylinks``).
+    """
+    if element.get("role") in SKIP_ROLES or not SKIP_EPUB_TYPES.isdisjoint(_epub_types(element)):
         return True
     classes = element.get("class")
     return bool(classes) and not SKIP_CLASSES.isdisjoint(classes.split())
@@ -330,6 +337,10 @@ class Chapter:
     formulas: int = 0
     links: int = 0
     link_chars: int = 0
+    #: Headings dropped because they repeat the block just before them.
+    repeated_headings: int = 0
+    #: Alttexts found to be boilerplate in this chapter (the next chapters skip them too).
+    placeholders: set[str] = field(default_factory=set)
 
     def is_link_page(self) -> bool:
         """Mostly links: a table of contents or an index, not content."""
@@ -337,8 +348,7 @@ class Chapter:
         return self.links >= LINK_PAGE_MIN_LINKS and self.link_chars >= LINK_PAGE_SHARE * max(total, 1)
 
 
-def xhtml_blocks(data: bytes, name: str) -> Chapter:
-    """A content document's text blocks in order, and how many formulas and links it had."""
+def _parse_chapter(data: bytes, name: str) -> Any:
     try:
         root = etree.fromstring(data, _PARSER)
     except etree.XMLSyntaxError:
@@ -348,24 +358,43 @@ def xhtml_blocks(data: bytes, name: str) -> Chapter:
             root = lxml_html.document_fromstring(data)
         except (etree.ParserError, ValueError) as exc:
             raise EpubError("broken_chapter", f"{name}: {exc}") from exc
-    body = next((e for e in root.iter() if _local(e.tag) == "body"), root)
+    return root
+
+
+def xhtml_blocks(data: bytes, name: str, placeholders: frozenset[str] = frozenset()) -> Chapter:
+    """A content document's text blocks in order, and how many formulas and links it had.
+
+    ``placeholders``: alttexts earlier chapters showed to be boilerplate.
+    """
+    root = _parse_chapter(data, name)
+    body = next((e for e in root.iter() if local(e.tag) == "body"), root)
     chapter = Chapter([])
+    maths = [e for e in body.iter() if local(e.tag) == "math"]
+    chapter.placeholders = repeated_alttexts(maths)
+    known = placeholders | chapter.placeholders
     blocks = chapter.blocks
     current: list[str] = []
+    last_heading: list[str] = [""]
 
-    def flush() -> None:
+    def flush(tag: str = "") -> None:
         text = " ".join("".join(current).split())
-        if text and not _NUMBER_BLOCK.match(text):  # paragraph numbers (SiSU's "ocn" labels), page numbers
-            blocks.append(text)
         current.clear()
+        if not text or _NUMBER_BLOCK.match(text):  # paragraph numbers (SiSU's "ocn" labels), page numbers
+            return
+        if tag in HEADINGS and blocks and text in (blocks[-1], last_heading[0]):
+            chapter.repeated_headings += 1
+            return
+        if tag in HEADINGS:
+            last_heading[0] = text
+        blocks.append(text)
 
     def walk(element: Any) -> None:
-        tag = _local(element.tag)
+        tag = local(element.tag)
         if tag in SKIP or not isinstance(element.tag, str) or _is_furniture(element):
             pass
         elif tag == "math":
             chapter.formulas += 1
-            current.append(" " + mathml_text(element) + " ")
+            current.append(mathml_text(element, known))
         elif tag == "pre":
             flush()
             code = "".join(element.itertext()).strip("\n")
@@ -385,7 +414,7 @@ def xhtml_blocks(data: bytes, name: str) -> Chapter:
             if tag in ("td", "th"):
                 current.append(" ")
             if block:
-                flush()
+                flush(tag)
         if element.tail:
             current.append(element.tail)
 
@@ -400,27 +429,45 @@ def chapter_cleaner(settings: EpubSettings) -> BoundedCleaner[Chapter]:
                           shared=True)
 
 
-def _bounded_chapter(cleaner: BoundedCleaner[Chapter], data: bytes, name: str) -> Chapter:
-    """:func:`xhtml_blocks` in the helper; a bounded chapter is an :class:`EpubError` with its reason."""
-    chapter = cleaner.run(name, data, name)
+def _bounded_chapter(cleaner: BoundedCleaner[Chapter], data: bytes, name: str,
+                     placeholders: frozenset[str]) -> Chapter | EpubError:
+    """:func:`xhtml_blocks` in the helper; a chapter that cannot be read is an :class:`EpubError` (returned)."""
+    try:
+        chapter = cleaner.run(name, data, name, placeholders)
+    except EpubError as exc:  # broken_chapter: not even HTML
+        return exc
+    except RecursionError:
+        return EpubError("broken_chapter", f"{name}: markup nested too deeply")
     if isinstance(chapter, Drop):
-        raise EpubError(chapter.reason, f"{name}: {chapter.detail}")
+        return EpubError(chapter.reason, f"{name}: {chapter.detail}")
     return chapter
 
 
 def read_epub(path: Path, settings: EpubSettings) -> EpubText:
-    """A whole EPUB as text (raises :class:`EpubError` with the drop reason)."""
+    """A whole EPUB as text (raises :class:`EpubError` with the drop reason when the book cannot be read).
+
+    A chapter that cannot be read (past ``chapter_timeout_s``, its helper crashed, not even HTML)
+    is left out and listed in ``dropped``; the rest of the book is kept.
+    """
     book = BoundedZip(path, settings)
     try:
         result = EpubText(text="")
         chapters: list[str] = []
+        placeholders: set[str] = set()
         with chapter_cleaner(settings) as cleaner:
             for item in read_package(book, settings, result):
-                chapter = _bounded_chapter(cleaner, book.read(item.name), item.name)
+                chapter = _bounded_chapter(cleaner, book.read(item.name), item.name, frozenset(placeholders))
+                if isinstance(chapter, EpubError):
+                    result.dropped.append(ChapterDrop(chapter.reason, item.name, chapter.detail))
+                    continue
+                placeholders |= chapter.placeholders
                 if chapter.is_link_page():
                     result.skipped["link_page"] = result.skipped.get("link_page", 0) + 1
                     continue
                 result.math += chapter.formulas
+                if chapter.repeated_headings:
+                    result.skipped["repeated_heading"] = result.skipped.get("repeated_heading", 0) + \
+                        chapter.repeated_headings
                 if chapter.blocks:
                     chapters.append("\n\n".join(chapter.blocks))
         result.chapters = len(chapters)
@@ -428,4 +475,3 @@ def read_epub(path: Path, settings: EpubSettings) -> EpubText:
         return result
     finally:
         book.close()
-

@@ -33,6 +33,8 @@ from typing import Any, Literal
 
 from lxml import etree
 
+from sources.mathml import local, reading, tex_formula
+
 MML = "{http://www.w3.org/1998/Math/MathML}"
 XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
 
@@ -54,12 +56,8 @@ SKIPPED_ELEMENTS = frozenset({
 #: Elements rendered as blocks of their own (separate paragraphs), even when nested in a ``<p>``.
 BLOCK_ELEMENTS = frozenset({"fig", "table-wrap", "list", "def-list", "boxed-text", "disp-quote", "disp-formula",
                             "statement", "verse-group", "preformat", "code", "fig-group", "table-wrap-group"})
-#: MathML operators written with spaces around them in linear text.
-SPACED_OPERATORS = frozenset("=<>+−-×·÷≤≥≠≈∼≡→←↔⇒⇔∈∉⊂⊆∪∩±∓∝")
 
 _WS = re.compile(r"[ \t\r\n\u00a0]+")
-_TEX_BODY = re.compile(r"\\begin\{document\}(.*?)\\end\{document\}", re.DOTALL)
-_TEX_DELIMS = re.compile(r"^(?:\$\$(.*)\$\$|\$(.*)\$|\\\[(.*)\\\]|\\\((.*)\\\))$", re.DOTALL)
 _LINE = "\x00"  # a hard line break inside inline text (display math, list items)
 
 
@@ -109,13 +107,6 @@ def make_parser() -> etree.XMLParser:
                            huge_tree=False, remove_comments=True, remove_blank_text=False)
 
 
-def local(tag: Any) -> str:
-    """Tag name without namespace; '' for comments, PIs and entity references."""
-    if not isinstance(tag, str):
-        return ""
-    return tag.rsplit("}", 1)[-1]
-
-
 def squash(text: str) -> str:
     """Collapse whitespace runs to one space, keeping the hard line breaks of display blocks."""
     lines = [_WS.sub(" ", part).strip() for part in text.split(_LINE)]
@@ -123,63 +114,6 @@ def squash(text: str) -> str:
 
 
 # -- math -----------------------------------------------------------------------------------
-def tex_formula(raw: str) -> str:
-    """The formula inside PMC's ``tex-math`` (strip the LaTeX document wrapper and delimiters)."""
-    match = _TEX_BODY.search(raw)
-    body = (match.group(1) if match else raw).strip()
-    delims = _TEX_DELIMS.match(body)
-    if delims:
-        body = next(g for g in delims.groups() if g is not None).strip()
-    return _WS.sub(" ", body)
-
-
-def _group(text: str) -> str:
-    """Parenthesise a sub-expression that is more than one token."""
-    return text if len(text) <= 1 or text.isalnum() or (text[0] == "(" and text[-1] == ")") else f"({text})"
-
-
-def mathml_text(node: Any) -> str:
-    """MathML (presentation) -> linear text; a TeX annotation wins when present."""
-    name = local(node.tag)
-    kids = [k for k in node if local(k.tag)]
-    if name == "semantics":
-        for ann in kids[1:]:
-            if local(ann.tag) == "annotation" and "tex" in (ann.get("encoding") or "").lower():
-                return tex_formula(ann.text or "")
-        return mathml_text(kids[0]) if kids else ""
-    if name in ("mi", "mn", "mtext", "ms"):
-        return _WS.sub(" ", "".join(node.itertext())).strip()
-    if name == "mo":
-        op = "".join(node.itertext()).strip()
-        return f" {op} " if op in SPACED_OPERATORS else op
-    if name == "mspace":
-        return " "
-    parts = [mathml_text(k) for k in kids]
-    if name == "mfrac" and len(parts) == 2:
-        return f"{_group(parts[0].strip())}/{_group(parts[1].strip())}"
-    if name in ("msub", "munder") and len(parts) == 2:
-        return f"{parts[0]}_{_group(parts[1].strip())}"
-    if name in ("msup", "mover") and len(parts) == 2:
-        return f"{parts[0]}^{_group(parts[1].strip())}"
-    if name in ("msubsup", "munderover") and len(parts) == 3:
-        return f"{parts[0]}_{_group(parts[1].strip())}^{_group(parts[2].strip())}"
-    if name == "msqrt":
-        return f"sqrt({''.join(parts).strip()})"
-    if name == "mroot" and len(parts) == 2:
-        return f"root({parts[0].strip()}, {parts[1].strip()})"
-    if name == "mfenced":
-        open_, close = node.get("open", "("), node.get("close", ")")
-        separator = (node.get("separators", ",") or ",")[0]
-        return open_ + f"{separator} ".join(p.strip() for p in parts) + close
-    if name == "mtable":
-        return "; ".join(p.strip() for p in parts)
-    if name == "mtr":
-        return " & ".join(p.strip() for p in parts)
-    if name in ("annotation", "annotation-xml"):
-        return ""
-    return "".join(parts)
-
-
 def formula_text(node: Any, counts: Counts) -> str | None:
     """The text of a formula element, preferring tex-math; None (counted) when it is only an image."""
     tex = [n for n in node.iter() if local(n.tag) == "tex-math"]
@@ -189,7 +123,7 @@ def formula_text(node: Any, counts: Counts) -> str | None:
     maths = [n for n in node.iter() if n.tag == MML + "math" or local(n.tag) == "math"]
     if maths:
         counts.mathml += 1
-        return _WS.sub(" ", mathml_text(maths[0])).strip()
+        return reading(maths[0])
     if any(local(n.tag) in ("graphic", "inline-graphic") for n in node.iter()):
         counts.image_dropped += 1
         return None

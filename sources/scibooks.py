@@ -8,7 +8,9 @@ technical books and papers). Each input is one file:
   that yields no text is a counted drop naming the file and page (``ocr_unavailable``,
   ``page_timeout``, ``blank_page``, ...), followed by the book's Document.
 * ``.epub``: :mod:`sources.epub` (spine order from the OPF found through ``container.xml``,
-  navigation and boilerplate left out, MathML kept as linear text).
+  navigation and boilerplate left out, MathML kept as linear text). A chapter that cannot be read
+  (``cleaner_timeout``, ``cleaner_crashed``, ``broken_chapter``) is a counted drop naming the file
+  and chapter, followed by the book's Document.
 
 A file that cannot be read at all is one drop (``encrypted_pdf``, ``broken_pdf``, ``not_a_zip``,
 ``no_container``, ``zip_bomb``, ``too_large``, ``unsupported_format``, ``no_text``). After
@@ -113,6 +115,8 @@ def read_epub_file(spec: InputSpec, settings: SciBookSettings, local_id: str) ->
     except RecursionError:
         yield Drop("broken_epub", _label(spec), "markup nested too deeply")
         return
+    for dropped in book.dropped:
+        yield Drop(dropped.reason, f"{_label(spec)} chapter {dropped.name}", dropped.detail)
     if not book.text.strip():
         yield Drop("no_text", _label(spec), f"{book.chapters} chapters, none with text")
         return
@@ -120,6 +124,7 @@ def read_epub_file(spec: InputSpec, settings: SciBookSettings, local_id: str) ->
         "format": "epub", "file": spec.path.name, "title": book.title or spec.path.stem, "author": book.creator,
         "declared_language": book.language, "epub_version": book.version, "chapters": book.chapters,
         "formulas": book.math, "skipped_items": dict(sorted(book.skipped.items())), "sha256": local_id,
+        "dropped_chapters": len(book.dropped),
         # an EPUB has no pages: count 2,000 characters as one, so the per-page floor applies to both
         "pages": max(1, len(book.text) // 2000),
     }
