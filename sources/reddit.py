@@ -162,6 +162,7 @@ class LineProblem:
     line: int
     reason: str
     detail: str
+    record: str = ""  # `` (t1_<id> in t3_<link>)`` when the line still says which comment it was
 
 
 def _bare(value: str | None, prefix: str) -> str | None:
@@ -217,6 +218,7 @@ def _fast_table(block: bytes, first_line: int, submissions: bool) -> pa.Table | 
             read_options=pajson.ReadOptions(use_threads=False, block_size=max(len(block), 1 << 16)),
             parse_options=pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
         )
+        table.validate(full=True)  # the JSON reader passes invalid UTF-8 through; DuckDB would fail the month on it
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         return None
     if table.num_rows != block.count(b"\n"):  # blank lines are skipped by pyarrow: numbering would slip
@@ -259,14 +261,44 @@ def _slow_rows(block: bytes, first_line: int, submissions: bool, problems: list[
             problems.append(LineProblem(number, "line_too_long", f"a line over {MAX_LINE_BYTES} bytes, skipped"))
             continue
         try:
-            rows.append(make(json.loads(raw), number))
+            row = make(json.loads(raw), number)
+            _check_encodable(row)
+            rows.append(row)
         except json.JSONDecodeError as exc:
             problems.append(LineProblem(number, "malformed_json", f"JSONDecodeError: {exc}"))
-        except UnicodeDecodeError as exc:
-            problems.append(LineProblem(number, "invalid_utf8", str(exc)))
+        except UnicodeError as exc:  # raw bytes that are not UTF-8, or an escaped lone surrogate
+            problems.append(LineProblem(number, "invalid_utf8", f"{type(exc).__name__}: {exc}",
+                                        _line_record(raw, submissions)))
         except (KeyError, TypeError, ValueError) as exc:
             problems.append(LineProblem(number, "malformed_record", f"{type(exc).__name__}: {exc}"))
     return pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+
+
+def _check_encodable(row: dict[str, Any]) -> None:
+    """Raise UnicodeEncodeError for a text field Parquet cannot hold (``"\\ud800"`` decodes to a lone surrogate)."""
+    for value in row.values():
+        if isinstance(value, str) and not value.isascii():
+            value.encode("utf-8")
+
+
+def _line_record(raw: bytes, submissions: bool) -> str:
+    """`` (t1_<id> in t3_<link>)`` of a line that is not valid text, read with the bad bytes replaced."""
+    try:
+        obj = json.loads(raw.decode("utf-8", "replace"))
+    except ValueError:
+        return ""
+    if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
+        return ""
+    name = _printable(obj["id"])
+    if submissions:
+        return f" (t3_{name})"
+    link = obj.get("link_id")
+    return f" (t1_{name} in {_printable(link)})" if isinstance(link, str) else f" (t1_{name})"
+
+
+def _printable(value: str) -> str:
+    """``value`` with lone surrogates as ``?``, so the name itself can be stored."""
+    return value.encode("utf-8", "replace").decode("utf-8")
 
 
 def parse_block(block: bytes, first_line: int, submissions: bool = False
@@ -604,7 +636,7 @@ class RedditReader:
                 table, problems = parse_block(block, line, submissions)
                 line += block.count(b"\n")
                 for problem in problems:
-                    yield Drop(problem.reason, f"{where}: line {problem.line}", problem.detail)
+                    yield Drop(problem.reason, f"{where}: line {problem.line}{problem.record}", problem.detail)
                 table, denied = self._subreddit_filter(table)
                 for reason, number in denied:
                     yield Drop(reason, f"{where}: line {number}")
