@@ -13,7 +13,7 @@ What identifies a document, and so decides the 0.1% holdout, is its id column wh
 relative path, so it survives adding hosts' mounts in other places and re-running one host alone.
 
 Bad input is a counted drop with a reason and the record named (``file#row``), never an
-exception: a null or non-string text, a row without the column, a file without the column, a
+exception: a row whose strings are not UTF-8 (``invalid_utf8``), a null or non-string text, a row without the column, a file without the column, a
 line that is not JSON, an oversized line or text. An unreadable file (truncated compression,
 corrupt Parquet page) raises, and the caller fails that one file.
 """
@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from core.compressed import open_binary
+from sources.rows import Oversized, RowError, bounded_lines, open_parquet, parquet_rows
 
 Format = Literal["parquet", "jsonl"]
 #: Suffixes read as JSON Lines; each may carry .gz or .zst (and .bz2/.xz: core.compressed).
@@ -250,7 +250,8 @@ def _is_text_type(kind: pa.DataType) -> bool:
 
 def _read_parquet(file: DatasetFile, opts: ReadOptions, log: DropLog) -> Iterator[TextBatch]:
     with contextlib.ExitStack() as stack:
-        parquet = pq.ParquetFile(stack.enter_context(_open(file)) if file.is_remote else file.location)
+        parquet = open_parquet(stack.enter_context(_open(file)) if file.is_remote else file.location,
+                               (opts.text_column,))
         stack.callback(parquet.close)
         rows = parquet.metadata.num_rows
         names = parquet.schema_arrow.names
@@ -266,14 +267,21 @@ def _read_parquet(file: DatasetFile, opts: ReadOptions, log: DropLog) -> Iterato
                          f"{parquet.schema_arrow.field(opts.text_column).type}", rows)
             return
         columns = [opts.text_column] + ([opts.id_column] if opts.id_column else [])
+        # a UTF-8 character is at most 4 bytes: a value over this is over max_text_chars too
+        sized = {opts.text_column: 4 * opts.max_text_chars}
         row = 0
-        for record_batch in parquet.iter_batches(batch_size=opts.batch_rows, columns=columns):
-            texts = record_batch.column(0).to_pylist()
-            ids = record_batch.column(1).to_pylist() if opts.id_column else [None] * len(texts)
+        for group in range(parquet.metadata.num_row_groups):
             batch = TextBatch()
-            for doc_id, text in zip(ids, texts, strict=True):
-                _keep(file, row, doc_id, text, opts, log, batch)
+            for item in parquet_rows(parquet, group, columns, opts.batch_rows, sized):
+                if isinstance(item, RowError):
+                    log.drop(item.reason, f"{file.rel}#{row}", item.detail)
+                else:
+                    _keep(file, row, item.get(opts.id_column) if opts.id_column else None, item[opts.text_column],
+                          opts, log, batch)
                 row += 1
+                if len(batch.keys) >= opts.batch_rows:
+                    yield batch
+                    batch = TextBatch()
             if batch.keys:
                 yield batch
 
@@ -284,6 +292,8 @@ def _keep(file: DatasetFile, row: int, doc_id: Any, text: Any, opts: ReadOptions
     record = f"{file.rel}#{row}"
     if text is None:
         log.drop("null-text", record)
+    elif isinstance(text, Oversized):
+        log.drop("text-too-large", record, f"{text.nbytes} bytes > {opts.max_text_chars} characters")
     elif not isinstance(text, str):
         log.drop("text-not-string", record, f"{type(text).__name__}")
     elif not text:
@@ -303,7 +313,7 @@ _MISSING = object()
 def _read_jsonl(file: DatasetFile, opts: ReadOptions, log: DropLog) -> Iterator[TextBatch]:
     batch = TextBatch()
     with _open(file) as handle:
-        for row, line in enumerate(_bounded_lines(handle, opts.max_line_bytes)):
+        for row, line in enumerate(bounded_lines(handle, opts.max_line_bytes)):
             record = f"{file.rel}#{row}"
             if line is None:
                 log.drop("line-too-large", record, f"longer than {opts.max_line_bytes} bytes")
@@ -330,19 +340,3 @@ def _read_jsonl(file: DatasetFile, opts: ReadOptions, log: DropLog) -> Iterator[
                 batch = TextBatch()
     if batch.keys:
         yield batch
-
-
-def _bounded_lines(handle: IO[bytes], limit: int) -> Iterator[bytes | None]:
-    """Lines of a binary stream, None for a line over ``limit`` bytes (its rest is skipped, not held)."""
-    while True:
-        line = handle.readline(limit + 1)
-        if not line:
-            return
-        if len(line) > limit and not line.endswith(b"\n"):
-            while True:  # skip to the end of the long line in bounded pieces
-                rest = handle.readline(1 << 20)
-                if not rest or rest.endswith(b"\n"):
-                    break
-            yield None
-            continue
-        yield line

@@ -46,6 +46,7 @@ from sources.reddit import (
     is_submissions_file,
     zstd_chunks,
 )
+from sources.rows import bounded_lines
 
 SNIFF_BYTES = 64 * 1024
 READ_BYTES = 1 << 20
@@ -125,13 +126,13 @@ def dailydialog_turns(line: str) -> list[str]:
 def read_dailydialog(stream: IO[bytes], name: str, where: str, limits: DialogueLimits) -> Iterator[Record]:
     """One record per line of a ``dialogues_<split>.txt``; the split comes from the name."""
     split = _dailydialog_split(name)
-    for number, raw in enumerate(_bounded_lines(stream, limits.max_dialogue_chars), start=1):
+    for number, raw in enumerate(bounded_lines(stream, limits.max_dialogue_chars), start=1):
         record = f"{where}: line {number}"
         if raw is None:
             yield Drop("dialogue_too_long", record, f"line over {limits.max_dialogue_chars} bytes", "en")
             continue
         try:
-            line = raw.decode("utf-8")
+            line = raw.rstrip(b"\r\n").decode("utf-8")
         except UnicodeDecodeError as exc:
             yield Drop("invalid_utf8", record, str(exc), "en")
             continue
@@ -145,20 +146,6 @@ def read_dailydialog(stream: IO[bytes], name: str, where: str, limits: DialogueL
 def _dailydialog_split(name: str) -> str:
     stem = name.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     return stem[len("dialogues_"):] if stem.startswith("dialogues_") else stem
-
-
-def _bounded_lines(stream: IO[bytes], limit: int) -> Iterator[bytes | None]:
-    """Lines of ``stream`` without their newline; None for a line over ``limit`` bytes (skipped whole)."""
-    while True:
-        line = stream.readline(limit + 1)
-        if not line:
-            return
-        if len(line) > limit and not line.endswith(b"\n"):
-            while line and not line.endswith(b"\n"):
-                line = stream.readline(READ_BYTES)
-            yield None
-            continue
-        yield line.rstrip(b"\r\n")
 
 
 # -- Ubuntu v2 CSV ------------------------------------------------------------------------------

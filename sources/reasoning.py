@@ -33,8 +33,11 @@ Inputs: JSON lines (plain or compressed, as the GSM8K repository ships them) or 
 (``malformed_json``), a row without both fields (``malformed_row``), an answer without a
 ``#### N`` last line (``no_final_answer``), an unclosed annotation (``malformed_annotation``),
 a text already containing ``<work>`` (``work_token_in_text``, it would make the block
-ambiguous) or a row over ``max_chars`` (``too_large``, the size bound; every step is linear
-in the text) is a counted drop naming the file and line.
+ambiguous), a row over ``max_chars`` or a line over ``max_line_bytes`` (``too_large``, the size
+bound, checked before the row is parsed) or a Parquet row whose strings are not UTF-8
+(``invalid_utf8``) is a counted drop naming the file and line or row. Every step is linear in the
+text, and rows over 64 K characters are formatted in a bounded helper (:class:`RowBound`), like
+every other per-record cleaner.
 """
 
 from __future__ import annotations
@@ -48,11 +51,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from core.bounded import BoundedCleaner
 from core.compressed import CODEC_ERRORS, open_binary
 from core.document import Document, Drop, InputSpec, make_doc_id
+from core.filters.record_bound import INLINE_CHARS
 from core.steps import Record, Step
+from sources.rows import Oversized, RowError, bounded_lines, open_parquet, parquet_rows
 
 SOURCE = "reasoning"
 WORK_OPEN = "<work>"
@@ -62,8 +67,8 @@ AnnotationMode = Literal["strip", "keep"]
 
 #: A GSM8K calculator annotation: ``<<expression=value>>`` (no nesting).
 ANNOTATION = re.compile(r"<<([^<>\n]*)>>")
-#: The final line: ``#### 72`` (the number may carry commas, a sign, a decimal point, a unit).
-FINAL_LINE = re.compile(r"^####\s*(.+?)\s*$")
+#: The final line's mark: ``#### 72`` (the number may carry commas, a sign, a decimal point, a unit).
+FINAL_MARK = "####"
 #: The Socratic variant's separator between a sub-question and its step.
 SOCRATIC_SEPARATOR = " ** "
 
@@ -75,6 +80,8 @@ class ReasoningSettings:
     annotations: AnnotationMode = "strip"
     dataset: str = "gsm8k"
     max_chars: int = 100_000
+    #: A JSON line (or Parquet value) longer than this is a ``too_large`` drop, never read whole.
+    max_line_bytes: int = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -102,12 +109,25 @@ def parse_answer(answer: str) -> Solution | str:
     lines = [line for line in lines if line]
     if not lines:
         return "no_final_answer"
-    match = FINAL_LINE.match(lines[-1])
-    if match is None or any(line.startswith("####") for line in lines[:-1]):
+    final = final_answer(lines[-1])
+    if final is None or any(line.startswith(FINAL_MARK) for line in lines[:-1]):
         return "no_final_answer"
     steps = lines[:-1]
     socratic = bool(steps) and all(SOCRATIC_SEPARATOR in step for step in steps)
-    return Solution(tuple(steps), match.group(1), socratic)
+    return Solution(tuple(steps), final, socratic)
+
+
+def final_answer(line: str) -> str | None:
+    """The answer of a ``#### N`` line, or None.
+
+    String methods, not a regex: ``^####\\s*(.+?)\\s*$`` backtracks over trailing whitespace
+    from every start of the lazy group, quadratic in the line (30 s on ``#### 1`` + 95,000
+    spaces + ``x``); ``strip`` is linear.
+    """
+    if not line.startswith(FINAL_MARK):
+        return None
+    answer = line[len(FINAL_MARK):].strip()
+    return answer or None
 
 
 def render_step(step: str, socratic: bool, annotations: AnnotationMode) -> str:
@@ -137,17 +157,18 @@ def row_record(row: Any, where: str, settings: ReasoningSettings) -> Record:
     if not isinstance(row, Mapping):
         return Drop("malformed_json", where, f"a JSON {type(row).__name__}, not an object")
     question, answer = row.get("question"), row.get("answer")
+    size = _row_chars(row)
+    if size > settings.max_chars or isinstance(question, Oversized) or isinstance(answer, Oversized):
+        return Drop("too_large", where, f"{where}: {size:,} characters > {settings.max_chars:,}")
     if not isinstance(question, str) or not isinstance(answer, str) or not question.strip():
         return Drop("malformed_row", where, "needs string 'question' and 'answer' fields")
-    if len(question) + len(answer) > settings.max_chars:
-        return Drop("too_large", where)
     if WORK_OPEN in question or WORK_CLOSE in question or WORK_OPEN in answer or WORK_CLOSE in answer:
         return Drop("work_token_in_text", where)
     if _unclosed_annotation(answer):
         return Drop("malformed_annotation", where, "a '<<' or '>>' without its pair")
     solution = parse_answer(answer)
     if isinstance(solution, str):
-        return Drop(solution, where)
+        return Drop(solution, where, f"{where}: the answer has no single last line '#### N'")
     variant = "socratic" if solution.socratic else "main"
     digest = hashlib.sha256(question.strip().encode("utf-8")).hexdigest()[:24]
     meta = {
@@ -160,29 +181,34 @@ def row_record(row: Any, where: str, settings: ReasoningSettings) -> Record:
     return Document(id=doc_id, text=text, source=SOURCE, meta=meta)
 
 
-def read_jsonl(spec: InputSpec, settings: ReasoningSettings) -> Iterator[Record]:
+def read_jsonl(spec: InputSpec, settings: ReasoningSettings, bound: RowBound | None = None) -> Iterator[Record]:
     """GSM8K JSON lines (``train.jsonl``, ``test_socratic.jsonl``, compressed or not)."""
+    bound = bound or RowBound(settings)
     number = 0
     try:
         with open_binary(spec.path) as stream:
-            for number, line in enumerate(stream, start=1):
+            for number, line in enumerate(bounded_lines(stream, settings.max_line_bytes), start=1):
+                where = f"{spec.location}: line {number}"
+                if line is None:
+                    yield Drop("too_large", where, f"{where}: over {settings.max_line_bytes:,} bytes; not read")
+                    continue
                 if not line.strip():
                     continue
-                where = f"{spec.location}: line {number}"
                 try:
                     row = json.loads(line)
                 except ValueError as exc:
                     yield Drop("malformed_json", where, f"{type(exc).__name__}: {exc}")
                     continue
-                yield row_record(row, where, settings)
+                yield bound.run(row, where)
     except CODEC_ERRORS as exc:
         yield Drop("truncated_input", f"{spec.location}: after line {number}", f"{type(exc).__name__}: {exc}")
 
 
-def read_parquet(spec: InputSpec, settings: ReasoningSettings) -> Iterator[Record]:
+def read_parquet(spec: InputSpec, settings: ReasoningSettings, bound: RowBound | None = None) -> Iterator[Record]:
     """The Hugging Face Parquet export (``question``, ``answer`` columns), one row group at a time."""
+    bound = bound or RowBound(settings)
     try:
-        parquet = pq.ParquetFile(spec.path)
+        parquet = open_parquet(spec.path, ("question", "answer"))
     except (OSError, pa.ArrowException) as exc:
         yield Drop("unreadable_input", f"{spec.location}: file", f"{type(exc).__name__}: {exc}")
         return
@@ -191,18 +217,53 @@ def read_parquet(spec: InputSpec, settings: ReasoningSettings) -> Iterator[Recor
         for row in range(parquet.metadata.num_rows):
             yield Drop("missing_column", f"{spec.location}: row {row}", f"missing column(s) {', '.join(missing)}")
         return
+    sized = {"question": settings.max_line_bytes, "answer": settings.max_line_bytes}
     row = 0
     for group in range(parquet.metadata.num_row_groups):
         end = row + parquet.metadata.row_group(group).num_rows
         try:
-            for batch in parquet.iter_batches(batch_size=1024, row_groups=[group], columns=["question", "answer"]):
-                for item in batch.to_pylist():
-                    yield row_record(item, f"{spec.location}: row {row}", settings)
-                    row += 1
+            for item in parquet_rows(parquet, group, ["question", "answer"], 1024, sized):
+                where = f"{spec.location}: row {row}"
+                yield Drop(item.reason, where, item.detail) if isinstance(item, RowError) else bound.run(item, where)
+                row += 1
         except (OSError, pa.ArrowException) as exc:
             for lost in range(row, end):
                 yield Drop("corrupt_row_group", f"{spec.location}: row {lost}", f"row group {group}: {exc}")
         row = end
+
+
+class RowBound:
+    """:func:`row_record` under the time and size bound of every per-record cleaner.
+
+    Rows up to :data:`core.filters.record_bound.INLINE_CHARS` characters (every real GSM8K row is
+    under 2 KB) are formatted in this process: the work is linear, and a helper round trip would
+    cost more than the row. Larger rows (up to ``max_chars``) go to a
+    :class:`core.bounded.BoundedCleaner` helper under its deadline, as the regex steps do.
+    Pickles without its helper (sent to process-pool workers; restarted on first need).
+    """
+
+    def __init__(self, settings: ReasoningSettings) -> None:
+        self.settings = settings
+        self._cleaner: BoundedCleaner[Record] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_cleaner": None}
+
+    def run(self, row: Any, where: str) -> Record:
+        """The row's Document or Drop; ``cleaner_timeout`` when it runs past the deadline."""
+        size = _row_chars(row)
+        if size <= INLINE_CHARS or size > self.settings.max_chars:
+            return row_record(row, where, self.settings)
+        if self._cleaner is None:
+            self._cleaner = BoundedCleaner(row_record, shared=True)
+        return self._cleaner.run(where, row, where, self.settings)
+
+
+def _row_chars(row: Any) -> int:
+    if not isinstance(row, Mapping):
+        return 0
+    return sum(len(v) if isinstance(v, str) else v.nbytes if isinstance(v, Oversized) else 0
+               for v in (row.get("question"), row.get("answer")))
 
 
 @dataclass
@@ -218,9 +279,10 @@ class ReasoningRecipe:
 
     def read(self, spec: InputSpec) -> Iterator[Record]:
         """JSON lines, or Parquet by file name."""
+        bound = RowBound(self.settings)
         if Path(spec.path).name.lower().endswith((".parquet", ".pq")):
-            return read_parquet(spec, self.settings)
-        return read_jsonl(spec, self.settings)
+            return read_parquet(spec, self.settings, bound)
+        return read_jsonl(spec, self.settings, bound)
 
     def steps(self) -> list[Step]:
         """Formatting happens in the reader; no filter follows (the rows are curated)."""

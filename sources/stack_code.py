@@ -25,6 +25,12 @@ checks, the same as the LLaMA GitHub recipe (:mod:`sources.github`) so the two s
 4. ``too_large`` (before any text work: the size bound of every per-record cleaner), ``binary``
    (NUL byte), then the GitHub recipe's steps (:func:`core.filters.code_quality.code_steps`).
 
+Rows are bounded before they are built (:mod:`sources.rows`): a Parquet batch is sized from the
+footer, a row's content size is read from the Arrow offsets so an oversized row is a ``too_large``
+drop without becoming a Python string, and a JSON line over ``max_line_bytes`` is a ``too_large``
+drop skipped in bounded pieces. A row whose strings are not valid UTF-8 is one ``invalid_utf8``
+drop; the rows around it are kept.
+
 Bad input never ends the run: a file that is not Parquet, a Parquet file lacking a needed column
 (one ``missing_column`` drop per row, counted from the footer), a row group that cannot be
 decoded (one ``corrupt_row_group`` drop per row of it), a malformed JSON line (``malformed_json``)
@@ -39,13 +45,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from core.compressed import CODEC_ERRORS, open_binary
 from core.document import Document, Drop, InputSpec, make_doc_id
@@ -53,6 +58,7 @@ from core.filters.code_quality import CodeFilterSettings, code_steps
 from core.steps import Record, Step
 from sources.github import github_url, is_binary, language_for, skip_reason
 from sources.licenses import DEFAULT_ALLOWED, NO_LICENSE, RepoLicense, judge, normalize_license, row_license
+from sources.rows import Oversized, RowError, bounded_lines, open_parquet, parquet_rows
 
 SOURCE = "stack_code"
 STACK = "the-stack"
@@ -109,6 +115,9 @@ class StackCodeSettings:
     max_file_bytes: int = 1_000_000
     binary_sniff_bytes: int = 8000
     batch_rows: int = 1024
+    #: A JSON line longer than this is one ``too_large`` drop, skipped without being held whole
+    #: (a row is at most ``max_file_bytes`` of content, JSON-escaped up to 6x, plus metadata).
+    max_line_bytes: int = 8_000_000
     filters: CodeFilterSettings = field(default_factory=CodeFilterSettings)
 
 
@@ -176,12 +185,16 @@ def code_record(item: CodeRow, settings: StackCodeSettings, where: str, row: int
         reason = "extension_not_allowed"
     if reason is not None:
         return Drop(reason, label, language=language)
+    if isinstance(item.content, Oversized):
+        return Drop("too_large", label, f"{label}: {item.content.nbytes:,} bytes > {settings.max_file_bytes:,}",
+                    language=language)
     if not isinstance(item.content, str):
         kind = "null" if item.content is None else type(item.content).__name__
         return Drop("malformed_row", f"{where}: row {row}", f"content is {kind}, not a string", language)
     data = item.content.encode("utf-8", errors="surrogatepass")
     if len(data) > settings.max_file_bytes:
-        return Drop("too_large", label, language=language)
+        return Drop("too_large", label, f"{label}: {len(data):,} bytes > {settings.max_file_bytes:,}",
+                    language=language)
     if is_binary(data, settings.binary_sniff_bytes):
         return Drop("binary", label, language=language)
     text = item.content.removeprefix("\ufeff")
@@ -205,7 +218,7 @@ def read_parquet(spec: InputSpec, settings: StackCodeSettings) -> Iterator[Recor
     """Stream a Parquet export one row group at a time (see the module docstring for drops)."""
     where = spec.location
     try:
-        parquet = pq.ParquetFile(spec.path)
+        parquet = open_parquet(spec.path, ("content", "code"))
     except (OSError, pa.ArrowException) as exc:
         yield Drop("unreadable_input", f"{where}: file", f"{type(exc).__name__}: {exc}")
         return
@@ -221,19 +234,28 @@ def read_parquet(spec: InputSpec, settings: StackCodeSettings) -> Iterator[Recor
     optional = STACK_OPTIONAL if layout == STACK else GITHUB_CODE_OPTIONAL
     columns = [*needed, *(c for c in optional if c in names)]
     normalize = stack_row if layout == STACK else github_code_row
+    content = "content" if layout == STACK else "code"
     first = 0
     for group in range(meta.num_row_groups):
         rows_in_group = meta.row_group(group).num_rows
         done = 0
         try:
-            for batch in parquet.iter_batches(batch_size=settings.batch_rows, row_groups=[group], columns=columns):
-                for row in batch.to_pylist():
-                    yield code_record(normalize(row, settings.allowed_licenses), settings, where, first + done)
-                    done += 1
+            for row in parquet_rows(parquet, group, columns, settings.batch_rows,
+                                    {content: settings.max_file_bytes}):
+                yield _parquet_record(row, normalize, settings, where, first + done)
+                done += 1
         except (OSError, pa.ArrowException) as exc:
             detail = f"row group {group}: {type(exc).__name__}: {exc}"
             yield from _row_drops("corrupt_row_group", where, first + done, rows_in_group - done, detail)
         first += rows_in_group
+
+
+def _parquet_record(row: dict[str, Any] | RowError, normalize: Callable[[Mapping[str, Any], frozenset[str]], CodeRow],
+                    settings: StackCodeSettings, where: str, number: int) -> Record:
+    """One decoded Parquet row as a record; a row that could not be decoded is one drop naming it."""
+    if isinstance(row, RowError):
+        return Drop(row.reason, f"{where}: row {number}", row.detail)
+    return code_record(normalize(row, settings.allowed_licenses), settings, where, number)
 
 
 # -- JSON lines -------------------------------------------------------------------------------
@@ -243,8 +265,11 @@ def read_jsonl(spec: InputSpec, settings: StackCodeSettings) -> Iterator[Record]
     number = 0
     try:
         with open_binary(spec.path) as stream:
-            for number, line in enumerate(stream, start=1):
-                if line.strip():
+            for number, line in enumerate(bounded_lines(stream, settings.max_line_bytes), start=1):
+                if line is None:
+                    yield Drop("too_large", f"{where}: line {number}",
+                               f"{where}: line {number}: over {settings.max_line_bytes:,} bytes; not read")
+                elif line.strip():
                     yield _json_record(line, number, where, settings)
     except CODEC_ERRORS as exc:
         yield Drop("truncated_input", f"{where}: after line {number}", f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,161 @@
+"""Row readers shared by the Parquet and JSON-lines sources, bounded per row in memory.
+
+Two ways one bad row used to cost a whole file, or all the memory:
+
+* **Parquet.** ``RecordBatch.to_pylist`` decodes every string of a batch at once, so one row
+  with invalid UTF-8 in a string column raised ``UnicodeDecodeError`` for the batch (and the
+  reader lost the file); and a batch of 1,024 rows is built in Arrow before any row's size is
+  looked at, so a 100 KB file of highly compressible 30 MB rows decoded gigabytes.
+  :func:`parquet_rows` sizes each batch from the row group's footer (uncompressed bytes per
+  row, so a batch holds about :data:`BATCH_BYTES`), reads each row's byte length from the Arrow
+  offsets (``binary_length``, no Python object built), never turns a value over
+  ``max_value_bytes`` into a Python string (it comes back as :class:`Oversized`), and decodes a
+  batch that fails row by row so the bad row alone is a :class:`RowError`.
+* **JSON lines.** ``for line in stream`` reads a line whole, however long. :func:`bounded_lines`
+  reads at most ``limit + 1`` bytes of a line and skips the rest of a longer one in bounded
+  pieces, so a 2 GB line costs one drop and a bounded buffer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import IO, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+#: How many decoded bytes one Parquet batch aims at (a batch is never smaller than one row).
+BATCH_BYTES = 64 << 20
+#: How far :func:`bounded_lines` reads at a time while skipping the rest of an over-long line.
+SKIP_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Oversized:
+    """A value left in Arrow because its encoded size is over the bound (``nbytes`` of it)."""
+
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class RowError:
+    """A row that cannot be decoded (``reason`` such as ``invalid_utf8``, ``detail`` names the column)."""
+
+    reason: str
+    detail: str
+
+
+def bounded_lines(handle: IO[bytes], limit: int) -> Iterator[bytes | None]:
+    """Lines of a binary stream (newline kept), None for a line over ``limit`` bytes (never held whole)."""
+    while True:
+        line = handle.readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith(b"\n"):
+            while True:  # skip to the end of the long line in bounded pieces
+                rest = handle.readline(SKIP_BYTES)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            yield None
+            continue
+        yield line
+
+
+def open_parquet(source: Any, large: Iterable[str]) -> pq.ParquetFile:
+    """A ParquetFile whose ``large`` text columns stay dictionary-encoded in Arrow where the file has them so.
+
+    A dictionary page lets one 30 MB value stand for every row of a row group (a 1.4 KB file of
+    100 such rows); decoded densely, one batch is gigabytes before any row is looked at. Kept as
+    a dictionary, a batch costs the dictionary once and each row's size is read from the
+    dictionary's offsets (:func:`parquet_rows`). Other columns are read as usual.
+    """
+    parquet = pq.ParquetFile(source)
+    wanted = set(large)
+    meta = parquet.metadata
+    coded = {meta.row_group(g).column(c).path_in_schema for g in range(meta.num_row_groups)
+             for c in range(meta.num_columns) if meta.row_group(g).column(c).has_dictionary_page}
+    keep = sorted(wanted & coded)
+    if not keep:
+        return parquet
+    parquet.close()
+    return pq.ParquetFile(source, read_dictionary=keep)
+
+
+def batch_rows_for(parquet: pq.ParquetFile, group: int, columns: Sequence[str], most: int) -> int:
+    """Rows per batch for one row group: ``most``, fewer when its rows are large (footer sizes)."""
+    meta = parquet.metadata.row_group(group)
+    if meta.num_rows == 0:
+        return max(1, most)
+    wanted = set(columns)
+    total = 0
+    for index in range(meta.num_columns):
+        chunk = meta.column(index)
+        if chunk.path_in_schema.split(".", 1)[0] in wanted:
+            total += max(chunk.total_uncompressed_size, chunk.total_compressed_size)
+    per_row = max(1, total // meta.num_rows)
+    return max(1, min(most, BATCH_BYTES // per_row))
+
+
+def parquet_rows(parquet: pq.ParquetFile, group: int, columns: Sequence[str], most: int,
+                 sized: dict[str, int]) -> Iterator[dict[str, Any] | RowError]:
+    """The rows of one row group, each a dict of ``columns`` or a :class:`RowError`.
+
+    ``sized`` maps string/binary columns to their byte bound: a longer value is an
+    :class:`Oversized` in the row (the caller drops it in its own order of checks). Arrow
+    errors (a corrupt page) propagate: the caller counts the rest of the group.
+    """
+    batch_size = batch_rows_for(parquet, group, columns, most)
+    for batch in parquet.iter_batches(batch_size=batch_size, row_groups=[group], columns=list(columns)):
+        yield from _batch_rows(batch, sized)
+
+
+def _batch_rows(batch: pa.RecordBatch, sized: dict[str, int]) -> Iterator[dict[str, Any] | RowError]:
+    values: dict[str, list[Any]] = {}
+    errors: dict[int, RowError] = {}
+    for name in batch.schema.names:
+        column = batch.column(name)
+        skip = _oversized(column, sized.get(name))
+        values[name], bad = _column_values(column, skip)
+        for row, detail in bad.items():
+            errors.setdefault(row, RowError("invalid_utf8", f"column {name!r}: {detail}"))
+    for row in range(batch.num_rows):
+        yield errors.get(row) or {name: column[row] for name, column in values.items()}
+
+
+def _oversized(column: pa.Array, bound: int | None) -> dict[int, int]:
+    """Rows whose value is over ``bound`` bytes, with their sizes, read from the offsets only."""
+    values = column.dictionary if isinstance(column, pa.DictionaryArray) else column
+    if bound is None or not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
+                             or pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type)):
+        return {}
+    lengths = pc.binary_length(values)
+    if isinstance(column, pa.DictionaryArray):
+        lengths = lengths.take(column.indices)
+    over = pc.greater(lengths, bound)
+    if not pc.any(over).as_py():
+        return {}
+    rows = pc.indices_nonzero(over).to_pylist()
+    return {row: lengths[row].as_py() for row in rows}
+
+
+def _column_values(column: pa.Array, skip: dict[int, int]) -> tuple[list[Any], dict[int, str]]:
+    """Python values of a column; oversized rows as :class:`Oversized`, undecodable rows reported."""
+    if not skip:
+        try:
+            return column.to_pylist(), {}
+        except UnicodeDecodeError:
+            pass  # some row is not UTF-8: decode one at a time to find it
+    values: list[Any] = []
+    bad: dict[int, str] = {}
+    for row in range(len(column)):
+        if row in skip:
+            values.append(Oversized(skip[row]))
+            continue
+        try:
+            values.append(column[row].as_py())
+        except UnicodeDecodeError as exc:
+            values.append(None)
+            bad[row] = f"{type(exc).__name__}: {exc}"
+    return values, bad
