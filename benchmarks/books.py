@@ -294,6 +294,8 @@ def main() -> None:
                 row = runs[0]
                 dups = f"{row['duplicates']:.0f}" if "duplicates" in row else "-"
                 vs_peer = [r[modes[0]]["cpu"] / r[mode]["cpu"] for r in rounds]
+                if mode != modes[0]:
+                    print("RESULT " + json.dumps({"metric": f"{task} {mode} vs {modes[0]}", "values": vs_peer}))
                 vs_limit = _mmm([r["signatures"]["cpu"] / r[mode]["cpu"] for r in rounds], "{:.2f}") \
                     if "signatures" in modes else "-"
                 print(f"{task:6} {mode:11} {row['books']:6.0f} {row['mb']:6.1f} "

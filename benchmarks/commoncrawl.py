@@ -276,7 +276,7 @@ def main() -> int:
         if peer_leg in legs and our_leg in legs:
             ratios = [r[peer_leg]["cpu_s"] / r[our_leg]["cpu_s"] for r in rounds]
             print(f"{label}: {_mmm(ratios)}x (min/median/max CPU ratio, same round)")
-            print(f"RESULT {json.dumps({'ratio': f'{peer_leg}/{our_leg}', 'values': ratios})}")
+            print("RESULT " + json.dumps({"metric": f"{our_leg} vs {peer_leg}", "values": ratios}))
     if "ours-resiliparse" in legs and "ours-nopre" in legs:
         base, fast = rounds[0]["ours-nopre"]["texts"], rounds[0]["ours-resiliparse"]["texts"]
         recall, precision, pages = word_overlap(base, fast)

@@ -13,6 +13,7 @@ allocations during one pass.
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
 import sys
@@ -70,19 +71,31 @@ def peer_input(paper: Paper) -> str:
     return text
 
 
-def measure(name: str, work: Callable[[], int], megabytes: float, docs: int, repeat: int) -> dict[str, object]:
-    times = []
+def measure(contenders: dict[str, Callable[[], int]], megabytes: float, docs: int,
+            repeat: int) -> tuple[list[dict[str, object]], list[float]]:
+    """Interleaved rounds (every contender once per round) timed in CPU seconds of this process.
+
+    Returns a row per contender (median of the rounds) and the per-round ratios peer CPU / ours
+    (above 1: ours is faster), taken within each round so load from other processes hits both.
+    """
+    times: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(repeat):
-        started = time.perf_counter()
+        for name, work in contenders.items():
+            started = time.process_time()
+            work()
+            times[name].append(time.process_time() - started)
+    rows = []
+    for name, work in contenders.items():
+        tracemalloc.start()
         work()
-        times.append(time.perf_counter() - started)
-    tracemalloc.start()
-    work()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    median = statistics.median(times)
-    return {"cleaner": name, "docs/s": docs / median, "MB/s": megabytes / median, "peak MB": peak / 1e6,
-            "seconds": median}
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        median = statistics.median(times[name])
+        rows.append({"cleaner": name, "docs/s": docs / median, "MB/s": megabytes / median, "peak MB": peak / 1e6,
+                     "seconds": median})
+    names = list(contenders)
+    ratios = [peer / ours for ours, peer in zip(times[names[0]], times[names[-1]], strict=True)] if len(names) > 1 else []
+    return rows, ratios
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,13 +113,12 @@ def main(argv: list[str] | None = None) -> int:
     def ours() -> int:
         return sum(len(clean_paper(p).text or "") for p in papers)
 
+    contenders: dict[str, Callable[[], int]] = {"kinda sources.latex.clean_paper": ours}
     failures: set[int] = set()
-    rows = [measure("kinda sources.latex.clean_paper", ours, megabytes, len(papers), args.repeat)]
     try:
         from pylatexenc.latex2text import LatexNodes2Text
 
         converter = LatexNodes2Text()
-        failures: set[int] = set()
 
         def peer() -> int:
             total = 0
@@ -119,10 +131,13 @@ def main(argv: list[str] | None = None) -> int:
                     failures.add(index)
             return total
 
-        rows.append(measure("pylatexenc LatexNodes2Text", peer, megabytes, len(papers), args.repeat))
+        contenders["pylatexenc LatexNodes2Text"] = peer
     except ImportError:
         print("pylatexenc not installed: peer skipped")
-    print(f"{len(papers)} papers, {megabytes:.2f} MB of .tex, median of {args.repeat}, one core\n")
+    rows, ratios = measure(contenders, megabytes, len(papers), args.repeat)
+    if ratios:
+        print("RESULT " + json.dumps({"metric": "ours vs pylatexenc", "values": ratios}))
+    print(f"{len(papers)} papers, {megabytes:.2f} MB of .tex, median of {args.repeat} interleaved rounds, CPU time, one core\n")
     print(f"{'cleaner':34} {'docs/s':>9} {'MB/s':>8} {'peak MB':>8} {'seconds':>8}")
     if len(rows) > 1 and failures:
         print(f"(pylatexenc raised on {len(failures)} of {len(papers)} papers; their time until the error counts)")

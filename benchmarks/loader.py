@@ -143,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{int(args.tokens):,} uint16 tokens in {len(files)} files; {length}-token windows; "
               f"{len(indices):,} random windows; best of {args.repeat}")
         print(f"{'reader':<36} {'windows/s':>10} {'GB/s':>6} {'vs peer':>8}")
+        for name, per_s in rows[1:]:
+            print("RESULT " + json.dumps({"metric": f"{name} vs memmap", "values": [per_s / peer]}))
         for name, per_s in rows:
             print(f"{name:<36} {per_s:>10,.0f} {per_s * length * 2 / 1e9:>6.2f} {per_s / peer:>7.2f}x")
 

@@ -168,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
         for contender, values in rates.items():
             if values:
                 print(f"  {contender:15s} {min(values):8.1f} {statistics.median(values):8.1f} {max(values):8.1f}")
+        for contender in ("ours", "ours_inprocess"):
+            if rates[contender] and len(rates[contender]) == len(rates["pubmed_parser"]):
+                ratios = [o / p for o, p in zip(rates[contender], rates["pubmed_parser"], strict=True)]
+                print("RESULT " + json.dumps({"metric": f"{contender} vs pubmed_parser", "values": ratios}))
         if rates["ours"] and rates["pubmed_parser"]:
             print(f"  ratio ours / pubmed_parser (medians): "
                   f"{statistics.median(rates['ours']) / statistics.median(rates['pubmed_parser']):.2f}x")

@@ -112,6 +112,8 @@ def measure_interleaved(loops: dict[str, Callable[[Path], int]], paths: list[Pat
     first = next(iter(loops))
     rates = {name: _mmm([r[name] for r in rounds]) for name in loops}
     ratios = {name: _mmm([r[name] / r[first] for r in rounds], 2) for name in loops}
+    for name in list(loops)[1:]:
+        print("RESULT " + json.dumps({"metric": f"{name} vs {first}", "values": [r[name] / r[first] for r in rounds]}))
     return rates, ratios
 
 

@@ -291,6 +291,10 @@ def main() -> None:
             rounds = measure(path, args.repeat, args.low_memory)
             for mode in CONTENDERS:
                 runs = [r[mode] for r in rounds]
+                for peer in ("iterparse", "iterparse+bs4"):
+                    if mode != peer:
+                        print("RESULT " + json.dumps({"metric": f"{mode} vs {peer}", "input": path.name,
+                                                      "values": [r[peer]["cpu"] / r[mode]["cpu"] for r in rounds]}))
                 print(f"{path.name[:40]:40} {mb:6.1f} {runs[0]['docs']:6.0f} {mode:15} "
                       f"{_mmm([r['docs'] / r['cpu'] for r in runs], '{:.0f}'):>17} "
                       f"{max(r['maxrss_mb'] for r in runs):11.0f} "

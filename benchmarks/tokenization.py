@@ -26,6 +26,7 @@ os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
 import argparse  # noqa: E402
 import glob  # noqa: E402
+import json  # noqa: E402
 import random  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -133,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"corpus: {len(texts)} documents, {nbytes / 1e6:.1f} MB; tokenizer {Path(args.tokenizer).name}; "
           f"1 thread per process; best of {args.repeat}; CPU time of this process (per core)")
     print(f"{'path':<30} {'tokens':>10} {'Mtok/s':>8} {'MB/s':>7} {'bytes/s vs peer':>16}")
+    for name, _, seconds in rows[1:]:
+        print("RESULT " + json.dumps({"metric": f"{name} vs bare encode_batch", "values": [base_seconds / seconds]}))
     for name, tokens, seconds in rows:
         print(f"{name:<30} {tokens:>10,} {tokens / seconds / 1e6:>8.3f} {nbytes / seconds / 1e6:>7.2f} "
               f"{base_seconds / seconds:>15.2f}x")

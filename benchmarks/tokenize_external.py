@@ -132,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{size / 1e6:.1f} MB of real web text, {parquet.stat().st_size / 1e6:.1f} MB Parquet, "
               f"{peer[2]:,} tokens, tokenizer {Path(args.tokenizer).name}, best of {args.repeat}")
         print(f"{'case':<40} {'CPU s':>7} {'wall s':>7} {'tokens/s/core':>14} {'vs peer':>8}")
+        for name, (cpu, _, _) in list(results.items())[1:]:
+            print("RESULT " + json.dumps({"metric": f"{name} vs bare encode_batch", "values": [peer[0] / cpu]}))
         for name, (cpu, wall, tokens) in results.items():
             print(f"{name:<40} {cpu:7.2f} {wall:7.2f} {tokens / cpu:14,.0f} {peer[0] / cpu:8.2f}")
         same = results["ours, Parquet, no digit split"][2] == peer[2]

