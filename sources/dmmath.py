@@ -36,11 +36,13 @@ import tarfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import IO
 
 from core.compressed import CODEC_ERRORS, TruncatedInputError, open_binary
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import Record, Step
 from sources.pile import PileLine, iter_pile
+from sources.rows import bounded_lines
 from sources.tar_stream import open_tar_stream
 
 SOURCE = "dm_math"
@@ -96,26 +98,58 @@ def _is_utf8(text: str) -> bool:
     return True
 
 
-def pairs_from_lines(lines: Iterable[tuple[int, str]], where: str, settings: DmMathSettings
+def looks_like_question(line: str) -> bool:
+    """True for a line only a question can be: a sentence (a word, ending in ``?`` or ``.``).
+
+    No module's answer ends that way (answers are values: ``-3``, ``2*x**2 + 1``, ``True``,
+    ``-3, 1, 5``); some questions are bare expressions (``-51512 + -2.76``), so the converse
+    does not hold. String methods, linear in the line.
+    """
+    text = line.rstrip()
+    return text.endswith(("?", ".")) and any(len(word) >= 2 and word.isalpha() for word in text.split())
+
+
+def pairs_from_lines(lines: Iterable[tuple[int, str | None]], where: str, settings: DmMathSettings
                      ) -> Iterator[Pair | Drop]:
-    """Pair (question, answer) lines; an odd last line or an over-long line is a counted drop."""
-    pending: tuple[int, str] | None = None
+    """Pair (question, answer) lines; a broken pair, an odd last line or an over-long line is a counted drop.
+
+    A lost line would shift every later question onto the wrong answer. A question where an
+    answer is due (:func:`looks_like_question`) shows the shift: the pending line is dropped
+    alone (``unpaired_question``, or ``unpaired_answer`` when it was an answer whose question is
+    missing) naming its own line, and pairing restarts at the question. ``None`` is a line over
+    the reader's byte bound (never read whole).
+    """
+    pending: tuple[int, str | None] | None = None
     for number, line in lines:
+        if pending is not None and line is not None and looks_like_question(line):
+            yield _unpaired(pending, where)
+            pending = None
         if pending is None:
             pending = (number, line)
             continue
         q_line, question = pending
         pending = None
-        if len(question) > settings.max_line_chars or len(line) > settings.max_line_chars:
-            yield Drop("line_too_long", f"{where}:{q_line}", f"{where}:{q_line}: line over {settings.max_line_chars} chars")
-        elif not question.strip() or not line.strip():
-            yield Drop("empty_pair", f"{where}:{q_line}")
-        elif not _is_utf8(question) or not _is_utf8(line):
-            yield Drop("invalid_utf8", f"{where}:{q_line}", f"{where}:{q_line}: the pair is not valid UTF-8")
-        else:
-            yield Pair(question.strip(), line.strip(), q_line)
+        yield _pair(q_line, question, line, where, settings)
     if pending is not None:
-        yield Drop("unpaired_question", f"{where}:{pending[0]}", f"{where}:{pending[0]}: question without answer")
+        yield _unpaired(pending, where)
+
+
+def _unpaired(pending: tuple[int, str | None], where: str) -> Drop:
+    number, line = pending
+    if line is not None and not looks_like_question(line):
+        return Drop("unpaired_answer", f"{where}:{number}", f"{where}:{number}: an answer without its question")
+    return Drop("unpaired_question", f"{where}:{number}", f"{where}:{number}: question without answer")
+
+
+def _pair(q_line: int, question: str | None, answer: str | None, where: str, settings: DmMathSettings) -> Pair | Drop:
+    if question is None or answer is None or len(question) > settings.max_line_chars \
+            or len(answer) > settings.max_line_chars:
+        return Drop("line_too_long", f"{where}:{q_line}", f"{where}:{q_line}: line over {settings.max_line_chars} chars")
+    if not question.strip() or not answer.strip():
+        return Drop("empty_pair", f"{where}:{q_line}")
+    if not _is_utf8(question) or not _is_utf8(answer):
+        return Drop("invalid_utf8", f"{where}:{q_line}", f"{where}:{q_line}: the pair is not valid UTF-8")
+    return Pair(question.strip(), answer.strip(), q_line)
 
 
 def chunk_documents(items: Iterable[Pair | Drop], module: str, split: str, where: str, settings: DmMathSettings
@@ -145,16 +179,18 @@ def _document(pairs: list[Pair], module: str, split: str, where: str) -> Documen
     )
 
 
-def _lines(raw: Iterable[bytes]) -> Iterator[tuple[int, str]]:
-    """Numbered lines; bad UTF-8 kept as surrogates so pairing stays aligned (the pair is dropped later)."""
-    for number, line in enumerate(raw, start=1):
-        yield number, line.decode("utf-8", "surrogateescape").rstrip("\r\n")
+def _lines(raw: IO[bytes], settings: DmMathSettings) -> Iterator[tuple[int, str | None]]:
+    """Numbered lines, read with a byte bound (None past it); bad UTF-8 kept as surrogates so the
+    pair is dropped later, not the alignment lost."""
+    limit = 4 * settings.max_line_chars + 2  # a character is at most 4 bytes, plus CR LF
+    for number, line in enumerate(bounded_lines(raw, limit), start=1):
+        yield number, None if line is None else line.decode("utf-8", "surrogateescape").rstrip("\r\n")
 
 
-def _module_records(raw: Iterable[bytes], module: str, split: str, where: str, settings: DmMathSettings
+def _module_records(raw: IO[bytes], module: str, split: str, where: str, settings: DmMathSettings
                     ) -> Iterator[Record]:
     """One module file's lines -> documents."""
-    yield from chunk_documents(pairs_from_lines(_lines(raw), where, settings), module, split, where, settings)
+    yield from chunk_documents(pairs_from_lines(_lines(raw, settings), where, settings), module, split, where, settings)
 
 
 def iter_module_file(path: Path, settings: DmMathSettings, split: str | None = None) -> Iterator[Record]:
@@ -197,15 +233,14 @@ def iter_package(path: Path, settings: DmMathSettings) -> Iterator[Record]:
 
 def iter_notes(path: Path, settings: DmMathSettings) -> Iterator[Record]:
     """The notes layout: ``split/module.txt:`` headers, answers tab-indented, blank lines between."""
-    sections: list[tuple[str, str, list[tuple[int, str]]]] = []
-    with open(path, encoding="utf-8", errors="strict") as handle:
-        for number, line in enumerate(handle, start=1):
-            line = line.rstrip("\n")
-            header = _NOTES_HEADER.match(line)
+    sections: list[tuple[str, str, list[tuple[int, str | None]]]] = []
+    with open(path, "rb") as handle:
+        for number, line in _lines(handle, settings):
+            header = _NOTES_HEADER.match(line) if line is not None else None
             if header:
                 sections.append((header.group(1), header.group(2), []))
-            elif line.strip() and sections:
-                sections[-1][2].append((number, line.strip()))
+            elif sections and (line is None or line.strip()):
+                sections[-1][2].append((number, None if line is None else line.strip()))
     for split, module, lines in sections:
         where = f"{path.name}:{split}/{module}"
         if split not in settings.splits:
