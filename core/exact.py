@@ -11,15 +11,18 @@ documents for exact dedup (near-dedup catches the rest).
 from __future__ import annotations
 
 import hashlib
-import re
 import unicodedata
-
-_WHITESPACE = re.compile(r"\s+")
 
 
 def normalize_for_exact(text: str) -> str:
-    """Normalize ``text`` as documented in the module docstring."""
-    return _WHITESPACE.sub(" ", unicodedata.normalize("NFC", text)).strip()
+    """Normalize ``text`` as documented in the module docstring.
+
+    ``str.split()`` with no separator cuts at runs of exactly the characters ``re``'s ``\\s``
+    matches (both use Python's Unicode whitespace table) and drops the ends, so the join is the
+    regex substitution plus ``strip()``, about 10x faster (it was most of the Pile index's CPU).
+    The equivalence is a property test (tests/core/test_exact.py).
+    """
+    return " ".join(unicodedata.normalize("NFC", text).split())
 
 
 def exact_hash(text: str) -> bytes:

@@ -1,0 +1,36 @@
+"""Exact-dedup normalization: the fast ``str.split`` form equals the documented regex definition."""
+
+from __future__ import annotations
+
+import re
+import sys
+import unicodedata
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from core.exact import exact_hash, normalize_for_exact
+
+_WHITESPACE = re.compile(r"\s+")
+#: Every whitespace character Python knows, plus look-alikes that are not whitespace.
+SPACES = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()] + ["\u200b", "\ufeff", "\u2060"]
+
+
+def oracle(text: str) -> str:
+    """The definition in core/exact.py's docstring, written as the regex it was first written with."""
+    return _WHITESPACE.sub(" ", unicodedata.normalize("NFC", text)).strip()
+
+
+@given(st.lists(st.one_of(st.text(max_size=8), st.sampled_from(SPACES)), max_size=30).map("".join))
+def test_normalization_equals_the_regex_definition(text: str) -> None:
+    assert normalize_for_exact(text) == oracle(text)
+
+
+def test_every_unicode_whitespace_character_is_a_separator() -> None:
+    for space in SPACES:
+        assert normalize_for_exact(f"{space}a{space}{space}b{space}") == oracle(f"{space}a{space}{space}b{space}")
+
+
+def test_hash_ignores_whitespace_runs_and_composition_only() -> None:
+    assert exact_hash("Caf\u00e9  au\tlait\n") == exact_hash("Cafe\u0301 au lait")
+    assert exact_hash("cafe au lait") != exact_hash("Cafe au lait")
