@@ -7,6 +7,13 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Hypothesis fails an example that takes over 200 ms of wall time by default: a wall-clock bound
+# that a loaded machine (load 10 on 2 cores) breaks. No deadline, for every property test
+# (``@settings(...)`` on a test keeps this unless it sets ``deadline`` itself).
+settings.register_profile("kinda", deadline=None)
+settings.load_profile("kinda")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REALDATA = Path(os.environ.get("KINDA_REALDATA", REPO_ROOT.parent / "shared" / "realdata"))
@@ -35,3 +42,34 @@ def prefect_api_url():
 
     with prefect_api() as url:
         yield url
+
+
+def tree_cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and every child it started, finished or not.
+
+    Bound tests read this clock, not the wall: a loaded machine (load 10 on 2 cores) stretches
+    wall time several-fold, but a cleaner killed at its deadline cannot have burnt more CPU than
+    the deadline, whatever the load. Finished children count through ``os.times()`` (a reaped
+    helper's whole life), live ones through ``/proc/<pid>/stat`` (their own time plus the children
+    they reaped), so a difference of two readings is what the process tree spent in between, even
+    when a helper alive at the first reading is killed and reaped before the second.
+    """
+    own = os.times()
+    total = own.user + own.system + own.children_user + own.children_system
+    tick = os.sysconf("SC_CLK_TCK")
+    me = os.getpid()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # the process ended while we looked
+            continue
+        fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) ": state, ppid, ...
+        if int(fields[1]) == me:
+            total += sum(int(ticks) for ticks in fields[11:15]) / tick  # utime stime cutime cstime
+    return total
+
+
+@pytest.fixture
+def cpu_clock():
+    """:func:`tree_cpu_seconds`, for tests of per-record time bounds (see its docstring)."""
+    return tree_cpu_seconds

@@ -126,7 +126,7 @@ def test_cut_at_a_member_boundary_is_noticed(tmp_path: Path) -> None:
     assert [r.reason if isinstance(r, Drop) else "kept" for r in records] == ["kept"] * 3 + ["truncated_input"]
 
 
-def test_slow_paper_is_one_cleaner_timeout_and_the_tar_goes_on(tmp_path: Path) -> None:
+def test_slow_paper_is_one_cleaner_timeout_and_the_tar_goes_on(tmp_path: Path, cpu_clock) -> None:
     """A crafted paper that the cleaner cannot finish in time costs that paper only."""
     # an optional-argument macro used with 8,000 unclosed "[": the bracket scanner restarts at
     # each one, ~17 s of CPU for 24 KB (a real pathological input, not a sleep)
@@ -135,9 +135,10 @@ def test_slow_paper_is_one_cleaner_timeout_and_the_tar_goes_on(tmp_path: Path) -
     path = tmp_path / "arXiv_src_2301_001.tar"
     bulk_tar(path, [("2301/2301.00001.gz", eprint(1)), ("2301/2301.00002.gz", eprint(2, slow)),
                     ("2301/2301.00003.gz", eprint(3))])
-    started = time.monotonic()
+    started, wall = cpu_clock(), time.monotonic()
     records = read(path, ArchiveLimits(clean_timeout_s=1.0))
-    assert time.monotonic() - started < 30
+    assert cpu_clock() - started < 8  # CPU of the tree, not wall: the unbounded paper alone costs ~17 s
+    assert time.monotonic() - wall < 120  # generous: a loaded machine stretches wall time, not CPU
     assert [r.reason if isinstance(r, Drop) else r.meta["arxiv_id"] for r in records] == [
         "2301.00001", "cleaner_timeout", "2301.00003"]
 
@@ -150,14 +151,15 @@ def test_paper_over_the_cleaner_size_bound(tmp_path: Path) -> None:
     assert [r.reason if isinstance(r, Drop) else "kept" for r in records] == ["record_too_large", "kept"]
 
 
-def test_unclosed_macro_arguments_clean_in_linear_time() -> None:
+def test_unclosed_macro_arguments_clean_in_linear_time(cpu_clock) -> None:
     """``\\f{`` x 20,000 after a one-argument ``\\f`` took 238 s (a scan to the end per call)."""
     from sources.latex import clean_tex
 
     tex = (r"\documentclass{article}\newcommand{\f}[1]{#1#1}\begin{document}\section{A}" "\n"
            + r"\f{" * 20_000 + "\n" + r"\f{ok}" + "\n")
-    started = time.monotonic()
+    started, wall = cpu_clock(), time.monotonic()
     result = clean_tex(tex)
-    assert time.monotonic() - started < 10
+    assert cpu_clock() - started < 10  # CPU, not wall: the test must pass on a loaded machine
+    assert time.monotonic() - wall < 120
     assert result.text is not None and result.text.count(r"\f{") == 20_000  # left as written
     assert result.text.rstrip().endswith("okok")  # a closed call after them still expands

@@ -4,6 +4,11 @@ Each test feeds one pathological record between normal ones and checks that it b
 drop (``cleaner_timeout`` / ``record_too_large``) within about the bound, and that the records
 after it are still read. Helpers are started (warmed) before the clock runs: start-up is paid
 once per worker and is not part of a record's bound. Runtime: ~15-25 s (helper start-ups).
+
+The clock is the CPU time of the test process and its helpers (``cpu_clock``, tests/conftest.py):
+a cleaner killed at its deadline cannot have spent more CPU than the deadline, however loaded the
+machine, while its wall time grows with the load (a wall assertion failed at load 6-14 on 2 cores,
+issue 25). The wall checks that remain are generous: they catch a bound that never fires.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import random
 import time
 import tracemalloc
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +39,19 @@ from sources.scibooks_sample import write_sample_epub3
 BOUND_S = 0.5
 
 
-def timed(records: Iterator[Any]) -> Iterator[tuple[Any, float]]:
-    """Each record with the wall time since the previous one was yielded."""
-    started = time.perf_counter()
+#: A bound that never fired would let the cleaner run on for minutes; any load leaves far less.
+GENEROUS_WALL_S = 60.0
+
+
+def timed(records: Iterator[Any], clock: Callable[[], float]) -> Iterator[tuple[Any, float]]:
+    """Each record with the CPU time (``clock``) spent since the previous one was yielded; asserts
+    each took under :data:`GENEROUS_WALL_S` of wall time."""
+    started, wall = clock(), time.monotonic()
     for record in records:
-        now = time.perf_counter()
+        now = clock()
+        assert time.monotonic() - wall < GENEROUS_WALL_S, record
         yield record, now - started
-        started = time.perf_counter()
+        started, wall = clock(), time.monotonic()
 
 
 def _words(seed: int, count: int) -> str:
@@ -55,7 +66,7 @@ MODERN = ("The Project Gutenberg EBook of Stones, by A. Writer\n\nTitle: Stones\
           "*** END OF THIS PROJECT GUTENBERG EBOOK STONES ***\nlicence text\n")
 
 
-def test_gutenberg_book_past_the_bound_is_one_drop_and_the_list_goes_on(tmp_path: Path) -> None:
+def test_gutenberg_book_past_the_bound_is_one_drop_and_the_list_goes_on(tmp_path: Path, cpu_clock) -> None:
     good = [tmp_path / "100.txt", tmp_path / "101.txt"]
     for i, path in enumerate(good):
         path.write_text(MODERN.format(body=_words(i, 3000)), encoding="utf-8")
@@ -68,7 +79,7 @@ def test_gutenberg_book_past_the_bound_is_one_drop_and_the_list_goes_on(tmp_path
     warm = list(recipe.read(InputSpec(str(good[0]), good[0], good[0].name)))  # starts the helper
     assert isinstance(warm[0], Document)
 
-    records = list(timed(recipe.read(InputSpec(str(listing), listing, listing.name))))
+    records = list(timed(recipe.read(InputSpec(str(listing), listing, listing.name)), cpu_clock))
     assert [type(r).__name__ for r, _ in records] == ["Document", "Drop", "Document"]  # 3 in == 2 kept + 1 dropped
     drop, seconds = records[1]
     assert drop.reason == "cleaner_timeout" and drop.record.endswith("102.txt")
@@ -85,7 +96,7 @@ def _epub_with_chapter(sample: Path, target: Path, chapter: str) -> Path:
     return target
 
 
-def test_epub_chapter_past_the_bound_is_dropped_naming_it_and_the_book_kept(tmp_path: Path) -> None:
+def test_epub_chapter_past_the_bound_is_dropped_naming_it_and_the_book_kept(tmp_path: Path, cpu_clock) -> None:
     sample = tmp_path / "sample.epub"
     write_sample_epub3(sample)
     paragraphs = "".join(f"<p>{_words(i, 12)}</p>" for i in range(250_000))  # ~20 MB of XHTML: seconds of parsing
@@ -93,12 +104,13 @@ def test_epub_chapter_past_the_bound_is_dropped_naming_it_and_the_book_kept(tmp_
     huge = _epub_with_chapter(sample, tmp_path / "huge.epub", chapter)
     settings = EpubSettings(chapter_timeout_s=BOUND_S)
     assert read_epub(sample, settings).chapters == 2  # starts the helper
-    started = time.perf_counter()
+    started, wall = cpu_clock(), time.monotonic()
     book = read_epub(huge, settings)
-    seconds = time.perf_counter() - started
+    seconds = cpu_clock() - started
     assert [(d.reason, d.name) for d in book.dropped] == [("cleaner_timeout", "OEBPS/text/ch2.xhtml")]
     assert book.chapters == 1 and "Chapter One" in book.text
     assert seconds < 2 * BOUND_S + 0.5, seconds  # + reading and inflating the 20 MB member
+    assert time.monotonic() - wall < GENEROUS_WALL_S
     assert read_epub(sample, settings).chapters == 2  # the next book is read as usual
 
 
@@ -109,7 +121,7 @@ def _citation(pmid: int, abstract: str) -> str:
             "</MedlineCitation></PubmedArticle>")
 
 
-def test_medline_citation_past_the_bound_is_one_drop(tmp_path: Path) -> None:
+def test_medline_citation_past_the_bound_is_one_drop(tmp_path: Path, cpu_clock) -> None:
     parts = "".join(f"<AbstractText Label=\"L{i}\">{_words(i, 3)}</AbstractText>" for i in range(200_000))
     records = [_citation(1, "<AbstractText>Plain abstract one.</AbstractText>"), _citation(2, parts),
                _citation(3, "<AbstractText>Plain abstract three.</AbstractText>")]
@@ -121,25 +133,26 @@ def test_medline_citation_past_the_bound_is_one_drop(tmp_path: Path) -> None:
     bounds = CitationBounds(timeout_s=BOUND_S)
     assert isinstance(next(iter(iter_medline(warm, bounds=bounds))), Document)
 
-    out = list(timed(iter_medline(path, bounds=bounds)))
+    out = list(timed(iter_medline(path, bounds=bounds), cpu_clock))
     drops = [(r, s) for r, s in out if isinstance(r, Drop)]
     assert [d.reason for d, _ in drops] == ["cleaner_timeout"] and drops[0][0].record == f"{path.name}:record 2"
     assert sorted(r.meta["pmid"] for r, _ in out if isinstance(r, Document)) == ["1", "3"]
     # the same record skipped as too large costs the parse alone; the bound may add at most 2x itself
-    skipped = list(timed(iter_medline(path, bounds=CitationBounds(max_record_bytes=1 << 20))))
+    # (and sending the record to the helper: half the parse again, for the CPU noise of a busy machine)
+    skipped = list(timed(iter_medline(path, bounds=CitationBounds(max_record_bytes=1 << 20)), cpu_clock))
     parse_only = next(s for r, s in skipped if isinstance(r, Drop))
     assert next(r for r, _ in skipped if isinstance(r, Drop)).reason == "record_too_large"
-    assert drops[0][1] < parse_only + 2 * BOUND_S, (drops[0][1], parse_only)
+    assert drops[0][1] < 1.5 * parse_only + 2 * BOUND_S, (drops[0][1], parse_only)
 
 
 # -- regex filters ---------------------------------------------------------------------------
-def test_regex_step_past_the_bound_is_one_drop(tmp_path: Path) -> None:
+def test_regex_step_past_the_bound_is_one_drop(tmp_path: Path, cpu_clock) -> None:
     step = CopyrightHeaderRemover("redpajama", TextBound(strip_header, timeout_s=BOUND_S, inline_below=4096))
     docs = [Document("ok1", "/* Copyright 2020 */\nint x;\n" + "int y;\n" * 1000, "github", {"language": "c"}),
             Document("bad", "/* a" * 50_000, "github", {"language": "c"}),  # RedPajama's pattern: quadratic
             Document("ok2", "int z;\n" * 1000, "github", {"language": "c"})]
     list(step.run(docs[:1]))  # starts the helper
-    out = list(timed(step.run(docs)))
+    out = list(timed(step.run(docs), cpu_clock))
     assert [getattr(r, "id", None) or r.reason for r, _ in out] == ["ok1", "cleaner_timeout", "ok2"]
     assert out[1][1] < 2 * BOUND_S, out[1][1]
     assert "header_removed" in out[0][0].meta

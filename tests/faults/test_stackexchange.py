@@ -72,14 +72,14 @@ def test_invalid_utf8_in_row_4000_costs_that_row_only(tmp_path: Path) -> None:
     assert len(docs) + len(drops) == QUESTIONS
 
 
-def test_50_mb_post_is_one_drop_in_bounded_time_and_memory(tmp_path: Path) -> None:
+def test_50_mb_post_is_one_drop_in_bounded_time_and_memory(tmp_path: Path, cpu_clock) -> None:
     """The issue's case: one 50 MB post (past libxml2's 10 MB attribute limit) cost the whole site."""
     huge = "<p>" + "x" * (50 << 20) + "</p>"
     path = tmp_path / "huge.stackexchange.com-Posts.xml"
     path.write_bytes(posts_xml(300, {150: huge}))
     del huge
     scratch = tmp_path / "scratch"
-    started = time.monotonic()
+    started, wall = cpu_clock(), time.monotonic()
     tracemalloc.start()
     records = list(StackExchangeRecipe(memory_limit="256MB", scratch_dir=scratch).read(
         InputSpec(str(path), path, path.name)))
@@ -89,7 +89,8 @@ def test_50_mb_post_is_one_drop_in_bounded_time_and_memory(tmp_path: Path) -> No
     assert [(d.reason, "Id=150" in d.detail) for d in drops] == [("record_too_large", True)]
     assert kept_ids([r for r in records if isinstance(r, Document)]) == [i for i in range(1, 301) if i != 150]
     assert peak < 30 << 20  # the post is skipped, never held (the row bound is 8 MB)
-    assert time.monotonic() - started < 30
+    assert cpu_clock() - started < 30  # CPU of the tree: a loaded machine stretches only the wall
+    assert time.monotonic() - wall < 120
     assert list(scratch.iterdir()) == []  # the reader's scratch files are gone
 
 

@@ -134,7 +134,7 @@ def test_cut_inside_a_large_record_is_that_record_only(tmp_path: Path) -> None:
     assert "example.org/7" in records[-1].record
 
 
-def test_slow_page_is_one_cleaner_timeout_and_the_file_goes_on(tmp_path: Path) -> None:
+def test_slow_page_is_one_cleaner_timeout_and_the_file_goes_on(tmp_path: Path, cpu_clock) -> None:
     """Extraction runs in the killable helper: a page past the time bound is dropped, the next pages kept."""
     path = tmp_path / "slow.warc.gz"
     with open(path, "wb") as handle:
@@ -145,9 +145,10 @@ def test_slow_page_is_one_cleaner_timeout_and_the_file_goes_on(tmp_path: Path) -
                                                           payload=io.BytesIO(body), http_headers=http))
     reader = WarcReader(path, str(path), "cc", path.name, limits=WarcLimits(max_body_bytes=8 << 20),
                         extract=ExtractOptions(timeout_s=0.25))
-    started = time.monotonic()
+    started, wall = cpu_clock(), time.monotonic()
     records = list(reader)
-    assert time.monotonic() - started < 30
+    assert cpu_clock() - started < 30  # CPU of the tree: a loaded machine stretches only the wall
+    assert time.monotonic() - wall < 120
     assert len(records) == 3
     kinds = [r.reason if isinstance(r, Drop) else "kept" for r in records]
     assert kinds == ["kept", "cleaner_timeout", "kept"], kinds

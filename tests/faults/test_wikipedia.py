@@ -40,15 +40,16 @@ def decodable(cut: bytes, suffix: str) -> bytes:
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(fraction=st.floats(0.02, 0.999), suffix=st.sampled_from([".bz2", ".gz", ".xz"]))
 def test_cut_anywhere_keeps_every_decodable_page_and_counts_the_cut_once(
-        tmp_path_factory: pytest.TempPathFactory, fraction: float, suffix: str) -> None:
+        tmp_path_factory: pytest.TempPathFactory, cpu_clock, fraction: float, suffix: str) -> None:
     data = dump_xml("en", sample_pages("en", 400, 0)).encode()
     whole = {".bz2": lambda d: bz2.compress(d, 1), ".gz": gzip.compress, ".xz": lzma.compress}[suffix](data)
     cut = whole[: int(len(whole) * fraction)]
     path = tmp_path_factory.mktemp("wiki") / f"enwiki-20220701-pages-articles{suffix}"
     path.write_bytes(cut)
-    started = time.monotonic()
+    started, wall = cpu_clock(), time.monotonic()
     docs, drops = read(path)
-    assert time.monotonic() - started < 30
+    assert cpu_clock() - started < 30  # CPU of the tree: a loaded machine stretches only the wall
+    assert time.monotonic() - wall < 180
     complete = decodable(cut, suffix).count(b"</page>")
     truncations = [d for d in drops if d.reason == "truncated_input"]
     assert len(truncations) == 1, truncations
@@ -84,13 +85,14 @@ def test_huge_page_is_one_record_too_large(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("markup", ["{{a|" * 8000, "<ref>" * 8000, "[http://x " * 8000, "<div>" * 8000])
-def test_pathological_markup_is_bounded_and_the_dump_goes_on(tmp_path: Path, markup: str) -> None:
+def test_pathological_markup_is_bounded_and_the_dump_goes_on(tmp_path: Path, cpu_clock, markup: str) -> None:
     """The issue's cases: 32 KB of unclosed markup took 34-39 s in mwparserfromhell."""
     data = _dump_with(SamplePage(9003, "Pathological", 0, "Intro text. " + markup))
     path = tmp_path / "enwiki-20220701-pages-articles.xml"
     path.write_bytes(data)
-    started = time.monotonic()
+    started, wall = cpu_clock(), time.monotonic()
     docs, drops = read(path)
-    assert time.monotonic() - started < 15
+    assert cpu_clock() - started < 15  # CPU of the tree (unbounded: 34-39 s per page); wall below is generous
+    assert time.monotonic() - wall < 120
     assert len(docs) + len(drops) == data.count(b"</page>")
     assert sum(1 for d in docs if d.meta["title"] != "Pathological") >= 20  # the pages after it are kept

@@ -81,13 +81,14 @@ PATHOLOGICAL = {
 
 
 @pytest.mark.parametrize("name", sorted(PATHOLOGICAL))
-def test_pathological_unclosed_markup_is_linear(name: str) -> None:
+def test_pathological_unclosed_markup_is_linear(name: str, cpu_clock) -> None:
     """Unclosed markup that takes mwparserfromhell 30+ s is cleaned in well under a second."""
     cleaner = WikitextCleaner(drop_prefixes("en"))
     text = PATHOLOGICAL[name] + "\nProse after it."
-    started = time.perf_counter()
+    started, wall = cpu_clock(), time.perf_counter()
     cleaned = cleaner.clean(text)
-    assert time.perf_counter() - started < 2.0
+    assert cpu_clock() - started < 2.0  # CPU, not wall: the test must pass on a loaded machine
+    assert time.perf_counter() - wall < 30
     assert not RESIDUE.search(cleaned)
     if name not in ("refs", "comments", "attributes"):  # those run to the end of the page
         assert cleaned.endswith("Prose after it.")
