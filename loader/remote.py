@@ -8,6 +8,14 @@ interrupted transfer with an HTTP ``Range`` request, retries failures with backo
 a file into the cache only after its size and SHA256 match the metadata, so a reader never
 sees a partial or corrupt file. A file that stays unavailable raises :class:`RemoteError`
 naming its URL.
+
+A cached file is trusted only while it is the file the metadata names: beside it a small
+``<name>.verified`` stamp records the SHA256 it was checked against, its size and its mtime.
+Opening a set re-hashes a cached file whose stamp does not match (a republished file with a new
+``tokens_sha256``, a file rewritten in place, a copy from before stamps) and fetches it again when
+the hash differs, so a same-size stale or corrupted copy is never read; an unchanged cache costs
+one ``stat`` and a stamp read per file. ``metadata.json`` is capped at
+:data:`MAX_METADATA_BYTES` before it is downloaded or parsed (it is parsed whole).
 """
 
 from __future__ import annotations
@@ -51,6 +59,15 @@ class RetryPolicy:
 
 DEFAULT_POLICY = RetryPolicy()
 
+#: Largest remote ``metadata.json`` read (parsed whole: a 400 MB one took 1.5 GB of memory). A set
+#: of 100,000 shards lists ~40 MB; a larger file is refused before its bytes are downloaded.
+MAX_METADATA_BYTES = 64 << 20
+STAMP_SUFFIX = ".verified"
+
+
+class TooLarge(RemoteError):
+    """A file is larger than the bound its reader sets (not retried: it will not shrink)."""
+
 
 def is_remote(location: str | os.PathLike[str]) -> bool:
     """True for ``http://`` and ``https://`` locations."""
@@ -65,19 +82,24 @@ def cache_dir_for(base_url: str, cache_root: Path) -> Path:
     return cache_root / re.sub(r"[^A-Za-z0-9._-]", "_", name)  # one plain directory name, whatever the URL
 
 
-def _fetch_once(url: str, part: Path, timeout: float) -> None:
-    """Download ``url`` into ``part``, continuing from its current size with a Range request."""
+def _fetch_once(url: str, part: Path, timeout: float, max_bytes: int | None = None) -> None:
+    """Download ``url`` into ``part``, continuing from its current size with a Range request;
+    :class:`TooLarge` as soon as the file is known to exceed ``max_bytes`` (header or bytes read)."""
     have = part.stat().st_size if part.exists() else 0
     request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
     with urllib.request.urlopen(request, timeout=timeout) as response:
         if have and response.status != 206:  # server ignored the range: start over
             have = 0
         expected = response.headers.get("Content-Length")
+        if max_bytes is not None and expected is not None and have + int(expected) > max_bytes:
+            raise TooLarge(f"{url}: {have + int(expected):,} bytes, over the {max_bytes:,}-byte bound")
         written = 0
         with open(part, "ab" if have else "wb") as handle:
             while chunk := response.read(1 << 20):
                 handle.write(chunk)
                 written += len(chunk)
+                if max_bytes is not None and have + written > max_bytes:
+                    raise TooLarge(f"{url}: more than {max_bytes:,} bytes, over the bound")
         if expected is not None and written != int(expected):
             raise urllib.error.URLError(f"transfer cut after {written} of {expected} bytes")
 
@@ -90,18 +112,75 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def stamp_path(target: Path) -> Path:
+    """Where the verified stamp of a cached file lives (beside it)."""
+    return target.with_name(target.name + STAMP_SUFFIX)
+
+
+def _stamp_key(target: Path, sha256: str) -> dict[str, object]:
+    stat = target.stat()
+    return {"sha256": sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def _write_stamp(target: Path, sha256: str) -> None:
+    """Record that ``target`` hashed to ``sha256`` at its current size and mtime (atomic)."""
+    stamp = stamp_path(target)
+    tmp = stamp.with_name(f"{stamp.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(json.dumps(_stamp_key(target, sha256)), encoding="utf-8")
+    os.replace(tmp, stamp)
+
+
+def forget(target: Path) -> None:
+    """Remove a cached file and its stamp (evicted, or found stale)."""
+    target.unlink(missing_ok=True)
+    stamp_path(target).unlink(missing_ok=True)
+
+
+def is_verified(target: Path, size: int | None, sha256: str | None) -> bool:
+    """True when ``target`` is the file the metadata describes.
+
+    Its stamp matching ``sha256``, its size and mtime answers without reading it; otherwise the
+    file is hashed once and, if it matches, stamped. False for a missing file, a wrong size or a
+    wrong hash (the caller fetches it again).
+    """
+    try:
+        actual = target.stat().st_size
+    except FileNotFoundError:
+        return False
+    if size is not None and actual != size:
+        return False
+    if sha256 is None:
+        return True
+    try:
+        if json.loads(stamp_path(target).read_text(encoding="utf-8")) == _stamp_key(target, sha256):
+            return True
+    except (OSError, ValueError):
+        pass  # no stamp, or a torn one: hash the file
+    if _sha256(target) != sha256:
+        return False
+    _write_stamp(target, sha256)
+    return True
+
+
 def download(url: str, target: Path, size: int | None, sha256: str | None,
-             policy: RetryPolicy = DEFAULT_POLICY) -> Path:
-    """Fetch ``url`` to ``target`` (atomic, verified); a verified cached copy is reused."""
-    if target.exists() and (size is None or target.stat().st_size == size):
-        return target
+             policy: RetryPolicy = DEFAULT_POLICY, max_bytes: int | None = None) -> Path:
+    """Fetch ``url`` to ``target`` (atomic, verified); a cached copy is reused only if verified.
+
+    A cached copy that is not the file the metadata names (other hash, other size) is removed and
+    fetched again. ``max_bytes`` refuses a larger file at once (:class:`TooLarge`, no retry).
+    """
+    if target.exists():
+        if is_verified(target, size, sha256):
+            return target
+        log.info("%s: cached copy does not match the metadata; fetching it again", url)
+        forget(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     part = target.with_name(target.name + ".part")
     last: Exception | None = None
     for attempt in range(policy.attempts):
         try:
             if not (size is not None and part.exists() and part.stat().st_size == size):
-                _fetch_once(url, part, policy.timeout_s)
+                _fetch_once(url, part, policy.timeout_s, max_bytes)
             actual_size = part.stat().st_size
             if size is not None and actual_size > size:
                 part.unlink()
@@ -112,7 +191,12 @@ def download(url: str, target: Path, size: int | None, sha256: str | None,
                 part.unlink()
                 raise ValueError("checksum mismatch")
             os.replace(part, target)
+            if sha256 is not None:
+                _write_stamp(target, sha256)
             return target
+        except TooLarge:
+            part.unlink(missing_ok=True)
+            raise
         except urllib.error.HTTPError as exc:
             last = exc
             if exc.code in (403, 404, 410):  # gone: retrying will not help
@@ -127,10 +211,16 @@ def download(url: str, target: Path, size: int | None, sha256: str | None,
     raise RemoteError(f"{url}: unavailable after {policy.attempts} attempts: {last}")
 
 
-def fetch_json(url: str, target: Path, policy: RetryPolicy = DEFAULT_POLICY) -> dict:
-    """Download a small JSON file (no checksum known yet) and parse it."""
+def fetch_json(url: str, target: Path, policy: RetryPolicy = DEFAULT_POLICY,
+               max_bytes: int | None = None) -> dict:
+    """Download a small JSON file (no checksum known yet) and parse it; refuse one over ``max_bytes``
+    (default :data:`MAX_METADATA_BYTES`)."""
     target.unlink(missing_ok=True)
-    download(url, target, None, None, policy)
+    try:
+        download(url, target, None, None, policy, MAX_METADATA_BYTES if max_bytes is None else max_bytes)
+    except TooLarge as exc:
+        raise TooLarge(f"{exc}: not read (a metadata file is parsed whole, so its size is bounded; "
+                       f"pass max_bytes to fetch_json to raise it)") from None
     try:
         return json.loads(target.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -191,12 +281,16 @@ class RemoteFiles:
         with self._lock:
             for path in self._order:
                 file = self.cache / path
-                if file.is_file() and file.stat().st_size == self._specs[path][0]:
-                    done: Future[Path] = Future()
-                    done.set_result(file)
-                    self._futures[path] = done
-                    self._resident[path] = self._specs[path][0]
-                    self._used.add(path)  # unknown history: first to go
+                if not file.is_file():
+                    continue
+                if not is_verified(file, *self._specs[path]):
+                    forget(file)  # stale (republished) or corrupted: fetched again when asked for
+                    continue
+                done: Future[Path] = Future()
+                done.set_result(file)
+                self._futures[path] = done
+                self._resident[path] = self._specs[path][0]
+                self._used.add(path)  # unknown history: first to go
             return self._make_room(0, prefetch=False) or []
 
     def cached_bytes(self) -> int:
@@ -229,7 +323,7 @@ class RemoteFiles:
         self._resident.pop(path, None)
         self._futures.pop(path, None)
         self._used.discard(path)
-        (self.cache / path).unlink(missing_ok=True)
+        forget(self.cache / path)
 
     def _notify(self, evicted: Sequence[str]) -> None:
         if self.on_evict is not None:

@@ -24,16 +24,17 @@ import pytest
 import torch
 
 from loader import Recipe
-from loader.remote import RemoteFiles
+from loader.remote import STAMP_SUFFIX, RemoteFiles
 
 CAP = 24_000  # the served set's train files: ~58 KB; its largest shard (tokens + index): ~11.5 KB
 
 
 def _cache_bytes(cache: Path) -> int:
-    """Bytes of the set's files in the cache (``.part`` downloads included, metadata.json not)."""
+    """Bytes of the set's files in the cache (``.part`` downloads included; metadata.json and the
+    ~100-byte ``.verified`` stamps, which the cap does not count, not)."""
     total = 0
     for path in cache.rglob("*"):
-        if path.name != "metadata.json":
+        if path.name != "metadata.json" and not path.name.endswith(STAMP_SUFFIX):
             with contextlib.suppress(FileNotFoundError, IsADirectoryError):  # renamed or evicted meanwhile
                 total += path.stat().st_size if path.is_file() else 0
     return total
