@@ -10,8 +10,8 @@ One Prefect task per document shard (:mod:`tasks.tokenization`), run in worker p
 Rust tokenizer's own threads do not spread over a Dask cluster; processes do). Each task writes
 its shard's train/holdout tensors and a marker; a re-run skips shards whose marker matches. The
 flow process alone writes ``metadata.json`` and the manifest of the data root
-(:mod:`loader.tensor_manifest`): a ``tensors`` table (one row per tensor file) and the token
-count of each input shard in ``shards.tokens``.
+(:mod:`loader.tensor_manifest`): a ``tensors`` table (one row per tensor file of this tensor
+root; token counts belong to a root, so ``shards.tokens`` is not written).
 
 With ``--inputs`` it tokenizes any Parquet / JSONL(.gz/.zst) dataset instead (one task per file,
 :mod:`tasks.tokenize_external`); the manifest of ``--out`` then records the run, the tensor files
@@ -44,7 +44,7 @@ from loader.tensor_manifest import (
     record_tensors,
     source_table,
 )
-from loader.tensor_writer import TokenizeSettings, export_megatron, find_input_shards, write_metadata
+from loader.tensor_writer import TokenizeSettings, export_megatron_splits, find_input_shards, write_metadata
 from sources.datasets_text import ReadOptions, dataset_share
 from tasks import tokenize_hosts as per_host
 from tasks.tokenization import fetch_hosts, launch_hosts, tokenize_files, tokenize_shards
@@ -145,9 +145,9 @@ def tokenize_flow(config: TokenizeConfig) -> dict[str, Any]:
             raise ValueError(f"no document shards under {data} with labels {config.labels} and sources {config.sources}")
         records = tokenize_shards(data, shards, out, settings)
         metadata = write_metadata(out, records, settings, config.labels)
-        if config.megatron:
-            for split in ("train", "holdout"):
-                export_megatron(out, out / "megatron" / f"{split}_text_document", split)
+        if config.megatron:  # an empty split is skipped (megatron-core cannot open it): metadata says so
+            exports = export_megatron_splits(out, out / "megatron")
+            metadata = write_metadata(out, records, settings, config.labels, extra={"megatron": exports})
         record_tensors(run.manifest, out, run.run_id, records, config.split_digits)
         run.table("tokenize-counts", source_table(records), "Tokens and documents per source and split")
         get_run_logger().info("tokenized %d shards: %s train tokens, %s holdout tokens -> %s", len(records),

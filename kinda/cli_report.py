@@ -26,19 +26,21 @@ from kinda.summary import COUNTED_SHARDS, format_storage, storage
 #: Documents per source: all final documents (each once), then per label of the labeled shards.
 SOURCES_SQL = f"""
 WITH {COUNTED_SHARDS}, rows AS (
-    SELECT source, 'all documents' AS label, 0 AS rank, docs, text_bytes, tokens
+    SELECT source, 'all documents' AS label, 0 AS rank, docs, text_bytes
     FROM counted WHERE starts_with(path, 'docs/') OR starts_with(path, 'labeled/')
     UNION ALL
-    SELECT source, label, 1 AS rank, docs, text_bytes, tokens
+    SELECT source, label, 1 AS rank, docs, text_bytes
     FROM (SELECT *, unnest(labels) AS label FROM shards WHERE starts_with(path, 'labeled/'))
 )
-SELECT source, label, sum(docs)::BIGINT AS docs, sum(text_bytes)::BIGINT AS text_bytes, sum(tokens)::BIGINT AS tokens
+SELECT source, label, sum(docs)::BIGINT AS docs, sum(text_bytes)::BIGINT AS text_bytes
 FROM rows GROUP BY source, label, rank ORDER BY source, rank, label
 """
 DROPS_SQL = """
 SELECT source, reason, sum(count)::BIGINT AS count FROM latest_drops
 GROUP BY ALL ORDER BY source, count DESC, reason
 """
+#: Tokens belong to a tensor root (one corpus tokenized twice has two counts): one row per root,
+#: source, split and label set, from the ``tensors`` table each tokenize run replaces for its root.
 TENSORS_SQL = """
 SELECT tensor_root, source, split, array_to_string(list_sort(labels), ' ') AS labels,
        sum(docs)::BIGINT AS docs, sum(tokens)::BIGINT AS tokens
@@ -52,7 +54,7 @@ def _rows(manifest: Manifest, sql: str) -> list[dict[str, Any]]:
 
 
 def report_tables(manifest: Manifest, out: Path | None = None) -> dict[str, list[dict[str, Any]]]:
-    """The report's tables (``tokens`` is empty until a tokenize run wrote its table).
+    """The report's tables (``tokens``, per tensor root, is empty until a tokenize run wrote one).
 
     With the output root, ``storage`` holds one row: bytes of document shards on disk against one
     copy of the kept documents (:func:`kinda.summary.storage`).
@@ -113,9 +115,9 @@ def _html_table(rows: list[dict[str, Any]]) -> str:
 def chart_series(tables: dict[str, list[dict[str, Any]]]) -> dict[str, list[tuple[str, float]]]:
     """What the charts show: documents and tokens per source/label, drops per source/reason."""
     docs = [(f"{r['source']} · {r['label']}", float(r["docs"] or 0)) for r in tables["sources"]]
-    tokens = [(f"{r['source']} · {r['labels'] or '-'} · {r['split']}", float(r["tokens"] or 0)) for r in tables["tokens"]]
-    if not tokens:
-        tokens = [(f"{r['source']} · {r['label']}", float(r["tokens"])) for r in tables["sources"] if r["tokens"]]
+    several = len({r["tensor_root"] for r in tables["tokens"]}) > 1
+    tokens = [(f"{Path(r['tensor_root']).name + ' · ' if several else ''}{r['source']} · {r['labels'] or '-'} · "
+               f"{r['split']}", float(r["tokens"] or 0)) for r in tables["tokens"]]
     drops = [(f"{r['source']} · {r['reason']}", float(r["count"])) for r in tables["drops"]]
     return {"documents": docs, "tokens": tokens, "drops": drops}
 

@@ -20,7 +20,7 @@ counted AS (
 SHARDS_SQL = f"""
 WITH {COUNTED_SHARDS}
 SELECT source, coalesce(language, '-') AS language, count(*) AS shards, sum(docs) AS docs,
-       sum(text_bytes) AS text_bytes, sum(bytes) AS shard_bytes, sum(tokens) AS tokens
+       sum(text_bytes) AS text_bytes, sum(bytes) AS shard_bytes
 FROM counted GROUP BY ALL ORDER BY source, language
 """
 #: Directories of an output root whose Parquet files are the finished corpus's documents.

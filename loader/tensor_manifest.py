@@ -2,9 +2,11 @@
 
 The tasks return plain records (:func:`loader.tensor_writer.tokenize_shard`, one per shard or
 dataset file); only the flow process writes the manifest, in one short transaction per tensor
-root. These helpers turn the records into the ``tensors`` rows (one per tensor file), the
-token count of each input shard (``shards.tokens``), the manifest input rows of a dataset's files
-and the run's per-source table. No Prefect here: the flows in ``flows/tokenization.py`` call them.
+root. These helpers turn the records into the ``tensors`` rows (one per tensor file, keyed by
+tensor root), the manifest input rows of a dataset's files and the run's per-source table.
+Token counts live only in ``tensors``: a shard tokenized into two roots (another tokenizer,
+another ``work_tokens``) has two counts, so none is written to ``shards.tokens`` (it was, and the
+last run overwrote the first root's count in ``kinda report``, issue 25 item 7). No Prefect here: the flows in ``flows/tokenization.py`` call them.
 """
 
 from __future__ import annotations
@@ -27,14 +29,13 @@ def all_done(records: list[dict[str, Any]]) -> bool:
 
 def record_tensors(manifest: Manifest, out: Path, run_id: str, records: list[dict[str, Any]],
                    split_digits: bool) -> None:
-    """Replace the ``tensors`` rows of the tensor root ``out``; set each input shard's token count.
+    """Replace the ``tensors`` rows of the tensor root ``out`` (and of no other root).
 
     Replacing (not appending) keeps one row per tensor file however often a root is re-run;
-    failed records write nothing, so their shards keep the token count they had.
+    failed records write no row.
     """
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     rows = []
-    totals: dict[str, int] = defaultdict(int)
     for rec in records:
         if rec["status"] != "done":
             continue
@@ -42,13 +43,11 @@ def record_tensors(manifest: Manifest, out: Path, run_id: str, records: list[dic
             rows.append([str(out), info["tokens_path"], rec["input"], split, rec["source"], rec["language"],
                          list(rec["labels"]), rec["tokenizer_hash"], split_digits, info["tokens"], info["docs"],
                          info["tokens_bytes"], info["tokens_sha256"], run_id, now])
-            totals[rec["input"]] += info["tokens"]
     with manifest.connect() as con:
         con.execute("BEGIN TRANSACTION")
         con.execute("DELETE FROM tensors WHERE tensor_root = ?", [str(out)])
         if rows:
             con.executemany("INSERT INTO tensors VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        con.executemany("UPDATE shards SET tokens = ? WHERE path = ?", [[n, path] for path, n in sorted(totals.items())])
         con.execute("COMMIT")
 
 

@@ -442,22 +442,33 @@ MEGATRON_MAGIC = b"MMIDIDX\x00\x00"
 MEGATRON_DTYPE_CODES = {"<u2": 8, "<i4": 4, "<i8": 5, "|u1": 1}
 
 
-def export_megatron(root: Path, prefix: Path, split: str = "train", sources: Sequence[str] = ()) -> dict[str, Any]:
+#: Why an empty split has no Megatron pair (recorded in metadata.json's ``megatron``).
+EMPTY_SPLIT_NOTE = ("no documents in this split: megatron-core cannot map an empty .bin "
+                    "(ValueError: cannot mmap an empty file), so no pair is written")
+
+
+def export_megatron(root: Path, prefix: Path, split: str = "train",
+                    sources: Sequence[str] = ()) -> dict[str, Any] | None:
     """Write ``<prefix>.bin`` / ``<prefix>.idx`` (Megatron ``MMapIndexedDataset``) from a tensor set.
 
     One sequence per document (EOS included), one Megatron document per sequence. uint32 tensors
-    are written as int32, the widest type Megatron's readers accept (ids stay below 2**31).
+    are written as int32, the widest type Megatron's readers accept (ids stay below 2**31). A
+    split without documents (a 0.1% holdout of a small sample) writes nothing, removes a pair an
+    earlier run left, and returns None: a 0-byte ``.bin`` is a pair megatron-core cannot open.
     """
     metadata = read_metadata(root)
     dtype = np.dtype(metadata["dtype"])
     out_dtype = dtype if dtype.str in MEGATRON_DTYPE_CODES else np.dtype("<i4")
     lengths: list[np.ndarray] = []
     bin_path, idx_path = Path(f"{prefix}.bin"), Path(f"{prefix}.idx")
+    chosen = [info for shard in metadata["shards"] if (info := shard["splits"].get(split)) is not None
+              and (not sources or shard["source"] in sources) and int(info["docs"]) > 0]
+    if not chosen:
+        bin_path.unlink(missing_ok=True)
+        idx_path.unlink(missing_ok=True)
+        return None
     with atomic_path(bin_path) as tmp, open(tmp, "wb") as handle:
-        for shard in metadata["shards"]:
-            info = shard["splits"].get(split)
-            if info is None or (sources and shard["source"] not in sources):
-                continue
+        for info in chosen:
             tokens, offsets = open_tokens(root / info["tokens_path"], root / info["docs_path"], dtype.str)
             if out_dtype == dtype:
                 with open(root / info["tokens_path"], "rb") as src:
@@ -479,6 +490,18 @@ def export_megatron(root: Path, prefix: Path, split: str = "train", sources: Seq
         handle.write(pointers.tobytes())
         handle.write(doc_idx.tobytes())
     return {"bin": str(bin_path), "idx": str(idx_path), "sequences": len(sizes), "tokens": int(sizes.sum())}
+
+
+def export_megatron_splits(root: Path, directory: Path) -> dict[str, dict[str, Any]]:
+    """Export every split to ``<directory>/<split>_text_document``; return what metadata.json
+    records per split: the prefix (relative to ``root``) with its counts, or why it was skipped."""
+    notes: dict[str, dict[str, Any]] = {}
+    for split in SPLITS:
+        prefix = directory / f"{split}_text_document"
+        result = export_megatron(root, prefix, split)
+        notes[split] = {"skipped": EMPTY_SPLIT_NOTE} if result is None else {
+            "prefix": prefix.relative_to(root).as_posix(), "sequences": result["sequences"], "tokens": result["tokens"]}
+    return notes
 
 
 def read_megatron_index(idx_path: Path) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import random
 from collections.abc import Iterator
@@ -14,8 +15,9 @@ from core.document import Document, make_doc_id
 from core.manifest import Manifest
 from core.shards import ShardLimits, ShardWriter
 from flows.tokenization import TokenizeConfig, main, parse_args
+from kinda.cli_report import format_text, report_tables
 from loader.tensor_manifest import record_tensors
-from loader.tensor_writer import find_input_shards
+from loader.tensor_writer import find_input_shards, write_metadata
 from tasks.tokenization import tokenize_task
 
 WORDS = ["the", "river", "ran", "quiet", "in", "1999", "and", "2023", "under", "willows", "42", "angler"]
@@ -66,9 +68,31 @@ def test_task_function_and_manifest_rows(data_root: tuple[Path, Path], tmp_path:
     expected = {split: sum(r["splits"][split]["tokens"] for r in records if split in r["splits"])
                 for split in ("holdout", "train")}
     assert dict(rows) == expected
-    _, shard_rows = Manifest.for_output(data).query(
-        "SELECT sum(tokens) FROM shards WHERE list_contains(labels, 'G3')")
-    assert shard_rows[0][0] == sum(expected.values())
+
+
+def test_report_tokens_are_per_tensor_root(data_root: tuple[Path, Path], tmp_path: Path) -> None:
+    """Two tokenize runs into two roots (other holdout, other digit splitting): the report keeps
+    each root's counts, equal to its metadata.json, whichever run came last (issue 25 item 7)."""
+    data, tokenizer = data_root
+    manifest = Manifest.for_output(data)
+    roots = {"a": (0.1, True), "b": (0.4, False)}
+    for name, (holdout, split_digits) in roots.items():
+        config = TokenizeConfig(data=data, tokenizer=str(tokenizer), out=tmp_path / name, holdout_fraction=holdout,
+                                split_digits=split_digits)
+        records = [tokenize_task.fn(data, s, config.out, config.settings()) for s in find_input_shards(data)]
+        write_metadata(config.out, records, config.settings())
+        record_tensors(manifest, config.out, f"run-{name}", records, split_digits)
+    tables = report_tables(manifest)
+    assert "tokens" not in tables["sources"][0]  # no per-shard count that one root could overwrite
+    reported: dict[tuple[str, str], int] = collections.Counter()
+    for row in tables["tokens"]:
+        reported[(Path(row["tensor_root"]).name, row["split"])] += row["tokens"]
+    for name in roots:
+        totals = json.loads((tmp_path / name / "metadata.json").read_text())["totals"]
+        assert {split: reported[(name, split)] for split in totals} == {s: t["tokens"] for s, t in totals.items()}
+    assert reported[("a", "holdout")] != reported[("b", "holdout")]  # the roots differ: both survived
+    text = format_text(tables)
+    assert str(tmp_path / "a") in text and str(tmp_path / "b") in text
 
 
 @pytest.fixture(scope="module")

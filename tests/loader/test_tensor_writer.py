@@ -16,10 +16,12 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from core.document import Document, make_doc_id
 from core.shards import ShardLimits, ShardWriter
 from loader.tensor_writer import (
+    EMPTY_SPLIT_NOTE,
     TensorFormatError,
     TokenizeSettings,
     _SplitWriter,
     export_megatron,
+    export_megatron_splits,
     find_input_shards,
     in_holdout,
     open_tokens,
@@ -170,6 +172,31 @@ def test_megatron_export_round_trip(corpus: tuple[Path, list[str]], tokenizer_pa
     for size, pointer in zip(index["sizes"], index["pointers"], strict=True):
         doc = tokens[pointer // 2: pointer // 2 + size]
         assert doc[-1] == eos and eos not in doc[:-1]
+
+
+def test_empty_split_gets_no_megatron_pair_and_a_note(corpus: tuple[Path, list[str]], tokenizer_path: Path,
+                                                      tmp_path: Path) -> None:
+    """A holdout with no documents (0.1% of a small run) would be a 0-byte .bin that megatron-core
+    cannot map: it is skipped, a pair left by an earlier run is removed, the metadata says why."""
+    data, _ = corpus
+    st_ = TokenizeSettings(tokenizer=str(tokenizer_path), holdout_fraction=0.0, batch_docs=16)
+    out = tmp_path / "tensors"
+    records = [tokenize_shard(data, s, out, st_) for s in find_input_shards(data)]
+    write_metadata(out, records, st_)
+    stale = [out / "megatron" / f"holdout_text_document.{ext}" for ext in ("bin", "idx")]
+    for path in stale:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"")  # what an earlier export of the empty split wrote
+    assert export_megatron(out, out / "megatron" / "holdout_text_document", "holdout") is None
+    assert not any(path.exists() for path in stale)
+
+    notes = export_megatron_splits(out, out / "megatron")
+    assert notes["holdout"] == {"skipped": EMPTY_SPLIT_NOTE} and not any(path.exists() for path in stale)
+    train = notes["train"]
+    assert train["prefix"] == "megatron/train_text_document" and train["sequences"] > 0
+    index = read_megatron_index(out / "megatron" / "train_text_document.idx")
+    assert int(index["sizes"].sum()) == train["tokens"] and len(index["sizes"]) == train["sequences"]
+    assert (out / "megatron" / "train_text_document.bin").stat().st_size > 0
 
 
 def test_token_dtype_boundary() -> None:
