@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
 from core.manifest import Manifest
+from dedupe.shingles import shingle_items
 from flows.books import BooksConfig
 from flows.books import run as run_books
 from sources.samples import gutenberg
 
 
-def _shingles(text: str, n: int = 5) -> set[tuple[str, ...]]:
-    words = re.findall(r"\w+", text.lower())
-    return {tuple(words[i: i + n]) for i in range(len(words) - n + 1)}
+def _shingles(text: str) -> set[bytes]:
+    """Word 5-gram shingles as near-dedup sees them (``flows.dedup``, the book near-dedup)."""
+    return set(shingle_items(text))
 
 
 def _between(text: str, start: str, end: str) -> str:
