@@ -1,0 +1,294 @@
+"""The Pile-scale path measured: a reference index of N Pile-format documents, then a corpus matched against it.
+
+    python benchmarks/pile_scale.py --sizes 1000000 --corpus 100000           # ~1 GB of reference text
+    python benchmarks/pile_scale.py --sizes 1000000,3000000,10000000 --corpus 1000000 --workers 2
+    python benchmarks/pile_scale.py --sizes 200000 --corpus 20000 --keep /tmp/pile-scale   # keep the files
+
+Per reference size N, the way a user runs it:
+
+1. **Generate** (not timed): N documents in the Pile's layout, ``--shards`` (30) ``NN.jsonl.zst``
+   files of ``{"text", "meta": {"pile_set_name"}}`` lines, ``pile_set_name`` drawn over the real
+   subsets by their share of the Pile. Text is real prose: word windows cut from the public-domain
+   books shipped in ``sources/samples/data`` and joined, lengths drawn from a log-normal (median
+   ~400 words, a long tail up to 20,000 words).
+2. **Build**: ``python -m flows.pile_index --inputs 'ref/*.jsonl.zst' --index idx --workers W``.
+3. **Match**: a corpus of ``--corpus`` documents (an output root: document shards and manifest
+   rows, as a source flow leaves them) holding planted copies of reference documents, exact and
+   near at known Jaccard levels (0.5 to 1.0), run through ``python -m flows.dedup --data corpus
+   --against idx --workers W`` (within-source dedup off, so every decision is a reference match).
+
+Reported per size: build MB of text per CPU-second (flow process, Prefect server and workers
+together) and per wall-second, peak RSS of any process (``ru_maxrss`` of the whole process tree),
+index bytes per document, match CPU per corpus document, and recall (planted pairs with true
+Jaccard >= 0.85 found, matched to the right reference line) and precision (matches that are
+planted pairs of true Jaccard >= the layout's threshold ... or exact copies) on the planted pairs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+#: The Pile's subsets with their approximate share of documents (Gao et al. 2020, table 1, by documents).
+PILE_SETS = {
+    "Pile-CC": 0.25, "PubMed Central": 0.015, "Books3": 0.0001, "OpenWebText2": 0.08, "ArXiv": 0.006,
+    "Github": 0.095, "FreeLaw": 0.017, "StackExchange": 0.075, "USPTO Backgrounds": 0.028,
+    "PubMed Abstracts": 0.075, "Gutenberg (PG-19)": 0.0001, "OpenSubtitles": 0.0002, "Wikipedia (en)": 0.029,
+    "DM Mathematics": 0.0053, "Ubuntu IRC": 0.00001, "BookCorpus2": 0.00001, "EuroParl": 0.00003,
+    "HackerNews": 0.004, "YoutubeSubtitles": 0.0001, "PhilPapers": 0.00002, "NIH ExPorter": 0.0047,
+    "Enron Emails": 0.0025,
+}
+#: Jaccard levels of planted near copies (1.0 = an exact copy).
+LEVELS = (1.0, 0.95, 0.9, 0.85, 0.7, 0.5)
+RECALL_AT = 0.85
+
+
+@dataclass(frozen=True)
+class Measured:
+    """CPU, wall and peak RSS of one command and every process it started."""
+
+    cpu_s: float
+    wall_s: float
+    peak_rss_mb: float
+    returncode: int
+    tail: str
+
+
+def measure(argv: list[str], cwd: Path) -> Measured:
+    """Run ``argv``; ``os.wait4`` gives its CPU and the largest RSS of it and its reaped descendants."""
+    log = cwd / "command.log"
+    started = time.monotonic()
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONPATH": str(REPO)})
+        _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - started
+    tail = log.read_text(encoding="utf-8", errors="replace")[-3000:]
+    return Measured(usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024,
+                    os.waitstatus_to_exitcode(status), tail)
+
+
+# -- generation ---------------------------------------------------------------------------------
+def vocabulary_words() -> list[str]:
+    """Every word of the shipped public-domain prose, in text order (windows of it read as prose)."""
+    from sources.samples.prose import TEXTS, paragraphs
+
+    return [w for text in TEXTS for p in paragraphs(text.key) for w in p.split()]
+
+
+class TextMaker:
+    """Documents of real prose: log-normal length, made of word windows at random places."""
+
+    def __init__(self, seed: int) -> None:
+        self.words = vocabulary_words()
+        self.rnd = random.Random(seed)
+
+    def document(self) -> str:
+        # capped at 20,000 words: longer windows-of-prose documents would cover most of the shipped
+        # prose and look alike, which real long documents (books) do not
+        length = min(int(self.rnd.lognormvariate(6.0, 1.1)) + 20, 20_000)
+        parts: list[str] = []
+        total = 0
+        while total < length:
+            start = self.rnd.randrange(len(self.words) - 60)
+            take = self.rnd.randint(8, 60)
+            parts.append(" ".join(self.words[start:start + take]))
+            total += take
+        return " ".join(parts)
+
+
+def near_copy(text: str, jaccard: float, rnd: random.Random) -> str:
+    """A copy whose word 5-gram Jaccard with ``text`` is about ``jaccard``: spread-out words replaced."""
+    if jaccard >= 1.0:
+        return text
+    words = text.split()
+    shingles = max(len(words) - 4, 1)
+    changes = round(shingles * (1 - jaccard) / (5 * (1 + jaccard)))
+    for position in rnd.sample(range(0, len(words), 6), min(changes, len(words) // 6)):
+        words[position] = f"q{rnd.randrange(10**9)}"
+    return " ".join(words)
+
+
+def write_reference(folder: Path, documents: int, shards: int, seed: int,
+                    keep_every: int) -> tuple[dict[tuple[str, int], str], float]:
+    """The Pile-format shards; returns a sample of documents by (shard name, 1-based line) for
+    planting, and the megabytes of document text written (what build throughput is per)."""
+    import zstandard
+
+    folder.mkdir(parents=True, exist_ok=True)
+    maker = TextMaker(seed)
+    names, weights = list(PILE_SETS), list(PILE_SETS.values())
+    kept: dict[tuple[str, int], str] = {}
+    per_shard = -(-documents // shards)
+    made = text_bytes = 0
+    for shard_no in range(shards):
+        name = f"{shard_no:02d}.jsonl.zst"
+        count = min(per_shard, documents - made)
+        with open(folder / name, "wb") as handle, zstandard.ZstdCompressor(level=3).stream_writer(handle) as out:
+            for line in range(1, count + 1):
+                text = maker.document()
+                text_bytes += len(text.encode("utf-8"))
+                subset = maker.rnd.choices(names, weights)[0]
+                out.write(json.dumps({"text": text, "meta": {"pile_set_name": subset}}).encode() + b"\n")
+                if (made + line) % keep_every == 0:
+                    kept[(name, line)] = text
+        made += count
+    return kept, text_bytes / 1e6
+
+
+def write_corpus(out: Path, documents: int, kept: dict[tuple[str, int], str], planted_share: float,
+                 seed: int) -> list[dict[str, object]]:
+    """An output root of ``documents`` (shards + manifest rows); returns the planted copies' truth."""
+    from core.document import Document
+    from core.manifest import Manifest
+    from core.shards import ShardWriter
+
+    rnd = random.Random(seed + 1)
+    maker = TextMaker(seed + 2)
+    targets = sorted(kept)
+    truth: list[dict[str, object]] = []
+    manifest = Manifest.for_output(out)
+    with ShardWriter(out, out / "docs" / "web" / "en", "corpus", "web", "en") as writer:
+        for i in range(documents):
+            doc_id = f"c{i:09d}"
+            if targets and rnd.random() < planted_share:
+                shard, line = targets[rnd.randrange(len(targets))]
+                level = LEVELS[rnd.randrange(len(LEVELS))]
+                text = near_copy(kept[(shard, line)], level, rnd)
+                truth.append({"id": doc_id, "shard": shard, "line": line, "level": level})
+            else:
+                text = maker.document()
+            writer.write(Document(doc_id, text, "web", {"language": "en"}))
+    manifest.record_shards("pile-scale-corpus", [s.to_dict() for s in writer.finished], "bench", "web", "bench")
+    return truth
+
+
+# -- scoring ---------------------------------------------------------------------------------------
+def true_jaccard(a: str, b: str) -> float:
+    from dedupe.shingles import shingle_items
+
+    left, right = set(shingle_items(a)), set(shingle_items(b))
+    return len(left & right) / max(len(left | right), 1)
+
+
+def score(out: Path, truth: list[dict[str, object]], kept: dict[tuple[str, int], str],
+          threshold: float) -> dict[str, float]:
+    """Recall and precision of the reference matches on the planted pairs, from the dedup attributes.
+
+    Recall: planted copies of level >= 0.85 matched to their own reference line. Precision: a
+    match is right when it is a planted copy matched to its own line and the true word 5-gram
+    Jaccard of the pair reaches the layout's threshold less 0.05 (MinHash's estimate scatters
+    around it); any other match (an unplanted document, the wrong line) counts as wrong, which is
+    pessimistic: generated prose can overlap for real. Both on samples of at most 2,000.
+    """
+    import pyarrow.parquet as pq
+
+    from core.shards import read_documents
+
+    found: dict[str, tuple[str, int]] = {}
+    for path in (out / "attributes").rglob("*.parquet"):
+        for row in pq.read_table(path, columns=["id", "reference_shard", "reference_line"]).to_pylist():
+            if row["reference_shard"] is not None:
+                found[row["id"]] = (row["reference_shard"], row["reference_line"])
+    planted = {str(t["id"]): t for t in truth}
+    positives = [t for t in truth if float(t["level"]) >= RECALL_AT]  # type: ignore[arg-type]
+    recall_sample = positives[:: max(len(positives) // 2000, 1)]
+    hits = sum(found.get(str(t["id"])) == (t["shard"], t["line"]) for t in recall_sample)
+    matched = sorted(found)
+    checked = set(matched[:: max(len(matched) // 2000, 1)])
+    texts = {d.id: d.text for p in (out / "docs").rglob("*.parquet") for d in read_documents(p) if d.id in checked}
+    right = 0
+    for doc_id in checked:
+        item = planted.get(doc_id)
+        if item is None or found[doc_id] != (item["shard"], item["line"]):
+            continue
+        reference = kept[(str(item["shard"]), int(item["line"]))]  # type: ignore[call-overload]
+        right += true_jaccard(texts[doc_id], reference) >= threshold - 0.05
+    return {"recall": hits / max(len(recall_sample), 1), "precision": right / max(len(checked), 1),
+            "matches": len(found), "planted": len(truth)}
+
+
+def du(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def run_size(size: int, args: argparse.Namespace, work: Path) -> dict[str, object]:
+    """Generate, build and match at one reference size; returns the row."""
+    ref, index, corpus = work / "ref", work / "index", work / "corpus"
+    keep_every = max(size // max(args.corpus // 4, 1), 1)
+    started = time.monotonic()
+    kept, text_mb = write_reference(ref, size, args.shards, args.seed, keep_every)
+    truth = write_corpus(corpus, args.corpus, kept, args.planted, args.seed)
+    print(f"size {size:,}: generated {text_mb:,.0f} MB of reference text, {args.corpus:,} corpus documents "
+          f"({len(truth):,} planted) in {time.monotonic() - started:.0f} s", flush=True)
+    python = [sys.executable, "-m"]
+    workers = ["--workers", str(args.workers), "--runner", args.runner]
+    build = measure([*python, "flows.pile_index", "--inputs", str(ref / "*.jsonl.zst"), "--index", str(index),
+                     *workers], work)
+    if build.returncode != 0:
+        raise SystemExit(f"flows.pile_index failed:\n{build.tail}")
+    match = measure([*python, "flows.dedup", "--data", str(corpus), "--against", str(index), "--set",
+                     "within_sources=false", "--layout", args.layout, *workers], work)
+    if match.returncode != 0:
+        raise SystemExit(f"flows.dedup failed:\n{match.tail}")
+    from dedupe.lsh import BandLayout
+
+    scores = score(corpus, truth, kept, BandLayout.named(args.layout).threshold)
+    index_bytes = du(index)
+    return {"documents": size, "text_mb": round(text_mb), "build_cpu_s": round(build.cpu_s, 1),
+            "build_wall_s": round(build.wall_s, 1), "mb_per_cpu_s": round(text_mb / build.cpu_s, 1),
+            "mb_per_wall_s": round(text_mb / build.wall_s, 1), "build_peak_rss_mb": round(build.peak_rss_mb),
+            "index_bytes_per_doc": round(index_bytes / size), "match_cpu_s": round(match.cpu_s, 1),
+            "match_ms_per_doc": round(1000 * match.cpu_s / args.corpus, 3),
+            "match_peak_rss_mb": round(match.peak_rss_mb), **{k: round(v, 4) for k, v in scores.items()}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000000", help="reference sizes in documents (comma-separated)")
+    parser.add_argument("--corpus", type=int, default=100_000, help="documents in the matched corpus")
+    parser.add_argument("--planted", type=float, default=0.2, help="share of corpus documents that are copies")
+    parser.add_argument("--shards", type=int, default=30, help="Pile shards (the Pile has 30)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--runner", default="process", help="process or dask (a local cluster)")
+    parser.add_argument("--layout", default="0.8")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--work", type=Path, default=None, help="where the files go (default: system temp)")
+    parser.add_argument("--keep", action="store_true", help="keep the generated files")
+    args = parser.parse_args(argv)
+    rows = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        work = Path(tempfile.mkdtemp(prefix=f"pile-scale-{size}-", dir=args.work))
+        try:
+            rows.append(run_size(size, args, work))
+            print(json.dumps(rows[-1]), flush=True)
+        finally:
+            if not args.keep:
+                shutil.rmtree(work, ignore_errors=True)
+    cols = list(rows[0]) if rows else []
+    print("\n" + " ".join(f"{c:>18}" for c in cols))
+    for row in rows:
+        print(" ".join(f"{row[c]!s:>18}" for c in cols))
+    if len(rows) > 1:
+        first, last = rows[0], rows[-1]
+        per_doc = [float(r["build_cpu_s"]) / int(r["documents"]) for r in (first, last)]  # type: ignore[arg-type]
+        print(f"\nbuild CPU per document: {1e6 * per_doc[0]:.1f} us at {first['documents']:,}, "
+              f"{1e6 * per_doc[1]:.1f} us at {last['documents']:,} ({per_doc[1] / per_doc[0] - 1:+.1%})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
