@@ -20,13 +20,20 @@ whole file, so kept documents are held until the file ends: memory is bounded by
 survivors; ``flows.pubmed`` applies the newest-wins rule across the run's files.
 
 Parsing is streamed (``iterparse``, each record cleared after use) with DTD loading, network
-access and entity resolution off. A truncated ``.gz`` keeps every record read before the cut
-and adds one ``truncated_input`` drop.
+access and entity resolution off; a prolog that declares entities (XXE, billion laughs) refuses
+the file before any record is read (``xml_entity_declared``, as docs/reliability.md says). A
+file that cannot be read to its end (a truncated ``.gz``, XML cut mid-citation inside a valid
+one, corrupt compression, broken XML) keeps every record read before the stop and adds one
+``truncated_input`` drop naming the record number and byte where it stopped, so the input is
+``partial``, never ``done`` with citations uncounted.
 
 Bounds per citation (:class:`CitationBounds`): a record's size is the bytes the parser consumed
 between its start and end tags (to lxml's 32 KiB read granularity). A record over
-``max_record_bytes`` is a ``record_too_large`` drop, and its elements are freed as they are
-parsed, so it never sits in memory whole. A record over ``inline_bytes`` (real citations are
+``max_record_bytes`` is one ``record_too_large`` drop naming its number and PMID: the parser is
+stopped at the bound (libxml2 runs with ``huge_tree``, so a text node over 10 MB is no error,
+and the bound, not libxml2's, decides), the rest of the record is skipped as raw bytes up to its
+end tag and a fresh parser goes on with the next record, so it never sits in memory whole and
+the citations after it are kept. A record over ``inline_bytes`` (real citations are
 2-10 KB; a few hundred KB is already abnormal) is cleaned in a :class:`core.bounded.BoundedCleaner`
 helper under ``timeout_s`` (``cleaner_timeout`` past it). Below that the cleaning runs in this
 process: it is ``itertext`` and one whitespace regex, linear in the record, so a 64 KB record
@@ -53,6 +60,14 @@ from core.steps import Record
 SOURCE = "pubmed_abstracts"
 RECORD_TAGS = ("PubmedArticle", "PubmedBookArticle", "MedlineCitation", "DeleteCitation", "BookDocument")
 _WS = re.compile(r"\s+")
+#: How much the parser asks for at a time when it gives no size; how much of the last reads is
+#: kept to find an end tag cut between two reads.
+READ_SIZE = 32 << 10
+TAG_WINDOW = 64
+#: The prolog (XML declaration, DOCTYPE) is searched for entity declarations in this many bytes.
+PROLOG_BYTES = 64 << 10
+_ELEMENT_START = re.compile(rb"<[A-Za-z_]")
+_ENTITY_DECLARATION = re.compile(rb"<!ENTITY", re.I)
 #: MEDLINE's ISO 639-2 article languages -> ISO 639-1 (the common ones).
 LANGUAGES = {"eng": "en", "ger": "de", "fre": "fr", "spa": "es", "ita": "it", "rus": "ru", "jpn": "ja", "chi": "zh",
              "por": "pt", "pol": "pl", "dut": "nl", "swe": "sv", "dan": "da", "nor": "no", "fin": "fi", "cze": "cs",
@@ -136,7 +151,7 @@ def parse_citation(record: Any) -> Citation:
 
 
 #: The parser for one serialized record in the helper: no DTD, no entities, no network.
-_RECORD_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False,
+_RECORD_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True,
                                  remove_comments=True)
 
 
@@ -178,17 +193,79 @@ class _CitationParser:
             self.cleaner.close()
 
 
-class _CountingReader:
-    """A binary stream that counts the bytes the parser has consumed (records' sizes)."""
+class _RecordTooLarge(Exception):
+    """Raised from the parser's read when the open record passes its byte bound (see :class:`_Stream`)."""
 
-    def __init__(self, stream: Any) -> None:
+
+class _Stream:
+    """The decompressed file as the parser reads it: counts bytes, bounds the open record, resyncs.
+
+    ``count`` is how many bytes the parser has consumed (records' sizes, positions in drops).
+    While a record is open (``record_start`` set by the walk at its start tag), a read past
+    ``cap`` bytes into it raises :class:`_RecordTooLarge` instead of handing the parser more of
+    it, so no record (not even one text node: libxml2 runs with ``huge_tree``) grows much past
+    the bound in memory. :meth:`skip_past` then discards the raw bytes up to the record's end
+    tag and :meth:`restart` puts the root's start tag in front of the rest, for a fresh parser.
+    """
+
+    def __init__(self, stream: Any, cap: int) -> None:
         self.stream = stream
+        self.cap = cap
         self.count = 0
+        self.eof = False
+        self.record_start: int | None = None
+        self._pending = b""
+        self._tail = b""
+
+    def _raw(self, size: int) -> bytes:
+        if self._pending:
+            data, self._pending = self._pending[:size], self._pending[size:]
+            return data
+        read: bytes = self.stream.read(size)
+        return read
 
     def read(self, size: int = -1) -> bytes:
-        data: bytes = self.stream.read(size)
+        """What the parser reads (at most ``READ_SIZE`` bytes at a time)."""
+        if self.record_start is not None and self.count - self.record_start > self.cap:
+            raise _RecordTooLarge()
+        data = self._raw(size if 0 < size <= READ_SIZE else READ_SIZE)
+        self.eof = not data
         self.count += len(data)
+        self._tail = (self._tail + data)[-TAG_WINDOW:]
         return data
+
+    def head(self, size: int) -> bytes:
+        """The first ``size`` bytes (the whole file if shorter), left in place to be read again."""
+        parts, total = [], 0
+        while total < size:
+            data = self.stream.read(size - total)
+            if not data:
+                break
+            parts.append(data)
+            total += len(data)
+        self._pending = b"".join(parts) + self._pending
+        return self._pending[:size]
+
+    def skip_past(self, end_tag: bytes) -> bool:
+        """Discard bytes up to and including ``end_tag`` (read from the raw stream); False at the end."""
+        window = self._tail
+        while True:
+            found = window.find(end_tag)
+            if found >= 0:
+                self._pending = window[found + len(end_tag):] + self._pending
+                self._tail = b""
+                self.record_start = None
+                return True
+            data = self._raw(READ_SIZE)
+            if not data:
+                self.eof = True
+                return False
+            self.count += len(data)
+            window = window[-len(end_tag):] + data
+
+    def restart(self, root_start: bytes) -> None:
+        """Serve ``root_start`` before the rest, so a new parser sees a document again."""
+        self._pending = root_start + self._pending
 
 
 def citation_document(cit: Citation, file: str, root: str) -> Document:
@@ -240,56 +317,112 @@ def iter_medline(path: Path, require_abstract: bool = True, max_record_chars: in
     """Yield the file's surviving Documents (at its end) and a Drop for every record not kept."""
     file = path.name
     state = _FileState(file)
-    root_tag = "unknown"
-    number = 0
     bounds = bounds or CitationBounds()
     parse = _CitationParser(bounds)
     try:
-        with open_binary(path) as stream:
-            reader = _CountingReader(stream)
-            events = etree.iterparse(reader, events=("start", "end"), resolve_entities=False, no_network=True,
-                                     load_dtd=False, huge_tree=False, remove_comments=True)
-            depth = 0
-            record_start = 0
-            for event, elem in events:
-                if event == "start":
-                    depth += 1
-                    if depth == 1:
-                        root_tag = elem.tag
-                    elif depth == 2:
-                        record_start = reader.count
-                    continue
-                depth -= 1
-                size = reader.count - record_start
-                if depth != 1 and not (depth == 2 and elem.tag == "BookDocument"):
-                    if depth > 1 and size > bounds.max_record_bytes:
-                        _clear(elem)  # an oversized record is freed as it is parsed, never held whole
-                    continue
-                number += 1
-                if depth == 1 and size > bounds.max_record_bytes:
-                    where = f"{file}:record {number}"
-                    yield Drop("record_too_large", where, f"{where}: more than {size:,} bytes > "
-                                                          f"{bounds.max_record_bytes:,}; not parsed")
-                else:
-                    yield from _record(elem, state, file, root_tag, number, require_abstract, max_record_chars,
-                                       functools.partial(parse.sized, size))
-                _clear(elem)
-    except (*CODEC_ERRORS, TruncatedInputError, zlib.error, etree.XMLSyntaxError) as exc:  # type: ignore[misc]  # mypy: no star in except
-        reason = "truncated_input" if _is_truncation(exc) else "xml_error"
-        yield from state.kept.values()
-        yield Drop(reason, f"{file}:record {number + 1}",
-                   f"{file}: unreadable after record {number}: {type(exc).__name__}: {exc}")
-        return
+        for item in _records(path, bounds):
+            if isinstance(item, Drop):
+                yield item
+                continue
+            elem, number, size, root = item
+            yield from _record(elem, state, file, root, number, require_abstract, max_record_chars,
+                               functools.partial(parse.sized, size))
     finally:
         parse.close()
     yield from state.kept.values()
 
 
-def _is_truncation(exc: BaseException) -> bool:
-    if not isinstance(exc, etree.XMLSyntaxError):
-        return True
-    message = str(exc).lower()
-    return any(s in message for s in ("premature end", "end of data", "not properly terminated", "eof"))
+def _records(path: Path, bounds: CitationBounds) -> Iterator[tuple[Any, int, int, str] | Drop]:
+    """Each record element (number, size in bytes, root tag) in file order, and the reading's drops.
+
+    An element is valid until the next item (it is cleared then). A record over
+    ``max_record_bytes`` is one ``record_too_large`` drop naming its number and PMID, skipped in
+    bounded memory (:class:`_Stream`), and reading goes on after it. A prolog declaring entities
+    refuses the file (``xml_entity_declared``); a file that cannot be read to its end (cut,
+    corrupt compression, broken XML) ends with one ``truncated_input`` naming the position.
+    """
+    file = path.name
+    walk = _Walk(file, bounds.max_record_bytes)
+    try:
+        with open_binary(path) as raw:
+            stream = walk.stream = _Stream(raw, bounds.max_record_bytes)
+            head = stream.head(PROLOG_BYTES)
+            root = _ELEMENT_START.search(head)
+            if _ENTITY_DECLARATION.search(head[: root.start()] if root else head):
+                yield Drop("xml_entity_declared", f"{file}: prolog",
+                           f"{file}: the XML declares entities (<!ENTITY ...>); a MEDLINE file never does")
+                return
+            while True:
+                try:
+                    yield from walk.events(stream)
+                    return
+                except _RecordTooLarge:
+                    yield walk.too_large()
+                    if not stream.skip_past(f"</{walk.record_tag}>".encode()):
+                        raise TruncatedInputError(f"the file ends inside <{walk.record_tag}>") from None
+                    stream.restart(f"<{walk.root_tag}>".encode())
+    except (*CODEC_ERRORS, TruncatedInputError, zlib.error, etree.XMLSyntaxError) as exc:  # type: ignore[misc]  # mypy: no star in except
+        yield walk.truncated(exc)
+
+
+class _Walk:
+    """One file's record walk, kept across parser restarts (see :func:`_records`)."""
+
+    def __init__(self, file: str, cap: int) -> None:
+        self.file = file
+        self.cap = cap
+        self.number = 0
+        self.root_tag = "unknown"
+        self.record_tag = ""
+        self.pmid: str | None = None
+        self.position = 0
+        self.stream: _Stream | None = None
+
+    def events(self, stream: _Stream) -> Iterator[tuple[Any, int, int, str] | Drop]:
+        """Records of one parser's run over ``stream`` (a new parser after each skipped record)."""
+        events = etree.iterparse(stream, events=("start", "end"), resolve_entities=False, no_network=True,
+                                 load_dtd=False, huge_tree=True, remove_comments=True)
+        depth = 0
+        for event, elem in events:
+            if event == "start":
+                depth += 1
+                if depth == 1:
+                    self.root_tag = str(elem.tag)
+                elif depth == 2:
+                    stream.record_start = self.position = stream.count
+                    self.record_tag, self.pmid = str(elem.tag), None
+                continue
+            depth -= 1
+            if depth == 1 or (depth == 2 and elem.tag == "BookDocument"):
+                yield from self._record(elem, stream)
+                stream.record_start = None if depth == 1 else stream.record_start
+            elif depth > 1 and elem.tag == "PMID" and self.pmid is None:
+                self.pmid = (elem.text or "").strip()
+
+    def _record(self, elem: Any, stream: _Stream) -> Iterator[tuple[Any, int, int, str] | Drop]:
+        self.number += 1
+        size = stream.count - self.position
+        if size > self.cap:  # ended within the read that crossed the bound
+            where = f"{self.file}:record {self.number}"
+            yield Drop("record_too_large", where, f"{where}: more than {size:,} bytes > {self.cap:,}; not parsed")
+        else:
+            yield elem, self.number, size, self.root_tag
+        _clear(elem)
+
+    def too_large(self) -> Drop:
+        """The drop for the record the stream stopped (with its PMID when it came before the bound)."""
+        self.number += 1
+        where = f"{self.file}:record {self.number}"
+        pmid = f" (PMID {self.pmid})" if self.pmid else ""
+        return Drop("record_too_large", where, f"{where}{pmid}: <{self.record_tag}> from byte {self.position:,} "
+                                                f"runs past {self.cap:,} bytes (max_record_bytes); skipped unread")
+
+    def truncated(self, exc: BaseException) -> Drop:
+        """The one drop of a file that cannot be read to its end, naming where it stopped."""
+        count = self.stream.count if self.stream is not None else 0
+        cut = "the file ends" if self.stream is not None and self.stream.eof else "unreadable"
+        return Drop("truncated_input", f"{self.file}:record {self.number + 1}",
+                    f"{self.file}: {cut} after record {self.number} (byte {count:,}): {type(exc).__name__}: {exc}")
 
 
 def _record(elem: Any, state: _FileState, file: str, root: str, number: int, require_abstract: bool,
@@ -309,7 +442,7 @@ def _record(elem: Any, state: _FileState, file: str, root: str, number: int, req
         return
     try:
         cit = parse(elem, where) if parse is not None else parse_citation(elem)
-    except (ValueError, AttributeError) as exc:
+    except (ValueError, AttributeError, etree.LxmlError) as exc:
         yield Drop("bad_record", where, f"{where}: {exc}")
         return
     if isinstance(cit, Drop):  # bounded: cleaner_timeout, record_too_large, cleaner_crashed
@@ -337,17 +470,13 @@ PMID_INDEX = "pmids.parquet"
 DELETE_INDEX = "deletes.parquet"
 
 
-def deleted_pmids(path: Path) -> list[str]:
-    """The PMIDs a file's ``DeleteCitation`` lists name (streamed; a cut-off file gives what was read)."""
+def deleted_pmids(path: Path, bounds: CitationBounds | None = None) -> list[str]:
+    """The PMIDs a file's ``DeleteCitation`` lists name (streamed as the reader does; a cut-off file
+    gives what was read, the reader already counted the cut)."""
     pmids: list[str] = []
-    try:
-        with open_binary(path) as stream:
-            for _, elem in etree.iterparse(stream, events=("end",), tag="DeleteCitation", resolve_entities=False,
-                                           no_network=True, load_dtd=False, huge_tree=False):
-                pmids.extend((n.text or "").strip() for n in elem.findall("PMID"))
-                _clear(elem)
-    except (*CODEC_ERRORS, TruncatedInputError, zlib.error, etree.XMLSyntaxError):  # type: ignore[misc]
-        pass  # the reader already recorded the truncation as a drop
+    for item in _records(path, bounds or CitationBounds()):
+        if not isinstance(item, Drop) and item[0].tag == "DeleteCitation":
+            pmids.extend((n.text or "").strip() for n in item[0].findall("PMID"))
     return [p for p in pmids if p]
 
 
