@@ -15,6 +15,11 @@ The Hugging Face archives nest zips in zips. Members are read in memory or throu
 spooled temporary file, never extracted by member name; every member is bounded in size (declared
 and actual), in nesting depth and in count, so a zip bomb costs a counted drop, not the disk.
 
+One bad record costs itself: an Ubuntu JSON item with a bad byte (``invalid_utf8``), broken
+JSON (``malformed_json``, reading resumes at the next item boundary) or over
+``max_json_item_bytes`` (``record_too_large``, skipped in bounded memory) is one drop naming
+the item; the items before and after it are kept (:class:`_JsonArray`).
+
 The turn format (shared with :mod:`sources.reddit`): ``<speaker>: <text>`` per turn, turns
 separated by a blank line, speakers labelled A, B, ... by first appearance, ``?`` when the corpus
 does not name speakers (the sampled Ubuntu JSON). ``meta``: ``corpus``, ``dialogue_id``,
@@ -23,6 +28,7 @@ does not name speakers (the sampled Ubuntu JSON). ``meta``: ``corpus``, ``dialog
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
@@ -195,44 +201,132 @@ def _ubuntu_row(row: dict[str, str | None], split: str, number: int, record: str
 
 # -- Ubuntu JSON array ---------------------------------------------------------------------------
 class JsonArrayError(ValueError):
-    """The input is not a JSON array of objects (or an item is over the size bound)."""
+    """The input is not a JSON array at all."""
+
+
+@dataclass(frozen=True)
+class JsonItemError:
+    """An array item that is not kept: ``reason`` (``malformed_json``, ``invalid_utf8``,
+    ``record_too_large``, ``truncated_input``) and a detail for the manifest's errors."""
+
+    reason: str
+    detail: str
 
 
 _SEPARATOR = re.compile(r"\s*,?\s*")
+#: Where one item ends and the next begins (``},`` then ``{``). Outside a string this is always
+#: a boundary; inside one only in the rare text that holds it, and then the item after the cut
+#: fails to decode and the search goes on: a broken item costs itself, not the file.
+_BOUNDARY = re.compile(r"\}\s*,\s*(?=\{)")
+#: A byte that was not UTF-8, as ``surrogateescape`` decoding keeps it.
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+#: What a resynchronising search keeps of the text it has already searched (a boundary cut
+#: between two reads).
+_BOUNDARY_TAIL = 4096
+#: Longer than any JSON token a read can end inside (a number, ``false``, a ``\uXXXX`` pair).
+_TOKEN_CHARS = 64
+
+
+class _JsonArray:
+    """Items of a top-level JSON array, one at a time, each bounded and decoded on its own.
+
+    The bytes are decoded per read with ``surrogateescape`` (never through ``TextIOWrapper``,
+    whose first bad byte raised for the whole file), so a bad byte marks its item alone
+    (``invalid_utf8``). Each item is parsed with ``raw_decode`` at a position in the buffer; an
+    item that fails with all of its text present (``malformed_json``), or passes
+    ``max_item_bytes`` (``record_too_large``), is skipped to the next item boundary
+    (:data:`_BOUNDARY`), searched in bounded pieces, and reading goes on there. A file that ends
+    inside an item is ``truncated_input``.
+    """
+
+    def __init__(self, stream: IO[bytes], max_item_bytes: int) -> None:
+        self.stream = stream
+        self.max_item_bytes = max_item_bytes
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape")
+        self.json = json.JSONDecoder()
+        self.buffer = ""
+        self.ended = False
+
+    def more(self) -> bool:
+        """Append one read to the buffer; False at the end of the stream."""
+        if self.ended:
+            return False
+        data = self.stream.read(READ_BYTES)
+        self.ended = not data
+        self.buffer += self.decoder.decode(data, final=self.ended)
+        return bool(data)
+
+    def items(self) -> Iterator[Any]:
+        self.more()
+        self.buffer = self.buffer.lstrip()
+        if not self.buffer.startswith("["):
+            raise JsonArrayError("not a JSON array")
+        pos = 1
+        while True:
+            match = _SEPARATOR.match(self.buffer, pos)
+            pos = match.end() if match is not None else pos
+            if self.buffer.startswith("]", pos):
+                return
+            if pos >= len(self.buffer):
+                if self.more():
+                    continue
+                yield JsonItemError("truncated_input", "the file ends before the array is closed")
+                return
+            try:
+                item, end = self.json.raw_decode(self.buffer, pos)
+            except json.JSONDecodeError as exc:
+                if not self._complete(exc, pos):
+                    self.buffer, pos = self.buffer[pos:], 0
+                    self.more()
+                    continue
+                found = self._skip(pos, exc)
+                yield found[0]
+                if found[1] is None:
+                    return
+                pos = found[1]
+                continue
+            if end - pos > self.max_item_bytes:
+                yield JsonItemError("record_too_large", f"{end - pos:,} characters > {self.max_item_bytes:,}")
+            elif _ESCAPED_BYTE.search(self.buffer, pos, end):
+                yield JsonItemError("invalid_utf8", "the item holds bytes that are not UTF-8")
+            else:
+                yield item
+            pos = end
+
+    def _complete(self, exc: json.JSONDecodeError, pos: int) -> bool:
+        """True when the failure is the item's own fault or its bound, not a read that ended inside it."""
+        if self.ended or len(self.buffer) - pos > self.max_item_bytes:
+            return True
+        # a read can end inside a token (``tr``, ``\u00``, ``12``): only an error well before the
+        # end of what was read, and not an open string, is the item's own
+        return exc.pos < len(self.buffer.rstrip()) - _TOKEN_CHARS and not exc.msg.startswith("Unterminated string")
+
+    def _skip(self, pos: int, exc: json.JSONDecodeError) -> tuple[JsonItemError, int | None]:
+        """The broken item's error and where the next item starts (None: no next item)."""
+        too_large = len(self.buffer) - pos > self.max_item_bytes
+        error = (JsonItemError("record_too_large", f"more than {self.max_item_bytes:,} characters; skipped")
+                 if too_large else JsonItemError("malformed_json", f"{type(exc).__name__}: {exc}"))
+        start = pos + 1
+        while True:
+            match = _BOUNDARY.search(self.buffer, start)
+            if match is not None:
+                return error, match.end()
+            if self.ended:
+                if not self.buffer.rstrip().endswith("]"):
+                    return JsonItemError("truncated_input", f"{error.detail}; the file ends in it"), None
+                return error, None
+            keep = max(start, len(self.buffer) - _BOUNDARY_TAIL)
+            self.buffer, start = self.buffer[keep:], 0
+            self.more()
 
 
 def iter_json_array(stream: IO[bytes], max_item_bytes: int) -> Iterator[Any]:
-    """Items of a top-level JSON array, decoded one at a time in bounded memory.
+    """Items of a top-level JSON array, decoded one at a time in bounded memory (see :class:`_JsonArray`).
 
-    A streaming cut over ``raw_decode``: the buffer holds at most one item plus a read; an item
-    larger than ``max_item_bytes`` raises :class:`JsonArrayError`. Items are decoded at a
-    position in the buffer, which is cut once per read: cutting it per item copied up to a
-    whole read (1 MiB) for every item.
+    An item that is not kept comes as a :class:`JsonItemError` in its place; a stream that is
+    not a JSON array raises :class:`JsonArrayError`.
     """
-    decoder = json.JSONDecoder()
-    reader = io.TextIOWrapper(stream, encoding="utf-8")
-    buffer = reader.read(READ_BYTES).lstrip()
-    if not buffer.startswith("["):
-        raise JsonArrayError("not a JSON array")
-    pos, ended = 1, False
-    while True:
-        match = _SEPARATOR.match(buffer, pos)
-        pos = match.end() if match is not None else pos
-        if buffer.startswith("]", pos):
-            return
-        try:
-            item, end = decoder.raw_decode(buffer, pos)
-        except json.JSONDecodeError:
-            if ended:
-                raise
-            more = reader.read(READ_BYTES)
-            ended = not more
-            buffer, pos = buffer[pos:] + more, 0
-            if len(buffer) > max_item_bytes + READ_BYTES:
-                raise JsonArrayError(f"an item is over {max_item_bytes} bytes") from None
-            continue
-        yield item
-        pos, ended = end, False
+    return _JsonArray(stream, max_item_bytes).items()
 
 
 def read_ubuntu_json(stream: IO[bytes], name: str, where: str, limits: DialogueLimits) -> Iterator[Record]:
@@ -240,10 +334,14 @@ def read_ubuntu_json(stream: IO[bytes], name: str, where: str, limits: DialogueL
     index = 0
     try:
         for index, item in enumerate(iter_json_array(stream, limits.max_json_item_bytes), start=1):
-            yield _ubuntu_json_item(item, f"{where}: item {index}", limits)
-    except (JsonArrayError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        reason = "truncated_input" if isinstance(exc, json.JSONDecodeError) else "malformed_json"
-        yield Drop(reason, f"{where}: after item {index}", f"{type(exc).__name__}: {exc}", "en")
+            if not isinstance(item, JsonItemError):
+                yield _ubuntu_json_item(item, f"{where}: item {index}", limits)
+            elif item.reason == "truncated_input":
+                yield Drop(item.reason, f"{where}: after item {index - 1}", f"item {index}: {item.detail}", "en")
+            else:
+                yield Drop(item.reason, f"{where}: item {index}", f"{where}: item {index}: {item.detail}", "en")
+    except JsonArrayError as exc:
+        yield Drop("malformed_json", f"{where}: after item {index}", f"{type(exc).__name__}: {exc}", "en")
 
 
 def _ubuntu_json_item(item: Any, record: str, limits: DialogueLimits) -> Record:
