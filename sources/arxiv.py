@@ -39,6 +39,7 @@ from core.bounded import BoundedCleaner
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import MinLength, Record, Step
 from sources.latex import CleanResult, LatexOptions, clean_paper, decode_tex
+from sources.tar_stream import unsafe_member
 
 log = logging.getLogger(__name__)
 
@@ -104,18 +105,6 @@ def is_junk(path: str) -> bool:
     """macOS resource forks and folder metadata that travel inside many arXiv tarballs."""
     base = posixpath.basename(path.rstrip("/"))
     return base.startswith("._") or base == ".DS_Store" or "__MACOSX/" in f"{path}/"
-
-
-def unsafe_member(member: tarfile.TarInfo) -> str | None:
-    """Why a tar member must not be accepted (a link, a device, a path leaving the archive)."""
-    if member.issym() or member.islnk():
-        return f"link {member.name!r} -> {member.linkname!r}"
-    if member.isdev():
-        return f"device or fifo {member.name!r}"
-    name = member.name.replace("\\", "/")
-    if name.startswith("/") or re.match(r"^[A-Za-z]:", name) or ".." in name.split("/"):
-        return f"path {member.name!r} leaves the archive"
-    return None
 
 
 def member_path(name: str) -> str:

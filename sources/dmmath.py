@@ -6,7 +6,8 @@ Inputs, each one pipeline input:
   no header (also ``.txt.gz`` etc.; the split is the parent directory: ``train-easy``,
   ``train-medium``, ``train-hard``, ``interpolate``, ``extrapolate``);
 * the released package ``mathematics_dataset-v1.0.tar.gz`` (streamed; its
-  ``mathematics_dataset-v1.0/<split>/<module>.txt`` members);
+  ``mathematics_dataset-v1.0/<split>/<module>.txt`` members; a ``../`` or absolute member, a
+  link or a device is refused as ``unsafe_archive``);
 * the notes layout of ``samples_from_all_modules.txt`` (``<split>/<module>.txt:`` header lines,
   tab-indented answers, blank line between sections);
 * Pile shards (``*.jsonl.zst``, read by :mod:`sources.pile`): only lines whose
@@ -43,7 +44,7 @@ from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import Record, Step
 from sources.pile import PileLine, iter_pile
 from sources.rows import bounded_lines
-from sources.tar_stream import open_tar_stream
+from sources.tar_stream import open_tar_stream, unsafe_member
 
 SOURCE = "dm_math"
 LIST_SUFFIX = ".dmmath.json"
@@ -214,11 +215,13 @@ def iter_package(path: Path, settings: DmMathSettings) -> Iterator[Record]:
     try:
         with open_tar_stream(path) as archive:
             for member in archive:
-                member_path = PurePosixPath(member.name)
-                split = split_of(member_path)
+                where = f"{name}:{member.name}"
+                if (problem := unsafe_member(member)) is not None:
+                    yield Drop("unsafe_archive", where, f"{where}: {problem}; refused")
+                    continue
+                split = split_of(PurePosixPath(member.name))
                 if not member.isfile() or split is None or not _MODULE.match(module_of(member.name)):
                     continue
-                where = f"{name}:{member.name}"
                 if split not in settings.splits:
                     yield Drop("split_not_selected", where)
                     continue

@@ -1,0 +1,44 @@
+"""Fault injection, tar packages read through :mod:`sources.tar_stream` (issue 24 item 11).
+
+docs/reliability.md promises that an archive member with a hostile path (``../``, absolute, a
+link or a device) is refused as ``unsafe_archive``. The package is a real ``.tar.gz`` written by
+:mod:`tarfile`, laid out as the released ``mathematics_dataset-v1.0.tar.gz``.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+from core.document import Document, Drop
+from sources.dmmath import DmMathSettings, iter_package
+
+MODULE = b"".join(f"Solve {n}*k = {2 * n} for k.\n2\n".encode() for n in range(1, 30))
+
+
+def _file(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    tar.addfile(info, io.BytesIO(data))
+
+
+def test_hostile_members_are_refused_and_the_others_read(tmp_path: Path) -> None:
+    path = tmp_path / "mathematics_dataset-v1.0.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        _file(tar, "mathematics_dataset-v1.0/train-easy/algebra__linear_1d.txt", MODULE)
+        _file(tar, "../train-easy/numbers__gcd.txt", MODULE)
+        _file(tar, "/tmp/train-easy/numbers__lcm.txt", MODULE)
+        link = tarfile.TarInfo("mathematics_dataset-v1.0/train-easy/numbers__is_prime.txt")
+        link.type, link.linkname = tarfile.SYMTYPE, "../../../../etc/passwd"
+        tar.addfile(link)
+        _file(tar, "mathematics_dataset-v1.0/train-medium/algebra__linear_1d.txt", MODULE)
+    records = list(iter_package(path, DmMathSettings(splits=("train-easy", "train-medium"))))
+    drops = [(r.reason, r.record) for r in records if isinstance(r, Drop)]
+    name = path.name
+    assert drops == [("unsafe_archive", f"{name}:../train-easy/numbers__gcd.txt"),
+                     ("unsafe_archive", f"{name}:/tmp/train-easy/numbers__lcm.txt"),
+                     ("unsafe_archive", f"{name}:mathematics_dataset-v1.0/train-easy/numbers__is_prime.txt")]
+    files = sorted({str(r.meta["file"]) for r in records if isinstance(r, Document)})
+    assert files == [f"{name}:mathematics_dataset-v1.0/train-easy/algebra__linear_1d.txt",
+                     f"{name}:mathematics_dataset-v1.0/train-medium/algebra__linear_1d.txt"]
