@@ -58,6 +58,8 @@ SNIFF_BYTES = 64 * 1024
 READ_BYTES = 1 << 20
 UNKNOWN_SPEAKER = "?"
 CSV_FIELD_LIMIT = 16 * 1024 * 1024
+#: A byte that was not UTF-8, as ``surrogateescape`` decoding keeps it.
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 
 
 @dataclass(frozen=True)
@@ -174,15 +176,31 @@ def read_ubuntu_csv(stream: IO[bytes], name: str, where: str, limits: DialogueLi
     kept. Valid/test rows carry the ``Ground Truth Utterance`` and distractors.
     """
     csv.field_size_limit(CSV_FIELD_LIMIT)
-    text = io.TextIOWrapper(stream, encoding="utf-8", newline="")
+    # bad bytes become surrogates, so they cost their row (invalid_utf8), not the file
+    text = io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline="")
     split = name.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     try:
         reader = csv.DictReader(text)
-        for number, row in enumerate(reader, start=2):
-            record = f"{where}: row {number - 1}"
-            yield _ubuntu_row(row, split, number - 1, record, limits)
-    except (csv.Error, UnicodeDecodeError) as exc:
-        yield Drop("malformed_csv", f"{where}: after row", f"{type(exc).__name__}: {exc}", "en")
+        if reader.fieldnames is None:  # reads the header row; an empty file has no rows
+            return
+    except csv.Error as exc:
+        yield Drop("malformed_csv", f"{where}: header", f"{type(exc).__name__}: {exc}", "en")
+        return
+    number = 0
+    while True:
+        number += 1
+        record = f"{where}: row {number}"
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:  # an over-long field: the row is lost, the reader goes on after it
+            yield Drop("malformed_csv", record, f"{record}: {type(exc).__name__}: {exc}", "en")
+            continue
+        if any(_ESCAPED_BYTE.search(value) for value in row.values() if isinstance(value, str)):
+            yield Drop("invalid_utf8", record, f"{record}: bytes that are not UTF-8", "en")
+            continue
+        yield _ubuntu_row(row, split, number, record, limits)
 
 
 def _ubuntu_row(row: dict[str, str | None], split: str, number: int, record: str, limits: DialogueLimits) -> Record:
@@ -218,8 +236,6 @@ _SEPARATOR = re.compile(r"\s*,?\s*")
 #: a boundary; inside one only in the rare text that holds it, and then the item after the cut
 #: fails to decode and the search goes on: a broken item costs itself, not the file.
 _BOUNDARY = re.compile(r"\}\s*,\s*(?=\{)")
-#: A byte that was not UTF-8, as ``surrogateescape`` decoding keeps it.
-_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 #: What a resynchronising search keeps of the text it has already searched (a boundary cut
 #: between two reads).
 _BOUNDARY_TAIL = 4096

@@ -108,3 +108,17 @@ def test_real_sample_with_a_bad_byte_keeps_everything_else(realdata: Path, tmp_p
     docs, drops = _read(broken)
     assert [(d.reason, d.record) for d in drops if d.reason == "invalid_utf8"] == [("invalid_utf8", f"{broken}: item 2")]
     assert len(docs) == len(docs_before) - 1 and len(drops) == len(drops_before) + 1
+
+
+def test_ubuntu_v2_csv_bad_byte_or_huge_field_costs_its_row_alone(tmp_path: Path) -> None:
+    rows = [f'"i cannot mount the {n}th disk __eou__ __eot__ which filesystem ? __eou__ __eot__",'
+            f'"ext3 , i think __eou__",1' for n in range(50)]
+    rows[9] = rows[9].replace("mount the", "mount \udcff the")
+    rows[30] = '"' + "x " * 9_000_000 + '",y,1'  # an 18 MB field: over the CSV field bound
+    data = ("Context,Utterance,Label\r\n" + "\r\n".join(rows) + "\r\n").encode("utf-8", "surrogateescape")
+    path = tmp_path / "train.csv"
+    path.write_bytes(data)
+    docs, drops = _read(path)
+    assert [(d.reason, d.record) for d in drops] == [("invalid_utf8", f"{path}: row 10"),
+                                                     ("malformed_csv", f"{path}: row 31")]
+    assert len(docs) == 48
