@@ -6,12 +6,10 @@ the choice of engine is a config setting that leaves the default config hash unc
 
 from __future__ import annotations
 
-import io
+import importlib.util
 from pathlib import Path
 
 import pytest
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
 
 from core.document import Document, Drop
 from flows import commoncrawl as cc_flow
@@ -35,11 +33,11 @@ def _page(paragraphs: list[str]) -> bytes:
 
 
 def _warc(path: Path, pages: list[tuple[str, bytes]]) -> Path:
-    with open(path, "wb") as handle:
-        writer = WARCWriter(handle, gzip=True)
-        for url, body in pages:
-            http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
-            writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=http))
+    """A real WARC of HTML responses, written by warcio (the Common Crawl tests' writer)."""
+    spec = importlib.util.spec_from_file_location("cc_warc_helpers", Path(__file__).parent / "test_commoncrawl.py")
+    helpers = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(helpers)  # type: ignore[union-attr]
+    helpers.write_warc(path, pages)
     return path
 
 
