@@ -16,8 +16,8 @@ Two equivalent ways are offered:
 Galactica's ``<work>`` / ``</work>`` markers (reasoning documents of the ``reasoning`` source) are
 handled by ``work_tokens``: ``"text"`` (the tokenize flow's default, configs/tokenize.yaml: same
 tokenizer; the markers are plain text that the vocabulary encodes, recorded in the metadata) or
-``"added"`` (:func:`add_work_tokens` appends them as two special tokens after the last id, so every
-existing id is unchanged and models trained on the legacy ids keep their embeddings). ``None``
+``"added"`` (:func:`add_work_tokens` appends them as two added, non-special tokens after the last
+id, so every existing id is unchanged and ``decode()`` keeps them in the text and models trained on the legacy ids keep their embeddings). ``None``
 (this module's default, for callers that never tokenize reasoning documents) encodes as ``"text"``
 does and records nothing, so their ``metadata.json`` keeps its legacy bytes. ``"text"`` is the
 default because it adds no id: tensors stay mixable with every earlier set and loadable by the
@@ -112,11 +112,14 @@ def _next_id(config: dict[str, Any]) -> int:
 
 
 def add_work_tokens(config: dict[str, Any], tokens: tuple[str, ...] = WORK_TOKENS) -> dict[str, Any]:
-    """Return a copy of a ``tokenizer.json`` dict with ``tokens`` appended as special added tokens.
+    """Return a copy of a ``tokenizer.json`` dict with ``tokens`` appended as added tokens.
 
     New ids start after the last id in use, so every existing token keeps its id (the RWKV
     checkpoints' ``20B_tokenizer.json`` compatibility); a token the tokenizer already has (a
     Galactica tokenizer) keeps its id and is not added again, so applying this twice is a no-op.
+    They are *not* special: ``tokenizers`` matches an added token in the text either way (same
+    ids), but ``decode()`` skips special tokens by default, which dropped the markers from
+    decoded text; the work block is content, not control.
     """
     result = copy.deepcopy(config)
     added = result.setdefault("added_tokens", [])
@@ -127,7 +130,7 @@ def add_work_tokens(config: dict[str, Any], tokens: tuple[str, ...] = WORK_TOKEN
         if content in present or (isinstance(vocab, dict) and content in vocab):
             continue
         added.append({"id": next_id, "content": content, "single_word": False, "lstrip": False,
-                      "rstrip": False, "normalized": False, "special": True})
+                      "rstrip": False, "normalized": False, "special": False})
         next_id += 1
     return result
 

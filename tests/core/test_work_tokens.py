@@ -67,6 +67,22 @@ def test_added_tokens_come_after_the_last_id(bpe_path: Path) -> None:
             original.tokenizer.encode(text, add_special_tokens=False).ids
 
 
+def test_added_markers_are_not_special_so_decode_keeps_them(bpe_path: Path) -> None:
+    """As special tokens the markers had the same ids, but ``decode()`` (which skips special tokens
+    by default) dropped them from the text; as plain added tokens the ids stay and decode keeps them."""
+    added = load_tokenizer(bpe_path, work_tokens="added")
+    entries = [t for t in added.config["added_tokens"] if t["content"] in WORK_TOKENS]
+    assert [t["special"] for t in entries] == [False, False]
+    ids = added.tokenizer.encode(REASONING, add_special_tokens=False).ids
+    assert added.tokenizer.decode(ids) == REASONING  # default decode: markers kept
+    as_special = json.loads(json.dumps(added.config))
+    for token in as_special["added_tokens"]:
+        token["special"] = token["special"] or token["content"] in WORK_TOKENS
+    special = Tokenizer.from_str(json.dumps(as_special))
+    assert special.encode(REASONING, add_special_tokens=False).ids == ids  # same ids either way
+    assert "<work>" not in special.decode(ids)  # what the special registration did to decoded text
+
+
 def test_adding_twice_or_to_a_tokenizer_that_has_them_is_a_noop(bpe_path: Path) -> None:
     config = read_tokenizer_config(bpe_path)
     once = add_work_tokens(config)
