@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml Makefile
 
 # PyTorch only for the loader (and its tests); pinned because a newer range pulls a multi-GB CUDA build here
 $(TORCH_STAMP): $(STAMP)
-	$(PY) -m pip install -q "torch==2.13.0"
+	$(PY) -m pip install -q "torch==2.13.0" "torchdata>=0.10"  # torchdata: StatefulDataLoader tests (docs/training.md)
 	touch $(TORCH_STAMP)
 
 # Ray and dask-jobqueue only for the engine tests (tests/ops/test_ray.py, test_slurm.py; ~320 MB)

@@ -499,8 +499,9 @@ def export_megatron_splits(root: Path, directory: Path) -> dict[str, dict[str, A
     for split in SPLITS:
         prefix = directory / f"{split}_text_document"
         result = export_megatron(root, prefix, split)
+        where = prefix.relative_to(root).as_posix() if prefix.is_relative_to(root) else str(prefix)
         notes[split] = {"skipped": EMPTY_SPLIT_NOTE} if result is None else {
-            "prefix": prefix.relative_to(root).as_posix(), "sequences": result["sequences"], "tokens": result["tokens"]}
+            "prefix": where, "sequences": result["sequences"], "tokens": result["tokens"]}
     return notes
 
 
