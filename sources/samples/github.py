@@ -6,7 +6,7 @@ export of the same files, the two inputs ``flows.github`` reads (``--repos``, ``
 repository after it) and two commits made with fixed author, committer and dates, so the
 commit ids are the same on every machine. :func:`write_sample_inputs` (the sample-writer
 contract) writes ``github-repos-000000000000.jsonl.gz``: one row per file of each repository's
-``HEAD`` as read back with ``git ls-tree``/``git cat-file``, in the layout of a BigQuery export
+``HEAD`` (with git's blob id; it needs no git installed), in the layout of a BigQuery export
 of ``bigquery-public-data.github_repos`` (files joined with contents and licenses, as RedPajama
 exported it): ``repo_name, ref, path, mode, id`` (the git blob id), ``size, binary, copies,
 license, content``. Its bytes are deterministic (sorted rows, gzip mtime 0).
@@ -37,6 +37,7 @@ from pathlib import Path
 
 from core.atomic import atomic_path
 from sources.samples import github_files as f
+from sources.stack_code import git_blob_sha1
 
 EXPORT = "github-repos-000000000000.jsonl.gz"
 AUTHOR = ("Sample Owner", "owner@example.com")
@@ -95,7 +96,7 @@ def _write_files(root: Path, files: dict[str, str | bytes]) -> None:
     for rel, content in sorted(files.items()):
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+        path.write_bytes(_bytes(content))
         if rel.endswith(".sh"):
             path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
@@ -105,7 +106,8 @@ def make_repo(root: Path, repo: Repo) -> None:
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
-    _git(root, "init", "--quiet", "--initial-branch=main")
+    _git(root, "init", "--quiet")
+    _git(root, "symbolic-ref", "HEAD", "refs/heads/main")  # git < 2.28 has no --initial-branch
     _git(root, "remote", "add", "origin", f"https://github.com/{repo.name}.git")
     for files, message, date in ((repo.first, repo.messages[0], DATES[0]), (repo.second, repo.messages[1], DATES[1])):
         _write_files(root, files)
@@ -123,19 +125,29 @@ def write_sample_repos(directory: Path) -> list[str]:
     return sorted(roots)
 
 
-def export_rows(root: Path, repo: Repo) -> list[dict[str, object]]:
-    """One BigQuery-export row per file of the clone's ``HEAD`` (read back from git, not the working tree)."""
+def _bytes(content: str | bytes) -> bytes:
+    return content.encode("utf-8") if isinstance(content, str) else content
+
+
+def head_files(repo: Repo) -> dict[str, bytes]:
+    """The files of the repository's ``HEAD``: the first commit's, updated by the second's."""
+    return {path: _bytes(content) for path, content in {**repo.first, **repo.second}.items()}
+
+
+def export_rows(repo: Repo) -> list[dict[str, object]]:
+    """One BigQuery-export row per file of ``HEAD``, in path order (git's ``ls-tree`` order).
+
+    Computed from the files, not from a clone, so the sample run needs no git: the blob id is
+    git's (``git hash-object``), the mode git's as an integer; the tests check both against the
+    clones :func:`write_sample_repos` makes.
+    """
     rows: list[dict[str, object]] = []
-    for entry in _git(root, "ls-tree", "-r", "-z", "--full-tree", "HEAD").split("\0"):
-        if not entry:
-            continue
-        meta, path = entry.split("\t", 1)
-        mode, _, blob = meta.split()
-        data = subprocess.run(["git", "cat-file", "blob", blob], cwd=root, capture_output=True, check=True).stdout
+    for path, data in sorted(head_files(repo).items(), key=lambda item: item[0].encode("utf-8")):
         binary = b"\0" in data[:8000]
+        mode = "100755" if path.endswith(".sh") else "100644"
         rows.append({
-            "repo_name": repo.name, "ref": "refs/heads/main", "path": path, "mode": MODES[mode], "id": blob,
-            "size": len(data), "binary": binary, "copies": 1, "license": repo.license,
+            "repo_name": repo.name, "ref": "refs/heads/main", "path": path, "mode": MODES[mode],
+            "id": git_blob_sha1(data), "size": len(data), "binary": binary, "copies": 1, "license": repo.license,
             "content": None if binary else data.decode("utf-8"),
         })
     return rows
@@ -144,13 +156,7 @@ def export_rows(root: Path, repo: Repo) -> list[dict[str, object]]:
 def write_sample_inputs(directory: Path) -> list[str]:
     """Write the BigQuery export of the sample repositories into ``directory``; return its path."""
     directory.mkdir(parents=True, exist_ok=True)
-    clones = directory / ".clones"
-    try:
-        write_sample_repos(clones)
-        rows = [row for repo in REPOS for row in export_rows(clones / repo.name, repo)]
-    finally:
-        shutil.rmtree(clones, ignore_errors=True)
-    rows.sort(key=lambda row: (str(row["repo_name"]), str(row["path"])))
+    rows = [row for repo in sorted(REPOS, key=lambda r: r.name) for row in export_rows(repo)]
     target = directory / EXPORT
     data = "".join(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n" for row in rows)
     with atomic_path(target) as tmp, open(tmp, "wb") as raw, \

@@ -60,8 +60,8 @@ def test_export_rows_match_the_clones(repos: list[str], export: Path, tmp_path: 
     assert len(rows) == sum(len(_git(root, "ls-files").splitlines()) for root in repos) == 30
     for row in rows:
         root = by_repo[row["repo_name"]]
-        blob = _git(root, "rev-parse", f"HEAD:{row['path']}").strip()
-        assert row["id"] == blob and row["ref"] == "refs/heads/main"
+        mode, blob = _git(root, "ls-tree", "HEAD", "--", row["path"]).split()[::2]
+        assert (row["id"], row["mode"], row["ref"]) == (blob, int(mode, 8), "refs/heads/main")
         data = (Path(root) / row["path"]).read_bytes()
         assert row["size"] == len(data)
         assert row["binary"] == (row["path"] == "docs/logo.png")
