@@ -11,11 +11,12 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
+import re
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from core.download import is_url
 from core.shards import ShardLimits
@@ -23,6 +24,33 @@ from core.shards import ShardLimits
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
 Runner = Literal["process", "thread", "sequential", "dask", "ray"]
+
+#: A DuckDB memory size as its ``SET memory_limit`` reads it: a number and a unit, or a percentage.
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?(?:e\d+)?)\s*(%|[kmgt]i?b|[kmgt]|b|bytes?|(?:kilo|mega|giga|tera)bytes?)\s*",
+                   re.IGNORECASE)
+
+
+def duckdb_size(value: str) -> str:
+    """``value`` if DuckDB accepts it as a memory size (``1GB``, ``512 MiB``, ``80%``), else ValueError.
+
+    Checked when the config is read, so a typo ends the command with one line before any input
+    is read, instead of failing every input in the run (DuckDB parses it only inside a task).
+    """
+    match = _SIZE.fullmatch(value)
+    if match is None:
+        raise ValueError(f"{value!r} is not a memory size: a number and a unit, e.g. 1GB, 512MiB or 80%")
+    amount = float(match.group(1))
+    if amount <= 0 or (match.group(2) == "%" and amount > 100):
+        raise ValueError(f"{value!r} is out of range: above 0 (and at most 100%)")
+    return value
+
+
+#: A config field holding a DuckDB memory limit (``memory_limit: MemorySize = "1GB"``).
+MemorySize = Annotated[str, AfterValidator(duckdb_size)]
+
+
+class ConfigFileError(ValueError):
+    """A config file that cannot be read as YAML; its message names the file, line and column."""
 
 
 class ShardConfig(BaseModel):
@@ -45,6 +73,10 @@ class PipelineConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: Fields naming what a source run reads: with all of them empty it is refused before it starts.
+    INPUT_FIELDS: ClassVar[tuple[str, ...]] = ()
+    #: Whether input patterns may name folders (a StackExchange site dump, a dataset folder).
+    INPUT_FOLDERS: ClassVar[bool] = False
     #: Fields that do not change output bytes; left out of the config hash.
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = frozenset(
         {"out", "workers", "runner", "dask_address", "cache_dir", "keep_staging", "progress"}
@@ -65,7 +97,7 @@ class PipelineConfig(BaseModel):
         """Load defaults from ``path`` (if any) and apply ``overrides`` on top."""
         data: dict[str, Any] = {}
         if path is not None:
-            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+            loaded = load_yaml_file(Path(path)) or {}
             if not isinstance(loaded, dict):
                 raise ValueError(f"{path}: expected a mapping at the top level")
             data.update(loaded)
@@ -92,10 +124,43 @@ class PipelineConfig(BaseModel):
         return [p for p in self.input_patterns() if not is_url(p) and not glob.glob(p, recursive=True)
                 and not Path(p).exists()]
 
+    def lacks_input(self) -> bool:
+        """A source run given none of its :attr:`INPUT_FIELDS` (nothing to read; refused up front)."""
+        return bool(self.INPUT_FIELDS) and not any(getattr(self, name) for name in self.INPUT_FIELDS)
+
+    def file_patterns(self) -> list[str]:
+        """The input patterns that must name files: all of them, unless the source reads folders."""
+        return [] if self.INPUT_FOLDERS else self.input_patterns()
+
+    def folder_inputs(self) -> list[str]:
+        """Folders matched where files are expected (a reader would fail on each; refused up front)."""
+        return [match for pattern in self.file_patterns() if not is_url(pattern)
+                for match in sorted(glob.glob(pattern, recursive=True)) or [pattern] if Path(match).is_dir()]
+
+    def preflight(self) -> None:
+        """Raise (one line, naming what to do) for what would fail every input, e.g. a missing model.
+
+        Called by the command line before Prefect starts and by the flows that override it at
+        their start, so a run that cannot read anything fails, in Prefect too, instead of
+        completing with every input failed.
+        """
+
     @property
     def cache_root(self) -> Path:
         """Where downloads are cached."""
         return self.cache_dir or (self.out / "cache")
+
+
+def load_yaml_file(path: Path) -> Any:
+    """The YAML document in ``path``; a syntax error is a :class:`ConfigFileError` naming file and position."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigFileError(f"{path}{where}: not valid YAML: {problem}") from None
 
 
 def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
@@ -114,5 +179,9 @@ def parse_set_option(items: list[str] | None) -> dict[str, Any]:
         if "=" not in item:
             raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
         key, raw = item.split("=", 1)
-        overrides[key.strip()] = yaml.safe_load(raw)
+        try:
+            overrides[key.strip()] = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            problem = getattr(exc, "problem", None) or "not valid YAML"
+            raise ValueError(f"--set {item}: {problem}") from None
     return overrides

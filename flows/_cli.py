@@ -6,15 +6,19 @@ config, its flow and the few flags of its own. Precedence: the YAML file, then `
 explicit flags.
 
 What users get wrong is answered before Prefect starts (it costs seconds and would bury the
-message in a log): a missing input, a bad ``--set``, an invalid value, an unwritable ``--out``
-or an output root another run is writing to each end with one line and exit code 2. Errors
-that retrying cannot fix end with one line too, not a traceback.
+message in a log): a config file that is not YAML, no input or a missing one, a folder where
+files are read, a bad ``--set``, an invalid value, a missing model, an unwritable ``--out`` or
+an output root another run is writing to each end with one line and exit code 2; a Dask
+scheduler that does not answer ends with one line and exit code 1. Errors that retrying cannot
+fix (a full disk, a damaged manifest) end with one line too, naming the path and the errno,
+not a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -27,6 +31,8 @@ from pydantic import ValidationError
 from core.config import PipelineConfig, parse_set_option
 from core.lock import PENDING_RUN, OutputLock, OutputLockedError
 from core.manifest import ManifestError
+from core.os_errors import os_error_line
+from flows._logs import quiet_environment_errors
 from flows._runtime import make_task_runner, prefect_api
 
 C = TypeVar("C", bound=PipelineConfig)
@@ -36,6 +42,10 @@ RUNNERS = ["process", "thread", "sequential", "dask", "ray"]
 
 class UsageError(Exception):
     """Something the user can fix on the command line; printed as one line, exit code 2."""
+
+
+class RunError(Exception):
+    """The run cannot start or go on for a reason outside the command line; one line, exit code 1."""
 
 
 @dataclass(frozen=True)
@@ -147,9 +157,9 @@ class FlowCLI(Generic[C]):
         args = parser.parse_args(argv)
         try:
             return self.config_cls.from_yaml(args.config, self._overrides(args))
-        except (ValidationError, ValueError, OSError) as exc:
-            parser.error(one_line(exc))
-        raise AssertionError("unreachable")  # parser.error exits
+        except (ValidationError, ValueError, OSError) as exc:  # the config, not the syntax: no usage text
+            print(f"{self.prog}: error: {one_line(exc)}", file=sys.stderr)
+            raise SystemExit(2) from None
 
     def _overrides(self, args: argparse.Namespace) -> dict[str, Any]:
         overrides = self.prepare(args) if self.prepare is not None else {}
@@ -166,6 +176,7 @@ class FlowCLI(Generic[C]):
 
     def run(self, config: C) -> Any:
         """Run the flow with the task runner the config names (inside a Prefect API context)."""
+        quiet_environment_errors()
         if self._runner is not None:
             return self._runner(config)
         return self.flow.with_options(task_runner=make_task_runner(config))(config)
@@ -177,9 +188,21 @@ class FlowCLI(Generic[C]):
         and given back, two commands started together would both pass and race inside their
         flows, where the loser's refusal comes with Prefect's traceback.
         """
+        if config.lacks_input():
+            raise UsageError("no input: give " + " and/or ".join(self._flag_name(f) for f in config.INPUT_FIELDS))
         missing = config.missing_inputs()
         if missing:
             raise UsageError(f"input not found: {', '.join(missing)} (no file or folder matches)")
+        folders = config.folder_inputs()
+        if folders:
+            raise UsageError(f"input is a folder, not a file: {', '.join(folders)} "
+                             f"(name the files in it, e.g. '{folders[0].rstrip('/')}/*')")
+        try:
+            config.preflight()
+        except (ValueError, OSError) as exc:
+            raise UsageError(one_line(exc)) from None
+        if config.runner == "dask" and config.dask_address:
+            check_scheduler(config.dask_address)
         if not self.out_is_root:
             return None
         out = Path(config.out)
@@ -187,6 +210,11 @@ class FlowCLI(Generic[C]):
         lock = OutputLock(out, self.prog.removeprefix("python -m flows."), PENDING_RUN)
         lock.acquire()
         return lock
+
+    def _flag_name(self, field: str) -> str:
+        """The command-line flag that sets ``field`` (``dumps`` -> ``--dump``)."""
+        named = [flag.name for flag in self.flags if flag.field == field]
+        return named[0] if named else "--" + field.replace("_", "-")
 
     def main(self, argv: Sequence[str] | None = None) -> int:
         """``python -m flows.<name>``: parse, check, run, print where the output is."""
@@ -199,8 +227,12 @@ class FlowCLI(Generic[C]):
         except (UsageError, OutputLockedError) as exc:
             print(f"{self.prog}: error: {one_line(exc)}", file=sys.stderr)
             return 2
-        except (ManifestError, FileNotFoundError, PermissionError, ValueError, RuntimeError) as exc:
+        except (RunError, ManifestError, FileNotFoundError, PermissionError, ValueError, RuntimeError) as exc:
             print(f"{self.prog}: error: {one_line(exc)}", file=sys.stderr)
+            return 1
+        except OSError as exc:  # a full disk, a read-only or vanished mount: retrying cannot fix it
+            print(f"{self.prog}: error: {os_error_line(exc, getattr(config, self.out_field, None))}",
+                  file=sys.stderr)
             return 1
         finally:
             if lock is not None:
@@ -220,3 +252,25 @@ def check_writable(out: Path) -> None:
         os.unlink(probe)
     except OSError as exc:
         raise UsageError(f"cannot write to --out {out}: {exc.strerror or exc}") from None
+
+
+def check_scheduler(address: str, timeout_s: float = 5.0) -> None:
+    """Raise RunError unless the Dask scheduler at ``address`` accepts a TCP connection.
+
+    Dask itself retries for 30 s per attempt and Prefect wraps its failure in a long
+    traceback; a refused or silent port is known in a second, before Prefect starts.
+    Schemes other than ``tcp``/``tls`` (``inproc``, ``ucx``) are left to Dask.
+    """
+    scheme, _, rest = address.rpartition("://")
+    if scheme not in ("", "tcp", "tls"):
+        return
+    host, _, port = rest.rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"--dask-address {address}: expected tcp://HOST:PORT")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        reason = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or type(exc).__name__)
+        raise RunError(f"Dask scheduler at {address} is not reachable ({reason}); "
+                       "start it (dask scheduler) or leave out --dask-address for a local cluster") from None

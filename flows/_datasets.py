@@ -11,9 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from core.config import CONFIG_DIR
+from core.config import CONFIG_DIR, load_yaml_file
 
 
 def deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
@@ -38,7 +36,7 @@ def load_layered(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     path = Path(path).resolve()
     if path in seen:
         raise ValueError(f"{path}: 'extends' loops back to itself")
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = load_yaml_file(path) or {}
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping at the top level")
     parent = data.pop("extends", None)
@@ -58,7 +56,7 @@ def resolve_config_path(name: str | Path, relative_to: Path | None = None) -> Pa
 
 def stage_yaml(name: str) -> dict[str, Any]:
     """A stage's own YAML (``configs/<name>``), the bottom layer of its config in a dataset run."""
-    data = yaml.safe_load((CONFIG_DIR / name).read_text(encoding="utf-8")) or {}
+    data = load_yaml_file(CONFIG_DIR / name) or {}
     if not isinstance(data, dict):
         raise ValueError(f"{CONFIG_DIR / name}: expected a mapping at the top level")
     return data

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from core.config import PipelineConfig
+from flows._logs import quiet_environment_errors
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +36,10 @@ def prefect_api() -> Iterator[str]:
     os.environ["PREFECT_API_URL"] = server.api_url
     try:
         with temporary_settings({PREFECT_API_URL: server.api_url}):
-            yield server.api_url
-            _drain_workers()
+            try:
+                yield server.api_url
+            finally:  # a failed run's logs too, or the log worker retries a stopped server for minutes
+                _drain_workers()
     finally:
         os.environ.pop("PREFECT_API_URL", None)
         server.stop()
@@ -69,7 +72,7 @@ def make_task_runner(config: PipelineConfig) -> Any:
 
     workers = worker_count(config)
     if config.runner == "process":
-        return ProcessPoolTaskRunner(max_workers=workers)
+        return ProcessPoolTaskRunner(max_workers=workers, initializer=quiet_environment_errors)
     if config.runner == "thread":
         return ThreadPoolTaskRunner(max_workers=workers)
     if config.runner == "sequential":

@@ -197,6 +197,7 @@ def run_source(
     logger = get_run_logger()
     out = Path(config.out).resolve()
     with RunRecorder(out, flow_name, recipe.name, config) as run:
+        config.preflight()  # e.g. no language-ID model: the run fails (in Prefect too), not every input
         specs = resolve_inputs(config, locations, checksums)
         ctx = pipeline.RunContext(out, recipe.name, config.config_hash(), config.shards.limits(), recipe.name)
         records = _process(recipe, specs, ctx, config, phases or SourcePhases(), logger)

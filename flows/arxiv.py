@@ -57,6 +57,8 @@ class LimitsConfig(BaseModel):
 class ArxivConfig(PipelineConfig):
     """Settings of the arXiv recipe (defaults in ``configs/arxiv.yaml``)."""
 
+    INPUT_FIELDS: ClassVar[tuple[str, ...]] = ("inputs",)
+
     #: Which files are read does not change what a paper becomes.
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"inputs"}
 

@@ -62,6 +62,8 @@ class NearDedupConfig(BaseModel):
 class BooksConfig(LateBoundsConfig):
     """Settings of the Books recipe (defaults in ``configs/books.yaml``)."""
 
+    INPUT_FIELDS: ClassVar[tuple[str, ...]] = ("inputs",)
+
     #: Which files are read does not change how each is processed: not part of the config hash.
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"inputs", "books_per_input"}
     #: Exposed after the first release at the value the reader already used (see LateBoundsConfig).

@@ -11,6 +11,7 @@ and three-sentence-span dedup as the group step (see :mod:`sources.c4`).
 from __future__ import annotations
 
 import sys
+from typing import ClassVar
 
 from prefect import flow
 from pydantic import Field
@@ -30,6 +31,8 @@ from sources.warc import CRAWL_ID
 class C4Config(WebConfig):
     """Settings of both C4 routes (defaults in ``configs/c4.yaml``)."""
 
+    INPUT_FIELDS: ClassVar[tuple[str, ...]] = ("inputs", "from_commoncrawl")
+
     from_commoncrawl: list[str] = Field(default_factory=list, description="WARC/WET inputs to rebuild C4 from")
     min_words_per_line: int = 3
     max_word_length: int = 1000
@@ -40,6 +43,11 @@ class C4Config(WebConfig):
     def input_patterns(self) -> list[str]:
         """Local inputs of either route to check before a run."""
         return [*super().input_patterns(), *(p for p in self.from_commoncrawl if not CRAWL_ID.match(p))]
+
+    def preflight(self) -> None:
+        """Language ID runs on pages rebuilt from Common Crawl only (released C4 is already English)."""
+        if self.from_commoncrawl:
+            super().preflight()
 
     def rules(self) -> C4Rules:
         return C4Rules(min_words_per_line=self.min_words_per_line, max_word_length=self.max_word_length,

@@ -75,6 +75,8 @@ class PerplexityConfig(BaseModel):
 class WebConfig(LateBoundsConfig):
     """Settings shared by the web flows (Common Crawl, C4 from Common Crawl)."""
 
+    INPUT_FIELDS: ClassVar[tuple[str, ...]] = ("inputs",)
+
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"dedup_memory_mb"}
     #: The extractor choice came after the first release: at its default (trafilatura) it names what
     #: every earlier run used, so it leaves their config hash (and resumable work) unchanged.
@@ -96,6 +98,12 @@ class WebConfig(LateBoundsConfig):
     def input_patterns(self) -> list[str]:
         """Local inputs to check before a run (crawl ids are looked up online)."""
         return [item for item in self.inputs if not CRAWL_ID.match(item)]
+
+    def preflight(self) -> None:
+        """Every page goes through language ID: without its model each input would fail."""
+        from core.filters.langid import resolve_lid_model
+
+        resolve_lid_model(self.lid_model)
 
 
 class CommonCrawlConfig(WebConfig):

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 from prefect import flow, get_run_logger
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from core.config import PipelineConfig
+from core.config import MemorySize, PipelineConfig
 from core.pile_format import MAX_LINE_BYTES
 from dedupe import explain as decisions
 from dedupe.lsh import BandLayout, JoinSettings
@@ -72,7 +72,7 @@ class DedupConfig(PipelineConfig):
     against: Path | None = None
     index_layouts: list[str] = Field(default_factory=lambda: ["0.7", "0.8", "0.9"])
     sources: list[str] = Field(default_factory=list)
-    memory_limit: str = "1GB"
+    memory_limit: MemorySize = "1GB"
     max_bucket: int = Field(64, ge=2)
     pile_max_line_bytes: int = Field(MAX_LINE_BYTES, gt=0, description="longer Pile lines: record_too_large drops")
     priority: list[list[str]] = Field(

@@ -23,7 +23,7 @@ from prefect import flow
 from pydantic import Field
 
 from core import pipeline
-from core.config import PipelineConfig
+from core.config import MemorySize, PipelineConfig
 from core.document import InputSpec
 from core.manifest import InputRecord
 from flows._cli import Flag, FlowCLI
@@ -34,6 +34,8 @@ from sources.reddit import DEFAULT_BOT_AUTHORS, DEFAULT_BOT_PATTERN, RedditFilte
 
 class DialogueConfig(PipelineConfig):
     """Settings of the dialogue recipe (defaults in ``configs/dialogue.yaml``)."""
+
+    INPUT_FIELDS: ClassVar[tuple[str, ...]] = ("inputs",)
 
     #: Where and with how much memory a month is grouped does not change its documents.
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {
@@ -52,7 +54,7 @@ class DialogueConfig(PipelineConfig):
     bot_author_pattern: str = DEFAULT_BOT_PATTERN
     use_submissions: bool = True
     max_window_log: int = Field(31, ge=10, le=31)
-    memory_limit: str = "1GB"
+    memory_limit: MemorySize = "1GB"
     scratch_dir: Path | None = None
     min_dialogue_turns: int = Field(2, ge=1)
     max_dialogue_chars: int = Field(200_000, gt=0)

@@ -39,6 +39,8 @@ from sources.dmmath import (
 class DmMathConfig(PipelineConfig):
     """Settings of the DeepMind Mathematics recipe (defaults in ``configs/dm_math.yaml``)."""
 
+    INPUT_FIELDS: ClassVar[tuple[str, ...]] = ("inputs",)
+
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"inputs"}
 
     inputs: list[str] = Field(default_factory=list, description="module files, the release .tar.gz, or Pile shards")

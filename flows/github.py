@@ -41,6 +41,8 @@ from sources.github import (
 class GithubConfig(CodeFilterConfig):
     """Settings of the GitHub recipe (defaults in ``configs/github.yaml``)."""
 
+    INPUT_FIELDS: ClassVar[tuple[str, ...]] = ("repos", "inputs")
+
     #: Which repositories are read does not change how each file is processed: not hashed.
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"inputs", "repos", "repos_per_input"}
 
@@ -59,6 +61,10 @@ class GithubConfig(CodeFilterConfig):
     def input_patterns(self) -> list[str]:
         """Clone folders and exports the user named (checked before a run)."""
         return [*self.inputs, *self.repos]
+
+    def file_patterns(self) -> list[str]:
+        """The exports must be files; ``repos`` name clone folders."""
+        return list(self.inputs)
 
     def locations(self) -> list[str]:
         """BigQuery exports as given, plus repository lists for the clones."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_table_artifact
@@ -31,6 +31,8 @@ from flows.dedup import DedupConfig
 
 class PileIndexConfig(DedupConfig):
     """Settings of the index flow: the dedup settings plus inputs and the index directory."""
+
+    INPUT_FIELDS: ClassVar[tuple[str, ...]] = ("inputs",)
 
     inputs: list[str] = Field(default_factory=list)
     index: Path = Path("indexes/pile-v1")

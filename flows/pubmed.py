@@ -66,6 +66,8 @@ class CitationConfig(BaseModel):
 class PubmedConfig(LateBoundsConfig):
     """Settings of both PubMed recipes (defaults in ``configs/pubmed.yaml``)."""
 
+    INPUT_FIELDS: ClassVar[tuple[str, ...]] = ("central", "abstracts")
+
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {
         "central", "abstracts", "articles_per_input"}
     #: Exposed after the first release at the values the reader already used (see LateBoundsConfig).

@@ -27,6 +27,8 @@ from sources.reasoning import ReasoningRecipe, ReasoningSettings
 class ReasoningConfig(PipelineConfig):
     """Settings of the reasoning recipe (defaults in ``configs/reasoning.yaml``)."""
 
+    INPUT_FIELDS: ClassVar[tuple[str, ...]] = ("inputs",)
+
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"inputs"}
 
     inputs: list[str] = Field(default_factory=list, description="GSM8K JSON lines or Parquet (paths, globs, URLs)")

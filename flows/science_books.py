@@ -79,6 +79,8 @@ class QualityConfig(BaseModel):
 class ScienceBooksConfig(LateBoundsConfig):
     """Settings of the science-books recipe (defaults in ``configs/science_books.yaml``)."""
 
+    INPUT_FIELDS: ClassVar[tuple[str, ...]] = ("inputs",)
+
     #: Which files are read does not change how each is processed: not part of the config hash.
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"inputs"}
     #: Exposed after the first release at the value the reader already used (see LateBoundsConfig).
@@ -102,6 +104,13 @@ class ScienceBooksConfig(LateBoundsConfig):
             max_file_bytes=self.max_file_bytes, language_id=self.language_id, languages=tuple(self.languages),
             min_language_score=self.min_language_score, lid_model=self.lid_model,
         ))
+
+    def preflight(self) -> None:
+        """With language ID on, a missing model would fail every book."""
+        if self.language_id:
+            from core.filters.langid import resolve_lid_model
+
+            resolve_lid_model(self.lid_model)
 
     def locations(self) -> list[str]:
         """Every matching file (sorted, so runs are reproducible)."""

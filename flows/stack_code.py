@@ -31,6 +31,8 @@ from sources.stack_code import StackCodeRecipe, StackCodeSettings
 class StackCodeConfig(CodeFilterConfig):
     """Settings of the more-code recipe (defaults in ``configs/stack_code.yaml``)."""
 
+    INPUT_FIELDS: ClassVar[tuple[str, ...]] = ("inputs",)
+
     #: Which export files are read does not change how each row is processed: not hashed.
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"inputs", "batch_rows"}
 

@@ -21,7 +21,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
 from core import pipeline
-from core.config import PipelineConfig
+from core.config import MemorySize, PipelineConfig
 from core.document import InputSpec
 from core.layout import state_path
 from core.manifest import InputRecord
@@ -45,6 +45,9 @@ from sources.stackexchange import (
 class StackExchangeConfig(PipelineConfig):
     """Settings of the StackExchange recipe (defaults in ``configs/stackexchange.yaml``)."""
 
+    INPUT_FIELDS: ClassVar[tuple[str, ...]] = ("inputs",)
+    INPUT_FOLDERS: ClassVar[bool] = True  # an extracted site dump is a folder
+
     #: Where and with how much memory a site is grouped does not change its documents.
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {
         "inputs", "scratch_dir", "memory_limit"}
@@ -54,7 +57,7 @@ class StackExchangeConfig(PipelineConfig):
     rank_by: Literal["posts", "bytes"] = "posts"
     include_meta: bool = False
     min_answers: int = Field(0, ge=0)
-    memory_limit: str = "1GB"
+    memory_limit: MemorySize = "1GB"
     scratch_dir: Path | None = None
 
     def recipe(self) -> StackExchangeRecipe:

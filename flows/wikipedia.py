@@ -38,6 +38,8 @@ from tasks.pipeline import stage_task
 class WikipediaConfig(PipelineConfig):
     """Settings of the Wikipedia recipe (defaults in ``configs/wikipedia.yaml``)."""
 
+    INPUT_FIELDS: ClassVar[tuple[str, ...]] = ("dumps", "date")
+
     #: Which inputs a run reads is not part of the recipe: each input's output depends on the
     #: recipe and on the run's dedup scope (tracked separately), so adding a dump keeps the
     #: finished work of the others valid.

@@ -22,6 +22,7 @@ from pathlib import Path
 import duckdb
 
 from core.manifest import MANIFEST_NAME, Manifest, ManifestError
+from core.os_errors import os_error_line
 from kinda.summary import format_storage, format_summary, format_table, storage
 
 #: Optional sub-command modules, each with ``register(subparsers)``; absent ones are skipped.
@@ -195,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except duckdb.Error as exc:  # damage found only while reading (a corrupt block)
         print(f"kinda: {manifest_path(args)}: {first_line(exc)}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # a full disk, a read-only folder: the path and errno, not a traceback
+        print(f"kinda: {os_error_line(exc)}", file=sys.stderr)
         return 1
 
 

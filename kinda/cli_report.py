@@ -169,8 +169,24 @@ def render_png(tables: dict[str, list[dict[str, Any]]], target: Path, title: str
 
 
 # -- command ----------------------------------------------------------------------------------
+def check_report_target(target: Path) -> None:
+    """Refuse a report file whose folder does not exist or is not a folder (as ``cp``/``tee`` do).
+
+    Creating the folders would hide a typo in the path: the report lands somewhere unexpected.
+    """
+    folder = target.parent
+    if target.is_dir():
+        raise KindaError(f"cannot write the report to {target}: it is a folder (name a file in it)")
+    if not folder.is_dir():
+        reason = "not a folder" if folder.exists() else "no such folder"
+        raise KindaError(f"cannot write the report to {target}: {reason}: {folder}")
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     """Write the report as text (stdout), HTML or PNG."""
+    target = args.html or args.png
+    if target:
+        check_report_target(Path(target))
     manifest = open_manifest(args)
     tables = report_tables(manifest, manifest.path.parent)
     title = f"kinda-llama report: {manifest.path.parent}"
