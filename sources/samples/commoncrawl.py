@@ -1,9 +1,11 @@
-"""Two small Common Crawl WARC files, as a crawler writes them, of pages made from real prose.
+"""Small Common Crawl WARC and WET files, as the crawl writes them, of pages made from real prose.
 
 ``flows.commoncrawl`` reads WARC ``response`` records (HTML, text extracted with trafilatura) and
-WET ``conversion`` records; these samples are WARC, the harder of the two: every page is an
-HTML document with the boilerplate real sites carry (header, navigation, cookie banner,
-"related posts", footer), which extraction must remove. Each file is written with warcio, one
+WET ``conversion`` records (text Common Crawl extracted, every line of the page). Two WARC files:
+every page is an HTML document with the boilerplate real sites carry (header, navigation, cookie
+banner, "related posts", footer), which extraction must remove. One WET file of a third site,
+whose pages keep their menu and footer lines, as WET text does: cc_net's paragraph dedup removes
+those lines from every page but the first of the group. Each file is written with warcio, one
 gzip member per record (gzip header mtime 0), and opens with a ``warcinfo`` record; each
 capture is a ``request`` then a ``response`` record. Record ids, dates and digests are fixed
 (ids are UUID5 of the file name and record number), so the bytes are the same on every machine.
@@ -21,7 +23,10 @@ What is planted (English pages keep; the rest are dropped with the reason shown)
   ``revisit`` record of the first article (``revisit``), a 301 redirect (``http_status``), and
   the long article syndicated by another site (:data:`NEAR_URLS` [1]): the same text with its
   paragraphs joined in pairs and two words changed, so no line repeats (paragraph dedup keeps it)
-  but the two documents are near duplicates (MinHash drops one in ``flows.dedup``).
+  but the two documents are near duplicates (MinHash drops one in ``flows.dedup``);
+* ``…-00002.warc.wet.gz``: five English pages and a German one (``language_not_kept``: no
+  pre-filter on WET text, language ID after extraction), and a newsletter page whose only line not
+  shared with the others is one sentence (``too_short`` once paragraph dedup has run).
 """
 
 from __future__ import annotations
@@ -47,15 +52,17 @@ FILES = (
     "CC-MAIN-20230127143940-20230127173940-00000.warc.gz",
     "CC-MAIN-20230127143940-20230127173940-00001.warc.gz",
 )
-SITES = ("valley-letters.example.org", "northern-review.example.net")
+WET_FILE = "CC-MAIN-20230127143940-20230127173940-00002.warc.wet.gz"
+SITES = ("valley-letters.example.org", "northern-review.example.net", "harbour-gazette.example.com")
 NEWSLETTER = "Subscribe to our newsletter for a weekly letter from the valley and news of the next meeting."
 NEAR_URLS = ("https://valley-letters.example.org/2023/01/the-long-read/",
              "https://northern-review.example.net/reprints/the-long-read.html")
 C4_COPY_URL = "https://valley-letters.example.org/2023/01/from-the-archive/"
 #: English passages this writer draws (one draw: the slices below never overlap).
-ENGLISH_PASSAGES = 18
+ENGLISH_PASSAGES = 23
 LONG_ARTICLE = slice(11, 15)
 C4_COPY = slice(15, 18)
+WET_PAGES = slice(18, 23)
 WARC_DATE = "2023-01-27T15:{minute:02d}:{second:02d}Z"
 NAMESPACE = uuid.UUID("6f1d7c1e-55d3-4d7e-9f57-2a3b6c0d9e11")
 JPEG = bytes.fromhex("ffd8ffe000104a46494600010100000100010000ffdb004300") + bytes(range(64)) + b"\xff\xd9"
@@ -152,7 +159,7 @@ def syndicated(paragraphs: list[str]) -> list[str]:
 def captures() -> list[list[Capture]]:
     """The captures of each WARC file, in file order (see the module docstring)."""
     english = english_passages()
-    first_site, second_site = SITES
+    first_site, second_site = SITES[:2]
     articles = [list(p.paragraphs) for p in english[:11]]
     pages = [(title_of(a), a) for a in articles]
     first = [Capture(_url(first_site, i, t), article_html(first_site, t, a)) for i, (t, a) in enumerate(pages[:6])]
@@ -237,12 +244,53 @@ def _response(writer: WARCWriter, file_name: str, number: int, item: Capture) ->
                                      http_headers=http, warc_headers_dict=_record_headers(file_name, number, {}))
 
 
+def wet_text(site: str, title: str, paragraphs: list[str]) -> str:
+    """A page as Common Crawl's WET extraction gives it: every text line, menus and footer included."""
+    return "\n".join([f"{title} | {site}", "Home", "Archive", "About us", "Contact",
+                      "We use cookies to improve your experience on our site. By continuing to browse you agree "
+                      "to our use of cookies.", "Accept", title, "Posted on 12 January 2023 by the editors",
+                      *paragraphs, "Related posts", "Winter on the river", "Letters from readers",
+                      f"\u00a9 2023 {site}. All rights reserved.", "Privacy policy | Terms of use"]) + "\n"
+
+
+def wet_pages() -> list[tuple[str, str]]:
+    """(url, text) of the WET file's pages (see the module docstring)."""
+    site = SITES[2]
+    pages = []
+    for index, passage in enumerate(english_passages()[WET_PAGES]):
+        title = title_of(list(passage.paragraphs))
+        pages.append((_url(site, index, title), wet_text(site, title, list(passage.paragraphs))))
+    (german,) = prose.draw("de", 1, seed=1, share="commoncrawl")
+    pages.insert(2, (f"https://{site}/de/0/", wet_text(site, title_of(list(german.paragraphs)),
+                                                       list(german.paragraphs))))
+    pages.append((f"https://{site}/newsletter/", wet_text(site, "Newsletter", [NEWSLETTER])))
+    return pages
+
+
+def write_wet(path: Path) -> None:
+    """Write the WET file: warcinfo, then one ``conversion`` record (plain text) per page."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        writer = WARCWriter(handle, gzip=True, warc_version="1.0")
+        info = (f"Software-Info: ia-web-commons.1.1.10\r\nisPartOf: {CRAWL}\r\n"
+                "operator: Common Crawl Admin\r\n").encode()
+        writer.write_record(writer.create_warc_record(
+            "", "warcinfo", payload=io.BytesIO(info), length=len(info), warc_content_type="application/warc-fields",
+            warc_headers_dict={**_record_headers(WET_FILE, 0, {}), "WARC-Filename": WET_FILE}))
+        for number, (url, text) in enumerate(wet_pages(), start=1):
+            body = text.encode("utf-8")
+            refers_to = f"<urn:uuid:{uuid.uuid5(NAMESPACE, f'response {url}')}>"
+            writer.write_record(writer.create_warc_record(
+                url, "conversion", payload=io.BytesIO(body), length=len(body), warc_content_type="text/plain",
+                warc_headers_dict=_record_headers(WET_FILE, number, {"WARC-Refers-To": refers_to})))
+
+
 def write_sample_inputs(directory: Path) -> list[str]:
-    """Write the two WARC files (see the module docstring) into ``directory``; return their paths."""
+    """Write the two WARC files and the WET file (see the module docstring); return their paths, sorted."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for file_name, items in zip(FILES, captures(), strict=True):
         target = directory / file_name
         write_warc(target, file_name, items)
         written.append(str(target))
-    return written
+    write_wet(directory / WET_FILE)
+    return sorted([*written, str(directory / WET_FILE)])

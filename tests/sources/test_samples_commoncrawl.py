@@ -64,14 +64,19 @@ def _shingles(text: str) -> set[bytes]:
 
 
 @pytest.fixture(scope="module")
-def warcs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+def written(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return [Path(p) for p in commoncrawl.write_sample_inputs(tmp_path_factory.mktemp("cc"))]
 
 
-def test_deterministic_gzip_members(warcs: list[Path], tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def warcs(written: list[Path]) -> list[Path]:
+    return [p for p in written if p.name in commoncrawl.FILES]
+
+
+def test_deterministic_gzip_members(written: list[Path], tmp_path: Path) -> None:
     again = [Path(p) for p in commoncrawl.write_sample_inputs(tmp_path)]
-    assert [p.name for p in again] == [p.name for p in warcs] == list(commoncrawl.FILES)
-    for first, second in zip(warcs, again, strict=True):
+    assert [p.name for p in again] == [p.name for p in written] == [*commoncrawl.FILES, commoncrawl.WET_FILE]
+    for first, second in zip(written, again, strict=True):
         data = first.read_bytes()
         assert data == second.read_bytes()
         assert data[:2] == b"\x1f\x8b" and data[4:8] == b"\0\0\0\0"  # gzip member with mtime 0
@@ -94,6 +99,17 @@ def test_records_as_a_crawler_writes_them(warcs: list[Path]) -> None:
     assert "<nav>" in article and "cookie" in article and "All rights reserved" in article
 
 
+def test_wet_conversion_records(written: list[Path]) -> None:
+    records = _read(written[-1])
+    assert [r["type"] for r in records] == ["warcinfo"] + ["conversion"] * 7
+    with open(written[-1], "rb") as handle:
+        headers = [r.rec_headers for r in ArchiveIterator(handle) if r.rec_type == "conversion"]
+    assert all(h.get_header("Content-Type") == "text/plain" and h.get_header("WARC-Refers-To") for h in headers)
+    texts = [r["body"].decode("utf-8") for r in records[1:]]
+    assert all(t.split("\n")[1:5] == ["Home", "Archive", "About us", "Contact"] for t in texts)  # menus kept
+    assert sum("Gregor" in t or "Samsa" in t or " und " in t for t in texts) == 1  # one German page
+
+
 def test_planted_duplicates(warcs: list[Path]) -> None:
     first, second = (_read(p) for p in warcs)
     responses = {r["url"]: r for r in first + second if r["type"] == "response"}
@@ -111,21 +127,22 @@ def test_planted_duplicates(warcs: list[Path]) -> None:
     assert all(p in copy for p in commoncrawl.c4_copy_paragraphs())
 
 
-def test_flow_keeps_english_articles_and_drops_the_rest(warcs: list[Path], tmp_path: Path,
+def test_flow_keeps_english_articles_and_drops_the_rest(written: list[Path], tmp_path: Path,
                                                         prefect_api_url: str) -> None:
-    config = cc_flow.CommonCrawlConfig(out=tmp_path, inputs=[str(w) for w in warcs], runner="thread", workers=2,
+    config = cc_flow.CommonCrawlConfig(out=tmp_path, inputs=[str(w) for w in written], runner="thread", workers=2,
                                        progress=False)
     summary = cc_flow.run(config)
-    assert summary.kept == 14 and not summary.failed
+    assert summary.kept == 19 and not summary.failed
     manifest = Manifest.for_output(tmp_path)
     drops = dict(manifest.query("SELECT reason, sum(count) FROM drops GROUP BY reason")[1])
-    assert drops == {"language_prefilter": 4, "http_status": 2, "not_html": 1, "too_short": 1, "revisit": 1,
-                     "duplicate_lines": 1}
+    assert drops == {"language_prefilter": 4, "http_status": 2, "not_html": 1, "too_short": 2, "revisit": 1,
+                     "duplicate_lines": 1, "language_not_kept": 1}
     rows = [row for part in sorted((tmp_path / "docs").rglob("*.parquet")) for row in pq.read_table(part).to_pylist()]
     texts, metas = [row["text"] for row in rows], [row["meta"] for row in rows]
     joined = "\n".join(texts)
-    for boilerplate in ("cookies", "All rights reserved", "Privacy policy", "Related posts", "Posted on"):
-        assert boilerplate not in joined
+    for boilerplate in ("We use cookies", "All rights reserved", "Privacy policy", "Related posts", "Posted on"):
+        # extraction removed it from every HTML page; in WET text, line dedup kept the first page's copy only
+        assert joined.count(boilerplate) == 1
     assert joined.count(commoncrawl.NEWSLETTER) == 1  # the line dedup kept its first copy only
     urls = [json.loads(row)["url"] if isinstance(row, str) else row["url"] for row in metas]
     assert set(commoncrawl.NEAR_URLS) | {commoncrawl.C4_COPY_URL} <= set(urls)  # near duplicates: for flows.dedup
