@@ -22,8 +22,11 @@ survivors; ``flows.pubmed`` applies the newest-wins rule across the run's files.
 Parsing is streamed (``iterparse``, each record cleared after use) with DTD loading, network
 access and entity resolution off; a prolog that declares entities (XXE, billion laughs) refuses
 the file before any record is read (``xml_entity_declared``, as docs/reliability.md says). A
-file that cannot be read to its end (a truncated ``.gz``, XML cut mid-citation inside a valid
-one, corrupt compression, broken XML) keeps every record read before the stop and adds one
+citation whose XML is broken (a bad byte, a mismatched tag) is one ``xml_error`` drop: the
+parse error's line and column locate it, the bytes up to the citation's end tag are skipped and
+a fresh parser reads on (a citation whose start is in the skipped bytes is counted too). A file
+that cannot be read to its end (a truncated ``.gz``, XML cut mid-citation inside a valid one,
+corrupt compression, a broken start tag) keeps every record read before the stop and adds one
 ``truncated_input`` drop naming the record number and byte where it stopped, so the input is
 ``partial``, never ``done`` with citations uncounted.
 
@@ -64,6 +67,8 @@ _WS = re.compile(r"\s+")
 #: kept to find an end tag cut between two reads.
 READ_SIZE = 32 << 10
 TAG_WINDOW = 64
+#: How much of what the parser read is kept to find where a parse error is (two reads).
+WINDOW_BYTES = 64 << 10
 #: The prolog (XML declaration, DOCTYPE) is searched for entity declarations in this many bytes.
 PROLOG_BYTES = 64 << 10
 _ELEMENT_START = re.compile(rb"<[A-Za-z_]")
@@ -200,12 +205,14 @@ class _RecordTooLarge(Exception):
 class _Stream:
     """The decompressed file as the parser reads it: counts bytes, bounds the open record, resyncs.
 
-    ``count`` is how many bytes the parser has consumed (records' sizes, positions in drops).
-    While a record is open (``record_start`` set by the walk at its start tag), a read past
-    ``cap`` bytes into it raises :class:`_RecordTooLarge` instead of handing the parser more of
-    it, so no record (not even one text node: libxml2 runs with ``huge_tree``) grows much past
-    the bound in memory. :meth:`skip_past` then discards the raw bytes up to the record's end
-    tag and :meth:`restart` puts the root's start tag in front of the rest, for a fresh parser.
+    ``count`` is the offset in the decompressed file up to which the parser has read (records'
+    sizes, positions in drops). While a record is open (``record_start`` set by the walk at its
+    start tag), a read past ``cap`` bytes into it raises :class:`_RecordTooLarge` instead of
+    handing the parser more of it, so no record (not even one text node: libxml2 runs with
+    ``huge_tree``) grows much past the bound in memory. :meth:`skip_past` then discards the raw
+    bytes up to the record's end tag and :meth:`restart` puts the root's start tag in front of
+    the rest, for a fresh parser. The last :data:`WINDOW_BYTES` served (and the newlines before
+    them) locate a parse error's line and column, where the search for the end tag starts.
     """
 
     def __init__(self, stream: Any, cap: int) -> None:
@@ -215,7 +222,8 @@ class _Stream:
         self.eof = False
         self.record_start: int | None = None
         self._pending = b""
-        self._tail = b""
+        self._window = b""
+        self._window_lines = 0
 
     def _raw(self, size: int) -> bytes:
         if self._pending:
@@ -231,7 +239,12 @@ class _Stream:
         data = self._raw(size if 0 < size <= READ_SIZE else READ_SIZE)
         self.eof = not data
         self.count += len(data)
-        self._tail = (self._tail + data)[-TAG_WINDOW:]
+        window = self._window + data
+        if len(window) > WINDOW_BYTES:
+            cut = len(window) - WINDOW_BYTES
+            self._window_lines += window.count(b"\n", 0, cut)
+            window = window[cut:]
+        self._window = window
         return data
 
     def head(self, size: int) -> bytes:
@@ -246,26 +259,57 @@ class _Stream:
         self._pending = b"".join(parts) + self._pending
         return self._pending[:size]
 
-    def skip_past(self, end_tag: bytes) -> bool:
-        """Discard bytes up to and including ``end_tag`` (read from the raw stream); False at the end."""
-        window = self._tail
+    def error_offset(self, line: int, column: int) -> int | None:
+        """The file offset of a parse error at ``line``/``column`` of this parser, or None when it
+        lies before the window (columns count characters, so this is at or before the error)."""
+        newlines = line - 1 - self._window_lines
+        if newlines < 0:
+            return None
+        at = 0
+        for _ in range(newlines):
+            found = self._window.find(b"\n", at)
+            if found < 0:
+                return None
+            at = found + 1
+        return self.count - len(self._window) + min(at + max(column - 1, 0), len(self._window))
+
+    def skip_past(self, tag: str, offset: int | None = None) -> int | None:
+        """Discard bytes up to and including the first ``</tag>`` at or after file ``offset``
+        (default: the end of what the parser read, less a tag cut between reads).
+
+        Returns how many ``<tag`` start tags the skipped bytes held (records lost with the open
+        one, each to be counted), or None when the file ends first.
+        """
+        end_tag, start_tag = f"</{tag}>".encode(), re.compile(b"<" + re.escape(tag.encode()) + rb"[\s/>]")
+        window_start = self.count - len(self._window)
+        start = len(self._window) - TAG_WINDOW if offset is None else offset - window_start
+        window = self._window[max(0, start):]
+        self._window, self._window_lines = b"", 0
+        starts = 0
         while True:
             found = window.find(end_tag)
             if found >= 0:
-                self._pending = window[found + len(end_tag):] + self._pending
-                self._tail = b""
+                starts += sum(1 for m in start_tag.finditer(window) if m.start() < found)
+                rest = window[found + len(end_tag):]
+                self._pending = rest + self._pending
+                self.count -= len(rest)  # counted when read here, counted again when the parser reads it
                 self.record_start = None
-                return True
+                return starts
+            keep = max(0, len(window) - len(end_tag))
+            starts += sum(1 for m in start_tag.finditer(window) if m.start() < keep)
             data = self._raw(READ_SIZE)
             if not data:
                 self.eof = True
-                return False
+                return None
             self.count += len(data)
-            window = window[-len(end_tag):] + data
+            window = window[keep:] + data
 
     def restart(self, root_start: bytes) -> None:
-        """Serve ``root_start`` before the rest, so a new parser sees a document again."""
+        """Serve ``root_start`` before the rest, so a new parser sees a document again (not counted:
+        ``count`` stays an offset in the file)."""
         self._pending = root_start + self._pending
+        self.count -= len(root_start)
+        self._window, self._window_lines = b"", 0
 
 
 def citation_document(cit: Citation, file: str, root: str) -> Document:
@@ -337,9 +381,11 @@ def _records(path: Path, bounds: CitationBounds) -> Iterator[tuple[Any, int, int
 
     An element is valid until the next item (it is cleared then). A record over
     ``max_record_bytes`` is one ``record_too_large`` drop naming its number and PMID, skipped in
-    bounded memory (:class:`_Stream`), and reading goes on after it. A prolog declaring entities
-    refuses the file (``xml_entity_declared``); a file that cannot be read to its end (cut,
-    corrupt compression, broken XML) ends with one ``truncated_input`` naming the position.
+    bounded memory (:class:`_Stream`), and reading goes on after it; so is a record whose XML is
+    broken (a bad byte, a mismatched tag: ``xml_error``). A prolog declaring entities refuses
+    the file (``xml_entity_declared``); a file that cannot be read to its end (cut, corrupt
+    compression, XML broken between records or twice at one place) ends with one
+    ``truncated_input`` naming the position.
     """
     file = path.name
     walk = _Walk(file, bounds.max_record_bytes)
@@ -357,10 +403,21 @@ def _records(path: Path, bounds: CitationBounds) -> Iterator[tuple[Any, int, int
                     yield from walk.events(stream)
                     return
                 except _RecordTooLarge:
-                    yield walk.too_large()
-                    if not stream.skip_past(f"</{walk.record_tag}>".encode()):
-                        raise TruncatedInputError(f"the file ends inside <{walk.record_tag}>") from None
-                    stream.restart(f"<{walk.root_tag}>".encode())
+                    reason, why, offset = "record_too_large", f"runs past {stream.cap:,} bytes (max_record_bytes)", None
+                except etree.XMLSyntaxError as exc:
+                    offset = stream.error_offset(*exc.position)
+                    if not walk.record_tag or offset is None or offset <= walk.last_error:
+                        raise  # before any record, or the same error again: reading cannot go on
+                    walk.last_error = offset
+                    reason, why = "xml_error", f"{type(exc).__name__}: {exc}"
+                opened = stream.record_start is not None  # else the parse failed in a record's start tag
+                lost = stream.skip_past(walk.record_tag, offset)
+                if lost is None:
+                    raise TruncatedInputError(f"the file ends inside <{walk.record_tag}> ({why})")
+                yield walk.skipped(reason, why, opened)
+                for _ in range(lost):
+                    yield walk.skipped(reason, f"skipped while reading on after record {walk.number - 1}")
+                stream.restart(f"<{walk.root_tag}>".encode())
     except (*CODEC_ERRORS, TruncatedInputError, zlib.error, etree.XMLSyntaxError) as exc:  # type: ignore[misc]  # mypy: no star in except
         yield walk.truncated(exc)
 
@@ -376,6 +433,7 @@ class _Walk:
         self.record_tag = ""
         self.pmid: str | None = None
         self.position = 0
+        self.last_error = -1
         self.stream: _Stream | None = None
 
     def events(self, stream: _Stream) -> Iterator[tuple[Any, int, int, str] | Drop]:
@@ -409,13 +467,17 @@ class _Walk:
             yield elem, self.number, size, self.root_tag
         _clear(elem)
 
-    def too_large(self) -> Drop:
-        """The drop for the record the stream stopped (with its PMID when it came before the bound)."""
+    def skipped(self, reason: str, why: str, opened: bool = True) -> Drop:
+        """The drop for a record skipped to its end tag (with its PMID when it was read).
+
+        ``opened`` is False when the parse failed in the record's start tag (no start event): it
+        is the next record, not the last one started.
+        """
         self.number += 1
         where = f"{self.file}:record {self.number}"
-        pmid = f" (PMID {self.pmid})" if self.pmid else ""
-        return Drop("record_too_large", where, f"{where}{pmid}: <{self.record_tag}> from byte {self.position:,} "
-                                                f"runs past {self.cap:,} bytes (max_record_bytes); skipped unread")
+        pmid = f" (PMID {self.pmid})" if self.pmid and opened else ""
+        self.pmid = None
+        return Drop(reason, where, f"{where}{pmid}: <{self.record_tag}> {why}; skipped")
 
     def truncated(self, exc: BaseException) -> Drop:
         """The one drop of a file that cannot be read to its end, naming where it stopped."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import random
 import sys
 from pathlib import Path
 
@@ -92,12 +93,50 @@ def test_a_cut_mid_citation_inside_a_valid_gzip_is_truncated_input(tmp_path: Pat
     assert pmids(docs) == list(range(1, 21))
 
 
-def test_broken_xml_mid_file_is_truncated_input_with_the_position(tmp_path: Path) -> None:
+def test_broken_xml_in_one_citation_costs_it_alone(tmp_path: Path) -> None:
     blocks = [citation(n) for n in range(1, CITATIONS + 1)]
     blocks[9] = blocks[9].replace("</ArticleTitle>", "</Title>")  # mismatched tag in record 10
+    blocks[10] = blocks[10].replace("cohort", "co<hort")  # and a stray '<' in record 11
     docs, drops = split(list(iter_medline(medline(tmp_path / "m.xml.gz", blocks))))
-    assert [(d.reason, d.record) for d in drops] == [("truncated_input", "m.xml.gz:record 10")]
-    assert pmids(docs) == list(range(1, 10))
+    assert [(d.reason, d.record) for d in drops] == [("xml_error", "m.xml.gz:record 10"),
+                                                     ("xml_error", "m.xml.gz:record 11")]
+    assert "PMID 10" in drops[0].detail
+    assert pmids(docs) == [n for n in range(1, CITATIONS + 1) if n not in (10, 11)]
+
+
+@pytest.mark.parametrize("compact", [False, True], ids=["one-tag-per-line", "one-line-file"])
+def test_a_bad_utf8_byte_costs_its_citation_alone(tmp_path: Path, compact: bool) -> None:
+    blocks = [citation(n) for n in range(1, CITATIONS + 1)]
+    if compact:
+        blocks = [b.replace("\n", "") for b in blocks]
+    xml = (PROLOG + "<MedlineCitationSet>" + "".join(blocks) + "</MedlineCitationSet>\n").encode()
+    at = xml.index(b"treatment 25 ")
+    path = tmp_path / "m.xml.gz"
+    path.write_bytes(gzip.compress(xml[:at] + b"\xff\xfe" + xml[at:]))
+    docs, drops = split(list(iter_medline(path)))
+    assert [(d.reason, d.record) for d in drops] == [("xml_error", "m.xml.gz:record 25")]
+    assert pmids(docs) == [n for n in range(1, CITATIONS + 1) if n != 25]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_no_corrupted_byte_loses_a_citation_in_silence(tmp_path: Path, seed: int) -> None:
+    """One byte replaced anywhere: every citation is kept or counted, or the file says it stopped."""
+    rng = random.Random(seed)
+    blocks = [citation(n) for n in range(1, CITATIONS + 1)]
+    if seed == 2:
+        blocks = [b.replace("\n", "") for b in blocks]  # the compact layout: all on one line
+    xml = (PROLOG + "<MedlineCitationSet>\n" + "".join(blocks) + "</MedlineCitationSet>\n").encode()
+    path = tmp_path / "m.xml.gz"
+    stopped = 0
+    for _ in range(60):
+        at = rng.randrange(len(PROLOG) + 30, len(xml) - 30)
+        path.write_bytes(gzip.compress(xml[:at] + rng.choice([b"\xff", b"<", b"&", b'"', b">", b"/"]) + xml[at + 1:]))
+        docs, drops = split(list(iter_medline(path)))
+        if any(d.reason == "truncated_input" for d in drops):
+            stopped += 1
+        else:
+            assert len(docs) + len(drops) == CITATIONS, (at, [(d.reason, d.record) for d in drops])
+    assert stopped <= 6  # a broken start tag of a citation can still stop the file (counted, partial)
 
 
 def test_declared_entities_are_refused_as_the_docs_say(tmp_path: Path) -> None:
