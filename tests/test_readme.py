@@ -1,18 +1,23 @@
-"""README.md runs as written: every ```bash and ```python block, against the offline sample output.
+"""README.md and docs/*.md run as written: every ```bash and ```python block, against the offline sample.
 
 A README drifts from the code silently (the loader snippet once failed on anything the quick
 start produced, ``kinda`` refused ``--out`` after the sub-command, a query counted documents
-twice), so this test is the README's reader. Each fenced ``bash``/``python`` block runs unless
-the line right above it says why not, as ``<!-- no-run: the reason -->`` (real dumps, a server,
-the network, the test suite itself); a marker without a reason fails.
+twice), so this test is the README's reader, and the docs' (three docs snippets once failed as
+written: a tensor path the sample never writes, a mixture over another output, a chart command
+without its extra). Each fenced ``bash``/``python`` block runs unless the line right above it says
+why not, as ``<!-- no-run: the reason -->`` (real dumps, a server, the network, the test suite
+itself); a marker without a reason fails. A block that starts with a command (``python -m``,
+``kinda``, ``prefect``...) must be fenced as ``bash``/``python``, so no command hides from this
+test in an untagged fence.
 
 The sample output is built once per module by the README's own build line
 (``python -m flows.llama --sample --out data/``, plus ``--sample-pages 40`` to keep it short),
 run in a fresh working folder where ``data/`` is that output and ``configs/`` the repository's,
-so every block runs with its own relative paths and nothing is substituted. The README's set-up
-(``. .venv/bin/activate``) is this interpreter's ``bin/`` first on ``PATH``. A block fails the test
-on a non-zero exit. Runtime: about 2.5 minutes on a loaded 2-core machine (the build ~1.5 min,
-dominated by Prefect start-ups; the blocks ~1 min), so it is marked ``prefect``.
+so every block runs with its own relative paths and nothing is substituted; the docs' blocks run
+in the same folder, on the same build. The README's set-up (``. .venv/bin/activate``) is this
+interpreter's ``bin/`` first on ``PATH``. A block fails the test on a non-zero exit. Runtime:
+about 3.5 minutes on a loaded 2-core machine (the build ~1.5 min, dominated by Prefect start-ups;
+the blocks ~2 min), so it is marked ``prefect``.
 """
 
 from __future__ import annotations
@@ -30,17 +35,22 @@ pytestmark = [pytest.mark.prefect, pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+#: Every Markdown file whose blocks run: the README, then the docs.
+DOCUMENTS = [README, *sorted((REPO / "docs").glob("*.md"))]
 #: The README's line that builds the sample output; the fixture runs it, the blocks skip it.
 BUILD = "python -m flows.llama --sample --out data/"
 SAMPLE_PAGES = ["--sample-pages", "40"]
 FENCE = re.compile(r"^```(\w*)\s*$")
 MARKER = re.compile(r"^<!--\s*(no-run)\s*(?::\s*(.*?))?\s*-->\s*$")
+#: The first line of a block that is a command, whatever its fence says.
+COMMAND = re.compile(r"^(python3? -m |python3? \S+\.py|kinda |prefect |docker|make |pip |srun |sbatch )")
 
 
 @dataclass(frozen=True)
 class Block:
-    """One fenced code block of the README: its language, first line number, text and marker."""
+    """One fenced code block of a document: its file, language, first line number, text and marker."""
 
+    path: Path
     lang: str
     line: int
     text: str
@@ -48,11 +58,11 @@ class Block:
 
     @property
     def name(self) -> str:
-        return f"README.md:{self.line}:{self.lang}"
+        return f"{self.path.relative_to(REPO)}:{self.line}:{self.lang}"
 
 
-def read_blocks(path: Path) -> list[Block]:
-    """Every ```bash/```python block, with the ``no-run`` marker of the line right above it."""
+def read_blocks(path: Path, langs: tuple[str, ...] = ("bash", "python")) -> list[Block]:
+    """Every block fenced as one of ``langs``, with the ``no-run`` marker of the line right above it."""
     lines = path.read_text(encoding="utf-8").splitlines()
     blocks: list[Block] = []
     i = 0
@@ -62,24 +72,32 @@ def read_blocks(path: Path) -> list[Block]:
             i += 1
             continue
         end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")), len(lines))
-        if opened.group(1) in ("bash", "python"):
+        if opened.group(1) in langs:
             marker = MARKER.match(lines[i - 1]) if i else None
             reason = (marker.group(2) or "") if marker else None
-            blocks.append(Block(opened.group(1), i + 1, "\n".join(lines[i + 1:end]) + "\n", reason))
+            blocks.append(Block(path, opened.group(1), i + 1, "\n".join(lines[i + 1:end]) + "\n", reason))
         i = end + 1
     return blocks
 
 
-BLOCKS = read_blocks(README)
+BLOCKS = [block for document in DOCUMENTS for block in read_blocks(document)]
 RUNNABLE = [b for b in BLOCKS if b.no_run is None]
 
 
 def test_every_block_runs_or_says_why() -> None:
-    assert len(RUNNABLE) >= 4, [b.name for b in BLOCKS]
+    assert len([b for b in RUNNABLE if b.path == README]) >= 4, [b.name for b in BLOCKS]
+    assert len([b for b in RUNNABLE if b.path != README]) >= 5, [b.name for b in BLOCKS]
     for block in BLOCKS:
         assert block.no_run is None or len(block.no_run) >= 10, f"{block.name}: no-run needs its reason"
-    builds = [b for b in RUNNABLE if b.lang == "bash" and BUILD in b.text.splitlines()[0]]
-    assert len(builds) == 1, f"one runnable block must start with {BUILD!r}"
+    builds = [b for b in RUNNABLE if b.path == README and b.lang == "bash" and BUILD in b.text.splitlines()[0]]
+    assert len(builds) == 1, f"one runnable block of README.md must start with {BUILD!r}"
+
+
+def test_commands_are_fenced_as_code() -> None:
+    """A command in an untagged fence would never run here: it must say bash/python (and no-run why)."""
+    untagged = [b for document in DOCUMENTS for b in read_blocks(document, ("",))]
+    hidden = [b.name for b in untagged if COMMAND.match(b.text.lstrip())]
+    assert not hidden, f"fence these as ```bash (with a no-run marker if they cannot run offline): {hidden}"
 
 
 def readme_env(home: Path) -> dict[str, str]:
@@ -114,7 +132,7 @@ def test_block_runs_as_written(block: Block, workdir: Path) -> None:
     if block.lang == "bash":
         argv = ["bash", "-euo", "pipefail", "-c", commands(block)]
     else:  # a file of its own in a folder of its own: its name shadows no module the block imports
-        script = workdir / "blocks" / f"readme_block_{block.line}.py"
+        script = workdir / "blocks" / f"{block.path.stem}_block_{block.line}.py"
         script.parent.mkdir(exist_ok=True)
         script.write_text(commands(block), encoding="utf-8")
         argv = [sys.executable, str(script)]
