@@ -376,9 +376,38 @@ def _set_memory_limit() -> None:
     """In the helper: cap its address space when the parent asked for a memory bound."""
     limit = os.environ.get("KINDA_BOUNDED_MEMORY")
     if limit:
-        import resource
+        limit_address_space(int(limit))
 
-        resource.setrlimit(resource.RLIMIT_AS, (int(limit), int(limit)))
+
+def address_space_in_use() -> int:
+    """This process's address space now, in bytes (Linux ``/proc/self/statm``; 0 elsewhere).
+
+    A worker started by ``multiprocessing``'s spawn imports its parent's main module (a flow
+    pulls in Prefect, pydantic, DuckDB...), so its bound is set above what it already maps.
+    """
+    try:
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            return int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def limit_address_space(limit: int | None) -> None:
+    """Cap this process's address space (``RLIMIT_AS``, soft limit) at ``limit`` bytes; None lifts it.
+
+    The one memory bound of every helper process (this module's helpers and the PDF worker of
+    :mod:`sources.pdf_text`): past it an allocation fails, so Python raises ``MemoryError`` and C
+    libraries abort, and the caller turns that record into one drop instead of the machine
+    swapping or the OOM killer ending the run. Only the soft limit moves (up to the hard one), so
+    a persistent worker can take each request's bound.
+    """
+    import resource
+
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    soft = resource.RLIM_INFINITY if limit is None else limit
+    if hard != resource.RLIM_INFINITY and (soft == resource.RLIM_INFINITY or soft > hard):
+        soft = hard
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def _benchmark(rounds: int = 2000) -> None:

@@ -71,7 +71,7 @@ class PubmedConfig(LateBoundsConfig):
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {
         "central", "abstracts", "articles_per_input"}
     #: Exposed after the first release at the values the reader already used (see LateBoundsConfig).
-    HASHED_WHEN_SET: ClassVar[frozenset[str]] = frozenset({"citation"})
+    HASHED_WHEN_SET: ClassVar[frozenset[str]] = frozenset({"citation", "max_article_memory"})
 
     central: list[str] = Field(default_factory=list, description="PMC .nxml/.xml files or .tar.gz packages")
     abstracts: list[str] = Field(default_factory=list, description="MEDLINE/PubMed baseline and update .xml.gz")
@@ -80,6 +80,8 @@ class PubmedConfig(LateBoundsConfig):
     commercial_only: bool = Field(False, description="keep only articles under CC0, public domain, CC BY, CC BY-SA")
     max_article_bytes: int = Field(32 * 1024 * 1024, gt=0)
     max_article_seconds: float = Field(10.0, gt=0)
+    max_article_memory: int = Field(1536 << 20, ge=128 << 20,
+                                    description="address-space bound of the article helper; past it: record_too_large")
     min_chars: int = Field(200, ge=0)
     require_abstract: bool = True
     max_record_chars: int = Field(1_000_000, gt=0)
@@ -93,7 +95,7 @@ class PubmedConfig(LateBoundsConfig):
     def central_recipe(self) -> PubmedCentralRecipe:
         """The PMC recipe."""
         return PubmedCentralRecipe(CentralSettings(self.table_mode, self.commercial_only, self.max_article_bytes,
-                                                   self.max_article_seconds, self.min_chars))
+                                                   self.max_article_seconds, self.min_chars, self.max_article_memory))
 
     def abstracts_recipe(self) -> PubmedAbstractsRecipe:
         """The MEDLINE recipe."""

@@ -44,6 +44,10 @@ class PdfConfig(BaseModel):
     min_page_chars: int = Field(16, ge=1)
     max_page_garbage: float = Field(0.3, ge=0, le=1)
     max_pages: int = Field(10_000, gt=0)
+    max_ocr_pixels: int = Field(40_000_000, gt=0, description="a page to OCR larger than this at ocr_dpi: page_too_large")
+    max_page_chars: int = Field(1_000_000, gt=0, description="a page with more text characters: page_too_large")
+    max_document_chars: int = Field(40_000_000, gt=0, description="a PDF with more text: text_too_large")
+    worker_memory_bytes: int = Field(1 << 30, ge=256 << 20, description="address-space bound of the PDF worker")
 
     def settings(self) -> PdfSettings:
         """As the pure module's settings."""
@@ -84,7 +88,9 @@ class ScienceBooksConfig(LateBoundsConfig):
     #: Which files are read does not change how each is processed: not part of the config hash.
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"inputs"}
     #: Exposed after the first release at the value the reader already used (see LateBoundsConfig).
-    HASHED_WHEN_SET: ClassVar[frozenset[str]] = frozenset({"epub.chapter_timeout_s"})
+    HASHED_WHEN_SET: ClassVar[frozenset[str]] = frozenset({
+        "epub.chapter_timeout_s", "pdf.max_ocr_pixels", "pdf.max_page_chars", "pdf.max_document_chars",
+        "pdf.worker_memory_bytes"})
 
     inputs: list[str] = Field(default_factory=list, description="PDF/EPUB files: paths or globs")
     pdf: PdfConfig = Field(default_factory=PdfConfig)

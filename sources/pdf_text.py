@@ -27,8 +27,13 @@ process that streams finished pages in small batches (at most ``BATCH_SECONDS`` 
 message comes for ``page_timeout_s`` the worker is killed, re-reads from the first page not
 received one page per message, and the page that overruns again becomes a ``page_timeout`` drop;
 a fresh worker resumes at the next page. The same isolation turns a crash inside pdfium into an ``extractor_crashed`` drop.
-Memory: the worker holds one page at a time; the caller holds the document's lines (about three
-times the text size), so RSS is bounded by a constant plus the size of one book's text.
+Memory: the worker holds one page at a time, under an address-space bound
+(``worker_memory_bytes`` via :func:`core.bounded.limit_address_space`): a page that needs more
+(a flate-compressed content stream showing millions of characters) aborts pdfium, and the worker
+names the page it was on (``current``), so that page alone is a ``page_too_large`` drop. Pages
+over ``max_page_chars`` and OCR renderings over ``max_ocr_pixels`` (checked before rendering) are
+``page_too_large`` too. The caller holds the document's lines (about three times the text size,
+at most ``max_document_chars``), so RSS is bounded by a constant plus the size of one book's text.
 """
 
 from __future__ import annotations
@@ -36,11 +41,13 @@ from __future__ import annotations
 import ctypes
 import functools
 import itertools
+import math
 import multiprocessing as mp
 import operator
 import os
 import re
 import shutil
+import signal
 import statistics
 import struct
 import subprocess
@@ -51,9 +58,12 @@ from array import array
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from multiprocessing import spawn
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from core.bounded import address_space_in_use, limit_address_space
 
 LIGATURES = {"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st", "Ĳ": "IJ", "ĳ": "ij"}
 _LIGATURE_RE = re.compile("[" + "".join(LIGATURES) + "]")
@@ -80,7 +90,20 @@ class PdfSettings:
     min_page_chars: int = 16
     max_page_garbage: float = 0.3
     max_pages: int = 10_000
-    isolate: bool = True  # False: extract in this process (no time bound; for benchmarks/debugging)
+    #: A page rendered for OCR larger than this (pixels at ``ocr_dpi``) is a ``page_too_large`` drop,
+    #: decided before rendering: a 14,400 pt page at 300 dpi is 3.6 G pixels. 40 M is A2 at 300 dpi.
+    max_ocr_pixels: int = 40_000_000
+    #: A page whose text layer has more characters is a ``page_too_large`` drop (a dense real page has
+    #: ~10 K; a flate-compressed content stream of 51 KB held 20 M, 3.2 GB in pdfium's text page).
+    max_page_chars: int = 1_000_000
+    #: A PDF with more text than this is a ``text_too_large`` drop, read no further: the caller holds a
+    #: book's lines (~15x its text) until its running headers are known. 40 M is ten Bibles.
+    max_document_chars: int = 40_000_000
+    #: Address space the worker process may add to what it maps once started (its imports; a spawned
+    #: worker imports the flow's main module too), through ``core.bounded.limit_address_space``: a
+    #: page that needs more aborts pdfium and becomes a ``page_too_large`` drop, not a machine out of memory.
+    worker_memory_bytes: int = 1 << 30
+    isolate: bool = True  # False: extract in this process (no time or memory bound; benchmarks/debugging)
 
 
 class Line(NamedTuple):
@@ -185,13 +208,19 @@ _QUAD = struct.Struct("4d")  # the char box, read in one call (ctypes array item
 _new_tuple = tuple.__new__  # builds a Line without the named tuple's Python-level __new__
 
 
-def _text_lines(textpage: Any) -> list[Line]:
+class PageTooLargeError(ValueError):
+    """A page over one of the size bounds (characters of its text layer, pixels of its rendering)."""
+
+
+def _text_lines(textpage: Any, max_chars: int | None = None) -> list[Line]:
     """pdfium's lines (content order) with boxes from their first and last visible characters."""
     import pypdfium2.raw as raw
 
     count = raw.FPDFText_CountChars(textpage)
     if count <= 0:
         return []
+    if max_chars is not None and count > max_chars:
+        raise PageTooLargeError(f"{count:,} characters in the text layer (limit {max_chars:,})")
     text = _raw_text(textpage, count)
     box = (ctypes.c_double * 4)()  # left, right, bottom, top
     left = ctypes.addressof(box)
@@ -253,32 +282,72 @@ def tesseract_command() -> str | None:
     return shutil.which("tesseract")
 
 
-def ocr_image(gray: bytes, width: int, height: int, settings: PdfSettings, dpi: int | None = None) -> str:
-    """OCR an 8-bit grayscale image (raw rows) with the tesseract command; raises on failure or timeout."""
+def ocr_image(gray: bytes | bytearray, width: int, height: int, settings: PdfSettings, dpi: int | None = None,
+              pgm: bool = False) -> str:
+    """OCR an 8-bit grayscale image with the tesseract command; raises on failure or timeout.
+
+    ``gray`` is the raw rows, or with ``pgm`` already a whole PGM file (:func:`render_pgm`), which
+    spares a copy of a page-sized buffer.
+    """
     command = tesseract_command()
     if command is None:
         raise FileNotFoundError("tesseract is not installed")
-    pgm = f"P5 {width} {height} 255\n".encode() + gray
+    image = gray if pgm else pgm_header(width, height) + gray
     env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
     done = subprocess.run(
         [command, "stdin", "stdout", "-l", settings.ocr_languages, "--dpi", str(dpi or settings.ocr_dpi), "--psm", "3"],
-        input=pgm, capture_output=True, timeout=settings.ocr_timeout_s, env=env, check=False,
+        input=image, capture_output=True, timeout=settings.ocr_timeout_s, env=env, check=False,
     )
     if done.returncode != 0:
         raise RuntimeError(done.stderr.decode("utf-8", "replace").strip()[-300:])
     return done.stdout.decode("utf-8", "replace")
 
 
-def render_gray(page: Any, dpi: int) -> tuple[bytes, int, int]:
-    """A page rendered to 8-bit grayscale at ``dpi``: (rows without padding, width, height)."""
+def pgm_header(width: int, height: int) -> bytes:
+    """The header of a binary 8-bit PGM image."""
+    return f"P5 {width} {height} 255\n".encode()
+
+
+def render_size(width_pt: float, height_pt: float, dpi: int) -> tuple[int, int]:
+    """The pixel size of a page of ``width_pt`` x ``height_pt`` points rendered at ``dpi`` (as pdfium rounds)."""
+    return max(1, math.ceil(width_pt * dpi / 72)), max(1, math.ceil(height_pt * dpi / 72))
+
+
+def check_render_size(width_pt: float, height_pt: float, settings: PdfSettings) -> None:
+    """Raise :class:`PageTooLargeError` when rendering the page for OCR would pass ``max_ocr_pixels``.
+
+    Checked before anything is rendered: the bitmap of a 14,400 pt page at 300 dpi is 3.6 GB.
+    """
+    width, height = render_size(width_pt, height_pt, settings.ocr_dpi)
+    if width * height > settings.max_ocr_pixels:
+        raise PageTooLargeError(f"{width:,} x {height:,} pixels at {settings.ocr_dpi} dpi "
+                                f"(limit {settings.max_ocr_pixels:,} pixels)")
+
+
+def render_pgm(page: Any, dpi: int) -> tuple[bytearray, int, int]:
+    """A page rendered to 8-bit grayscale at ``dpi`` as a whole PGM file: (file bytes, width, height).
+
+    One copy of the pixels besides pdfium's bitmap (rows copied straight after the header).
+    """
     bitmap = page.render(scale=dpi / 72, grayscale=True)
     try:
         width, height, stride = bitmap.width, bitmap.height, bitmap.stride
-        buffer = bytes(bitmap.buffer)
-        rows = buffer if stride == width else b"".join(buffer[r * stride: r * stride + width] for r in range(height))
-        return rows, width, height
+        image = bytearray(pgm_header(width, height))
+        pixels = memoryview(bitmap.buffer).cast("B")
+        if stride == width:
+            image += pixels
+        else:
+            for row in range(height):
+                image += pixels[row * stride: row * stride + width]
+        return image, width, height
     finally:
         bitmap.close()
+
+
+def render_gray(page: Any, dpi: int) -> tuple[bytes, int, int]:
+    """A page rendered to 8-bit grayscale at ``dpi``: (rows without padding, width, height)."""
+    image, width, height = render_pgm(page, dpi)
+    return bytes(memoryview(image)[len(pgm_header(width, height)):]), width, height
 
 
 def ocr_lines(text: str, height: float) -> tuple[Line, ...]:
@@ -288,7 +357,7 @@ def ocr_lines(text: str, height: float) -> tuple[Line, ...]:
     return tuple(Line(row, 0.0, 0.0, height - i * step, height - (i + 1) * step) for i, row in enumerate(rows))
 
 
-def _page_lines(document: Any, index: int) -> tuple[list[Line], float, float]:
+def _page_lines(document: Any, index: int, max_chars: int | None = None) -> tuple[list[Line], float, float]:
     """A page's text lines and size, read through pdfium's raw page handles.
 
     No helper objects per page (pypdfium2's PdfPage/PdfTextPage each register a finalizer and
@@ -306,7 +375,7 @@ def _page_lines(document: Any, index: int) -> tuple[list[Line], float, float]:
         if not textpage:
             raise RuntimeError(f"pdfium could not read the text of page {index + 1}")
         try:
-            return _text_lines(textpage), width, height
+            return _text_lines(textpage, max_chars), width, height
         finally:
             raw.FPDFText_ClosePage(textpage)
     finally:
@@ -315,7 +384,10 @@ def _page_lines(document: Any, index: int) -> tuple[list[Line], float, float]:
 
 def extract_page(document: Any, index: int, settings: PdfSettings, notify: Any = None) -> PageText:
     """One page: text lines in reading order, OCR, or a drop reason."""
-    lines, width, height = _page_lines(document, index)
+    try:
+        lines, width, height = _page_lines(document, index, settings.max_page_chars)
+    except PageTooLargeError as exc:
+        return PageText(index, drop="page_too_large", detail=str(exc))
     text = "".join([ln.text for ln in lines])
     if has_text_layer(text, settings):
         ordered, columns = order_columns(lines, width)
@@ -327,13 +399,17 @@ def extract_page(document: Any, index: int, settings: PdfSettings, notify: Any =
             return PageText(index, drop="blank_page")
         if settings.ocr == "off":
             return PageText(index, drop="ocr_disabled", detail="page has no usable text layer")
+        try:
+            check_render_size(width, height, settings)
+        except PageTooLargeError as exc:
+            return PageText(index, drop="page_too_large", detail=f"no usable text layer; rendering it: {exc}")
         if tesseract_command() is None:
             return PageText(index, drop="ocr_unavailable", detail="no usable text layer and tesseract is not installed")
         if notify is not None:
             notify(index)
-        gray, w, h = render_gray(page, settings.ocr_dpi)
+        image, w, h = render_pgm(page, settings.ocr_dpi)
         try:
-            text = ocr_image(gray, w, h, settings)
+            text = ocr_image(image, w, h, settings, pgm=True)
         except subprocess.TimeoutExpired:
             return PageText(index, drop="ocr_timeout", detail=f"tesseract took more than {settings.ocr_timeout_s:g}s")
         except (OSError, RuntimeError) as exc:
@@ -406,18 +482,26 @@ def unpack_page(packed: PackedPage) -> PageText:
     return PageText(index, lines, width, height, method, drop, detail, columns)
 
 
-def _worker_main(conn: Connection) -> None:
-    """Serve ("open", path, settings, first_page, batch_s) requests: reply info, then batches of pages.
+def _worker_main(conn: Connection, current: Any = None) -> None:
+    """Serve ("open", path, settings, first_page, batch_s, lost) requests: reply info, then batches of pages.
 
     ``batch_s`` 0 sends every page on its own (the caller asks for that after a timeout, so the
-    page that hung is known exactly).
+    page that hung is known exactly). ``current`` (shared memory) holds the page being read, so
+    the caller knows which page killed a worker that died; ``lost`` is that page's drop, sent in
+    its place when the caller restarts the worker to re-read the pages it finished but never sent.
     """
+    import pypdfium2  # noqa: F401  (mapped before the baseline of the memory bound is taken)
+
+    baseline = address_space_in_use()
     while True:
         try:
             request = conn.recv()
         except EOFError:
             return
-        _, path, settings, first, batch_s = request
+        _, path, settings, first, batch_s, lost = request
+        if current is not None:
+            current.value = -1
+        limit_address_space(baseline + settings.worker_memory_bytes)
         document, info = open_pdf(Path(path))
         conn.send(("info", info))
         if document is None:
@@ -425,8 +509,16 @@ def _worker_main(conn: Connection) -> None:
         sender = _PageSender(conn, batch_s)
         try:
             for index in range(first, min(info.pages, settings.max_pages)):
+                if lost is not None and index == lost.index:
+                    sender.add(lost)
+                    continue
+                if current is not None:
+                    current.value = index
                 try:
                     result = extract_page(document, index, settings, sender.before_ocr)
+                except MemoryError:
+                    result = PageText(index, drop="page_too_large",
+                                      detail=f"the page needed more than {settings.worker_memory_bytes:,} bytes of memory")
                 except Exception as exc:  # a page pdfium cannot load is that page's drop, not the book's
                     result = PageText(index, drop="page_error", detail=f"{type(exc).__name__}: {exc}")
                 sender.add(result)
@@ -462,17 +554,59 @@ class _PageSender:
         self.conn.send(("ocr", index))
 
 
+def _lost_page(index: int, limit: float, exit_code: int | None, settings: PdfSettings) -> PageText:
+    """The drop for a page the worker did not finish: past its time, out of its memory, or a crash.
+
+    Under its address-space bound an allocation that fails inside pdfium aborts the worker
+    (SIGABRT): the page is too large for the bound. (A ``MemoryError`` in Python is caught per
+    page in the worker.)
+    """
+    if exit_code is None:
+        return PageText(index, drop="page_timeout", detail=f"page took more than {limit:g}s")
+    if exit_code == -signal.SIGABRT:
+        return PageText(index, drop="page_too_large",
+                        detail=f"the page needed more than the worker's {settings.worker_memory_bytes:,}-byte memory "
+                               f"bound (exit {exit_code})")
+    return PageText(index, drop="extractor_crashed", detail=f"the extractor process died (exit {exit_code})")
+
+
+#: The worker process's name; :func:`_preparation_data` recognises its spawn by it.
+WORKER_NAME = "kinda-pdf-worker"
+_spawn_preparation = spawn.get_preparation_data
+
+
+def _preparation_data(name: str) -> dict[str, Any]:
+    """``multiprocessing.spawn.get_preparation_data``, less the parent's main module for the PDF worker.
+
+    A spawned child re-imports the parent's ``__main__`` (``python -m flows.science_books``: the
+    flow, Prefect, pydantic, DuckDB), which cost the worker ~10 s to start on a loaded 2-core
+    machine, paid again after every crash or timeout. The worker runs only this module's
+    :func:`_worker_main`, imported by name, so it needs none of it. Other processes are untouched.
+    """
+    data: dict[str, Any] = _spawn_preparation(name)
+    if name == WORKER_NAME:
+        data.pop("init_main_from_name", None)
+        data.pop("init_main_from_path", None)
+    return data
+
+
+spawn.get_preparation_data = _preparation_data
+
+
 class PdfWorker:
     """A worker process extracting pages; killed and restarted when a page overruns its time."""
 
     def __init__(self) -> None:
         self._process: Any = None
         self._conn: Connection | None = None
+        self._current: Any = None  # the page the worker is reading (shared memory)
 
     def _start(self) -> Connection:
         context = mp.get_context("spawn")
         parent, child = context.Pipe()
-        self._process = context.Process(target=_worker_main, args=(child,), daemon=True)
+        self._current = context.RawValue("q", -1)
+        self._process = context.Process(target=_worker_main, args=(child, self._current), daemon=True,
+                                        name=WORKER_NAME)
         self._process.start()
         child.close()
         self._conn = parent
@@ -480,12 +614,20 @@ class PdfWorker:
 
     def close(self) -> None:
         """Stop the worker (a new one starts on the next request)."""
-        if self._process is not None:
+        if self._process is not None and self._process.pid is not None:  # pid None: it never started
             self._process.kill()
             self._process.join(timeout=5)
         if self._conn is not None:
             self._conn.close()
         self._process, self._conn = None, None
+
+    def _exit_code(self) -> int | None:
+        """The dead worker's exit code (negative: the signal that ended it), once it is reaped."""
+        if self._process is None:
+            return None
+        self._process.join(timeout=5)
+        code: int | None = self._process.exitcode
+        return code
 
     def _receive(self, timeout: float) -> tuple[str, Any] | None:
         assert self._conn is not None
@@ -498,20 +640,37 @@ class PdfWorker:
             return ("crashed", None)
 
     def pages(self, path: Path, settings: PdfSettings) -> Iterator[PdfInfo | PageText]:
+        """The file's info, then every page's outcome in order (see :meth:`_pages`).
+
+        A caller that stops early (a bound of its own) leaves the worker mid-file, its pipe full of
+        pages no one will read: the worker is stopped then, and the next file starts a fresh one.
+        """
+        finished = False
+        try:
+            yield from self._pages(path, settings)
+            finished = True
+        finally:
+            if not finished:
+                self.close()
+
+    def _pages(self, path: Path, settings: PdfSettings) -> Iterator[PdfInfo | PageText]:
         """The file's info, then every page's outcome in order; never hangs longer than the bounds.
 
         Pages come in batches (:data:`BATCH_SECONDS`), and the wait for a message is still
         ``page_timeout_s``. When it runs out (or the worker dies), pages the worker had finished
         but not yet sent die with it, so the caller restarts it at the first page it has not
         received, one page per message: the page that overruns again is the one dropped, with the
-        exact bound (a hanging page costs two timeouts; no finished page is lost or blamed).
+        exact bound (a hanging page costs two timeouts; no finished page is lost or blamed). A
+        worker that dies names its page itself (``current``): that page is dropped at once and the
+        pages before it are read again, so a page that exhausts the memory bound costs one crash.
         """
-        first, info = 0, None
+        first, info, lost = 0, None, None
         batch_s = min(BATCH_SECONDS, settings.page_timeout_s / 4)
         while True:
             conn = self._conn if self._process is not None and self._process.is_alive() else self._start()
             assert conn is not None
-            conn.send(("open", str(path), settings, first, batch_s))
+            conn.send(("open", str(path), settings, first, batch_s, lost))
+            lost = None
             reply = self._receive(settings.page_timeout_s + 30.0)  # first call pays the worker's start-up
             if reply is None or reply[0] != "info":
                 self.close()
@@ -527,14 +686,21 @@ class PdfWorker:
             limit = settings.page_timeout_s
             while True:
                 message = self._receive(limit)
+                if message is not None and message[0] == "crashed" and self._current.value >= expected:
+                    exit_code, dead = self._exit_code(), int(self._current.value)
+                    self.close()
+                    lost, first = _lost_page(dead, limit, exit_code, settings), expected
+                    if dead == expected:  # nothing finished and unsent: no need to start again here
+                        yield lost
+                        lost, first = None, expected + 1
+                    break
                 if message is None or message[0] == "crashed":
+                    exit_code = self._exit_code() if message is not None else None
                     self.close()
                     if batch_s > 0:  # finished pages may have died in the batch: read them again singly
                         first, batch_s = expected, 0.0
                         break
-                    reason = "page_timeout" if message is None else "extractor_crashed"
-                    detail = (f"page took more than {limit:g}s" if message is None else "the extractor process died")
-                    yield PageText(expected, drop=reason, detail=detail)
+                    yield _lost_page(expected, limit, exit_code, settings)
                     first = expected + 1
                     break
                 kind, payload = message

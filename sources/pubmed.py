@@ -17,7 +17,9 @@ by a member's path. A package cut short keeps every article read before the cut 
 
 Per article, in a killable helper process (:mod:`core.bounded`; ``cleaner_timeout`` past
 ``max_article_seconds``): the size bound (``too_large``), a parse (``xml_error``), entity declarations
-(``unsafe_xml``, never resolved), a time bound on rendering (``timeout``), no text
+(``unsafe_xml``, never resolved), a time bound on rendering (``timeout``), a memory bound on the
+helper (``max_article_memory``: ``record_too_large``), a gzipped article inflated only up to
+``max_article_bytes`` (``too_large``: a gzip bomb never expands), no text
 (``empty_text``), and the licence filter (``license_noncommercial`` / ``license_unknown`` when
 ``commercial_only``). See :mod:`sources.pubmed_jats` for the text and :mod:`sources.medline`
 for the abstracts.
@@ -25,7 +27,6 @@ for the abstracts.
 
 from __future__ import annotations
 
-import gzip
 import json
 import tarfile
 import zlib
@@ -70,6 +71,10 @@ class CentralSettings:
     max_article_bytes: int = 32 * 1024 * 1024
     max_article_seconds: float = 10.0
     min_chars: int = 200
+    #: Address-space bound of the helper that parses and renders articles (``core.bounded``): an
+    #: article that needs more is one ``record_too_large`` drop (a 30 MB article of 4 M tiny
+    #: paragraphs takes ~1.1 GB; real ones, tens of MB).
+    max_article_memory: int = 1536 << 20
 
 
 def is_package(name: str) -> bool:
@@ -87,20 +92,46 @@ def list_payload(files: Sequence[Path]) -> dict[str, Any]:
     return {"format": LIST_FORMAT, "files": [str(Path(f).resolve()) for f in files]}
 
 
+def gunzip_bounded(data: bytes, limit: int) -> bytes:
+    """A gzipped article, decompressed to at most ``limit`` bytes (ValueError past it: a gzip bomb).
+
+    ``gzip.decompress`` would inflate 10 MB of zeros to 10 GB before any size check could run.
+    Concatenated gzip members are read as ``gzip.decompress`` reads them.
+    """
+    out = bytearray()
+    rest = data
+    while rest:
+        inflater = zlib.decompressobj(wbits=31)
+        out += inflater.decompress(rest, limit + 1 - len(out))
+        if len(out) > limit:
+            raise ValueError(f"more than {limit:,} bytes when decompressed (from {len(data):,})")
+        if not inflater.eof:
+            raise EOFError("compressed article ended before the end-of-stream marker")
+        rest = inflater.unused_data.lstrip(b"\x00")  # gzip allows zero padding between members
+    return bytes(out)
+
+
 def article_record(data: bytes, where: str, settings: CentralSettings) -> Record:
     """One article's bytes -> a Document, or a Drop naming ``where`` (file or ``package:member``)."""
     if len(data) > settings.max_article_bytes:
         return Drop("too_large", where, f"{where}: {len(data)} bytes > {settings.max_article_bytes}")
     if data[:2] == b"\x1f\x8b":
         try:
-            data = gzip.decompress(data)
+            data = gunzip_bounded(data, settings.max_article_bytes)
+        except ValueError as exc:
+            return Drop("too_large", where, f"{where}: {exc}")
         except (OSError, EOFError, zlib.error) as exc:
             return Drop("truncated_input", where, f"{where}: {type(exc).__name__}: {exc}")
     try:
         root = parse_article(data)
     except UnsafeXmlError as exc:
         return Drop("unsafe_xml", where, f"{where}: {exc}")
-    except (etree.XMLSyntaxError, ValueError) as exc:
+    except etree.XMLSyntaxError as exc:
+        if getattr(exc, "code", None) == etree.ErrorTypes.ERR_NO_MEMORY:  # libxml2 under the helper's memory bound
+            return Drop("record_too_large", where, f"{where}: the parser ran out of memory "
+                                                   f"(helper bound {settings.max_article_memory:,} bytes)")
+        return Drop("xml_error", where, f"{where}: {type(exc).__name__}: {exc}")
+    except ValueError as exc:
         return Drop("xml_error", where, f"{where}: {type(exc).__name__}: {exc}")
     try:
         article = render(root, settings.table_mode, settings.max_article_seconds)
@@ -123,7 +154,8 @@ def bounded_cleaner(settings: CentralSettings) -> BoundedCleaner[Record]:
     in-process deadline can interrupt, so the per-article time bound is enforced from outside
     (``cleaner_timeout``); the helper is reused for every article of an input."""
     return BoundedCleaner(article_record, timeout_s=settings.max_article_seconds,
-                          max_input=settings.max_article_bytes, preload=("sources.pubmed",))
+                          max_input=settings.max_article_bytes, memory_limit=settings.max_article_memory,
+                          preload=("sources.pubmed",))
 
 
 def _clean(cleaner: BoundedCleaner[Record] | None, data: bytes, where: str, settings: CentralSettings) -> Record:
@@ -163,7 +195,7 @@ def _read_file(path: Path, where: str, settings: CentralSettings, cleaner: Bound
                ) -> Record:
     try:
         size = path.stat().st_size
-        if size > settings.max_article_bytes and not path.name.endswith(".gz"):
+        if size > settings.max_article_bytes:  # compressed, it is bigger still when inflated
             return Drop("too_large", where, f"{where}: {size} bytes > {settings.max_article_bytes}")
         data = path.read_bytes()
     except OSError as exc:

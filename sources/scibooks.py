@@ -78,6 +78,7 @@ def read_pdf(spec: InputSpec, settings: SciBookSettings, local_id: str) -> Itera
         pages_in_process(spec.path, settings.pdf)
     info = PdfInfo()
     pages: list[PageText] = []
+    chars = 0
     for item in source:
         if isinstance(item, PdfInfo):
             info = item
@@ -87,6 +88,13 @@ def read_pdf(spec: InputSpec, settings: SciBookSettings, local_id: str) -> Itera
             continue
         if item.drop:
             yield Drop(item.drop, f"{_label(spec)} page {item.index + 1}", item.detail or item.drop)
+        chars += sum(len(line.text) for line in item.lines)
+        if chars > settings.pdf.max_document_chars:
+            getattr(source, "close", lambda: None)()  # stops the worker mid-file (see PdfWorker.pages)
+            yield Drop("text_too_large", f"{_label(spec)} page {item.index + 1}",
+                       f"more than {settings.pdf.max_document_chars:,} characters of text by page {item.index + 1}; "
+                       "the file is not read further")
+            return
         pages.append(item)
     if info.pages > settings.pdf.max_pages:
         yield Drop("too_many_pages", _label(spec), f"{info.pages} pages; only the first {settings.pdf.max_pages} read")
