@@ -64,6 +64,7 @@ class EpubConfig(BaseModel):
     max_members: int = Field(20_000, gt=0)
     include_nonlinear: bool = False
     chapter_timeout_s: float = Field(30.0, gt=0, description="wall-time bound of one chapter's XHTML-to-text")
+    chapter_memory_bytes: int = Field(1536 << 20, ge=128 << 20, description="address-space bound of the chapter helper")
 
     def settings(self) -> EpubSettings:
         """As the pure module's settings."""
@@ -89,7 +90,7 @@ class ScienceBooksConfig(LateBoundsConfig):
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"inputs"}
     #: Exposed after the first release at the value the reader already used (see LateBoundsConfig).
     HASHED_WHEN_SET: ClassVar[frozenset[str]] = frozenset({
-        "epub.chapter_timeout_s", "pdf.max_ocr_pixels", "pdf.max_page_chars", "pdf.max_document_chars",
+        "epub.chapter_timeout_s", "epub.chapter_memory_bytes", "pdf.max_ocr_pixels", "pdf.max_page_chars", "pdf.max_document_chars",
         "pdf.worker_memory_bytes"})
 
     inputs: list[str] = Field(default_factory=list, description="PDF/EPUB files: paths or globs")

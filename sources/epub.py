@@ -45,7 +45,7 @@ from urllib.parse import unquote, urlsplit
 from lxml import etree
 from lxml import html as lxml_html
 
-from core.bounded import BoundedCleaner
+from core.bounded import BoundedCleaner, CleanerError
 from core.document import Drop
 from sources.mathml import local, reading, repeated_alttexts, useful_alttext
 
@@ -106,6 +106,9 @@ class EpubSettings:
     include_nonlinear: bool = False
     #: Wall-time bound of one chapter's XHTML-to-text (a real chapter takes milliseconds).
     chapter_timeout_s: float = 30.0
+    #: Address-space bound of the chapter helper (``core.bounded``): a chapter whose tree needs more
+    #: (32 MiB of tiny elements is ~1 GB in lxml) is one dropped chapter, not a process out of memory.
+    chapter_memory_bytes: int = 1536 << 20
 
 
 @dataclass(frozen=True)
@@ -348,16 +351,26 @@ class Chapter:
         return self.links >= LINK_PAGE_MIN_LINKS and self.link_chars >= LINK_PAGE_SHARE * max(total, 1)
 
 
+def _out_of_memory(exc: Exception) -> bool:
+    """libxml2 reports a failed allocation (the helper's memory bound) as a syntax error."""
+    return getattr(exc, "code", None) == etree.ErrorTypes.ERR_NO_MEMORY
+
+
 def _parse_chapter(data: bytes, name: str) -> Any:
+    """The chapter's tree: as XML, else (not well-formed) as HTML; MemoryError past the helper's bound."""
     try:
         root = etree.fromstring(data, _PARSER)
-    except etree.XMLSyntaxError:
+    except etree.XMLSyntaxError as exc:
+        if _out_of_memory(exc):
+            raise MemoryError(f"{name}: the XML parser ran out of memory") from None
         root = None
     if root is None:  # not well-formed XML: read it as HTML instead
         try:
             root = lxml_html.document_fromstring(data)
-        except (etree.ParserError, ValueError) as exc:
-            raise EpubError("broken_chapter", f"{name}: {exc}") from exc
+        except (etree.ParserError, etree.XMLSyntaxError, ValueError) as exc:
+            if _out_of_memory(exc):
+                raise MemoryError(f"{name}: the HTML parser ran out of memory") from None
+            raise EpubError("broken_chapter", f"{name}: {exc}") from None
     return root
 
 
@@ -426,7 +439,7 @@ def xhtml_blocks(data: bytes, name: str, placeholders: frozenset[str] = frozense
 def chapter_cleaner(settings: EpubSettings) -> BoundedCleaner[Chapter]:
     """The helper that turns one content document into text blocks under ``chapter_timeout_s``."""
     return BoundedCleaner(xhtml_blocks, timeout_s=settings.chapter_timeout_s, max_input=settings.max_member_bytes,
-                          shared=True)
+                          memory_limit=settings.chapter_memory_bytes, shared=True)
 
 
 def _bounded_chapter(cleaner: BoundedCleaner[Chapter], data: bytes, name: str,
@@ -436,6 +449,8 @@ def _bounded_chapter(cleaner: BoundedCleaner[Chapter], data: bytes, name: str,
         chapter = cleaner.run(name, data, name, placeholders)
     except EpubError as exc:  # broken_chapter: not even HTML
         return exc
+    except CleanerError as exc:  # an error that could not cross the pipe as itself
+        return EpubError("broken_chapter", f"{name}: {exc}")
     except RecursionError:
         return EpubError("broken_chapter", f"{name}: markup nested too deeply")
     if isinstance(chapter, Drop):

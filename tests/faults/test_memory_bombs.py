@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import sys
+import zipfile
 import zlib
 from pathlib import Path
 
@@ -33,10 +34,11 @@ import pytest
 from core.document import Document, Drop, InputSpec
 from core.manifest import Manifest
 from sources import pdf_text
+from sources.epub import EpubSettings, read_epub
 from sources.pubmed import CentralSettings, gunzip_bounded, iter_central
 from sources.pubmed_sample import jats_article, write_package
 from sources.scibooks import SciBookSettings, SciBooksRecipe
-from sources.scibooks_sample import prose, wrap, write_sample_pdf
+from sources.scibooks_sample import prose, wrap, write_sample_epub3, write_sample_pdf
 from tests.faults.rss import MAX_RSS_BYTES, run_measured
 
 REPO = Path(__file__).resolve().parents[2]
@@ -153,6 +155,22 @@ def test_document_text_cap_stops_the_file_and_the_worker(tmp_path: Path) -> None
         ("Drop", "text_too_large", f"{paper} page 2")]
     again = list(SciBooksRecipe(SciBookSettings(language_id=False)).read(InputSpec(str(paper), paper, paper.name)))
     assert len(again) == 1 and isinstance(again[0], Document) and again[0].meta["text_pages"] == 3
+
+
+def test_epub_chapter_over_the_helper_memory_bound_is_one_chapter_drop(tmp_path: Path) -> None:
+    """A chapter of 1.5 M tiny paragraphs (12 MB, inside the zip bounds) against a 256 MiB helper bound."""
+    book = tmp_path / "wide.epub"
+    write_sample_epub3(book)
+    wide = tmp_path / "wide2.epub"
+    with zipfile.ZipFile(book) as source, zipfile.ZipFile(wide, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename.endswith("ch2.xhtml"):
+                data = data.replace(b"</body>", b"<p>a</p>" * 1_500_000 + b"</body>", 1)
+            target.writestr(info, data)
+    result = read_epub(wide, EpubSettings(chapter_memory_bytes=256 << 20, max_ratio=1e6))
+    assert [(d.reason, d.name) for d in result.dropped] == [("record_too_large", "OEBPS/text/ch2.xhtml")]
+    assert result.chapters == 1 and "Chapter One" in result.text
 
 
 # -- PMC ------------------------------------------------------------------------------------

@@ -143,6 +143,26 @@ def test_scanned_page_without_tesseract_is_a_counted_drop(tmp_path: Path, monkey
     assert "discretization" in doc.text and "discreti-" not in doc.text
 
 
+def test_ocr_rendering_is_the_bitmap_behind_a_pgm_header(tmp_path: Path) -> None:
+    """The image tesseract reads (one copy of pdfium's bitmap) holds exactly the rendered rows."""
+    import pypdfium2 as pdfium
+
+    path = tmp_path / "paper.pdf"
+    write_sample_pdf(path)
+    document = pdfium.PdfDocument(str(path))
+    try:
+        page = document[3]  # the scanned page
+        image, width, height = pdf_text.render_pgm(page, 97)
+        bitmap = page.render(scale=97 / 72, grayscale=True)
+        expected = np.ascontiguousarray(bitmap.to_numpy()).tobytes()
+        bitmap.close()
+        assert image == bytearray(f"P5 {width} {height} 255\n".encode() + expected) and len(expected) == width * height
+        assert pdf_text.render_gray(page, 97) == (expected, width, height)
+        assert pdf_text.render_size(page.get_width(), page.get_height(), 97) == (width, height)
+    finally:
+        document.close()
+
+
 def test_scanned_page_is_ocrd(tmp_path: Path) -> None:
     if pdf_text.tesseract_command() is None:
         pytest.skip("tesseract is not installed")
