@@ -5,10 +5,14 @@ Corpus: the Python standard library on this machine, written as BigQuery-export 
 
 * ``kinda``: :class:`sources.github.GithubRecipe` reader and steps through ``run_steps``;
 * ``redpajama-loop``: gzip + json + RedPajama's header regexes + its line/alnum stats and the
-  alpha-per-token ratio with the same regex tokenizer (what ``github_clean_dedup_local.py`` and
+  alpha-per-token ratio with the same regex tokenizer, counted as RedPajama's code counts (a
+  Python step per character and per token: what ``github_clean_dedup_local.py`` and
   ``github_run_filter.py`` do, minus their multiprocessing).
 
-    python benchmarks/github.py --files 2000 --repeat 3
+Rounds are interleaved (each runs both contenders, in a rotating order) and timed in CPU seconds
+of the process and its children (the bounded header-removal helper); ratios are per round.
+
+    python benchmarks/github.py --files 2000 --repeat 5
 """
 
 from __future__ import annotations
@@ -16,21 +20,16 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import resource
 import statistics
 import sysconfig
 import tempfile
-import time
+from collections.abc import Callable
 from pathlib import Path
 
+from _cpu import timed
+
 from core.document import InputSpec
-from core.filters.code_quality import (
-    LineStats,
-    RegexTokenizer,
-    alpha_count,
-    alphanumeric_fraction,
-    remove_copyright_header_redpajama,
-)
+from core.filters.code_quality import _PRETOKEN, LineStats, remove_copyright_header_redpajama
 from core.steps import StepStats, run_steps
 from sources.github import GithubRecipe
 
@@ -62,7 +61,6 @@ def run_kinda(path: Path) -> int:
 
 
 def run_redpajama_loop(path: Path) -> int:
-    tokenizer = RegexTokenizer()
     kept = 0
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         for line in handle:
@@ -71,10 +69,10 @@ def run_redpajama_loop(path: Path) -> int:
             stats = LineStats.of(text)
             if not text or stats.max_line_length > 1000 or stats.avg_line_length > 100:
                 continue
-            if alphanumeric_fraction(text) < 0.25:
+            if sum(ch.isalnum() for ch in text) / len(text) < 0.25:
                 continue
-            tokens = tokenizer.count(text)
-            if tokens and alpha_count(text) / tokens >= 1.5:
+            tokens = sum(1 for _ in _PRETOKEN.finditer(text))
+            if tokens and sum(ch.isalpha() for ch in text) / tokens >= 1.5:
                 kept += 1
     return kept
 
@@ -82,23 +80,30 @@ def run_redpajama_loop(path: Path) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=1000, help="stdlib modules in the corpus (default 1000)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per contender; the median is reported")
+    parser.add_argument("--repeat", type=int, default=3, help="interleaved rounds (each runs both contenders)")
     args = parser.parse_args()
+    contenders: dict[str, Callable[[Path], int]] = {"kinda": run_kinda, "redpajama-loop": run_redpajama_loop}
     with tempfile.TemporaryDirectory() as tmp:
         corpus = Path(tmp) / "rows.jsonl.gz"
         rows, size = build_corpus(corpus, args.files)
-        print(f"corpus: {rows} files, {size / 1e6:.1f} MB of source\n")
-        print(f"{'contender':<16} {'kept':>6} {'files/s':>9} {'MB/s':>7} {'peak RSS MB':>12}")
-        for name, fn in (("kinda", run_kinda), ("redpajama-loop", run_redpajama_loop)):
-            times = []
-            kept = 0
-            for _ in range(args.repeat):
-                start = time.perf_counter()
-                kept = fn(corpus)
-                times.append(time.perf_counter() - start)
-            median = statistics.median(times)
-            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            print(f"{name:<16} {kept:>6} {rows / median:>9.0f} {size / 1e6 / median:>7.2f} {rss:>12.0f}")
+        print(f"corpus: {rows} files, {size / 1e6:.1f} MB of source; {args.repeat} interleaved rounds, "
+              f"CPU time of the process and its children\n")
+        rates: dict[str, list[float]] = {name: [] for name in contenders}
+        kept: dict[str, int] = {}
+        for round_ in range(args.repeat):
+            names = list(contenders)[round_ % 2:] + list(contenders)[:round_ % 2]
+            for name in names:
+                seconds, kept[name] = timed(contenders[name], corpus)
+                rates[name].append(rows / seconds)
+        print(f"{'contender':<16} {'kept':>6} {'files/CPU-s min':>16} {'median':>8} {'max':>8} {'MB/CPU-s':>9}")
+        for name, values in rates.items():
+            ordered = sorted(values)
+            median = statistics.median(ordered)
+            print(f"{name:<16} {kept[name]:>6} {ordered[0]:>16.0f} {median:>8.0f} {ordered[-1]:>8.0f} "
+                  f"{median * size / rows / 1e6:>9.2f}")
+        ratios = sorted(a / b for a, b in zip(rates["kinda"], rates["redpajama-loop"], strict=True))
+        print(f"\nkinda / redpajama-loop, per round: min {ratios[0]:.2f}x, median {statistics.median(ratios):.2f}x, "
+              f"max {ratios[-1]:.2f}x")
 
 
 if __name__ == "__main__":

@@ -12,12 +12,18 @@ rows/s is rows/s per core:
 * ``kinda-full``: reader plus the GitHub recipe's cleaning and filters (header removal, line
   length, alphanumeric fraction, alpha per token) through ``run_steps``.
 
-    nice -n 10 python benchmarks/stack_code.py --rows 20000 --repeat 3
+Rounds are interleaved (each runs every contender, in a rotating order) and timed in CPU seconds
+of the process and its children, so a loaded machine slows all contenders alike; the ratios are
+per round. ``--profile`` adds one profiled ``kinda-full`` run: the filters' share of its time.
+
+    python benchmarks/stack_code.py --rows 20000 --repeat 5 --profile
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import statistics
 import sysconfig
 import tempfile
@@ -27,6 +33,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from _cpu import timed
 
 from core.document import InputSpec
 from core.steps import StepStats, run_steps
@@ -95,35 +102,56 @@ def run_full(path: Path) -> int:
     return kept
 
 
-def timed(fn: Callable[[Path], int], path: Path, repeat: int) -> tuple[list[float], int]:
-    times, kept = [], 0
-    for _ in range(repeat):
-        started = time.perf_counter()
-        kept = fn(path)
-        times.append(time.perf_counter() - started)
-    return times, kept
+def filter_share(path: Path) -> tuple[float, list[tuple[str, float]]]:
+    """One ``kinda-full`` run under cProfile: its CPU seconds and the shares of the code-quality steps."""
+    profile = cProfile.Profile(time.process_time)  # this process's CPU (a helper's is not in it)
+    profile.runcall(run_full, path)
+    stats = pstats.Stats(profile)
+    total = max(v[3] for v in stats.stats.values())  # type: ignore[attr-defined]
+    parts = {"text_counts (alnum, alpha, pre-tokens)": ("text_counts.py", "text_counts"),
+             "LineStats.of": ("code_quality.py", "of"), "copyright header (TextBound.run)": ("record_bound.py", "run")}
+    shares = []
+    for label, (module, function) in parts.items():
+        cumulative = sum(v[3] for (file, _, name), v in stats.stats.items()  # type: ignore[attr-defined]
+                         if name == function and file.endswith(module))
+        shares.append((label, cumulative / total))
+    return total, shares
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=20_000)
     parser.add_argument("--row-group", type=int, default=1000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=3, help="interleaved rounds (each runs every contender)")
+    parser.add_argument("--profile", action="store_true", help="also print the filters' share of kinda-full's CPU")
     args = parser.parse_args()
+    contenders: dict[str, Callable[[Path], int]] = {"bare-pyarrow": run_bare, "kinda-reader": run_reader,
+                                                    "kinda-full": run_full}
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "the-stack-bench.parquet"
         rows, size = build_corpus(path, args.rows, args.row_group)
         print(f"corpus: {rows} rows, {size / 1e6:.1f} MB of code, {path.stat().st_size / 1e6:.1f} MB zstd Parquet, "
-              f"{pq.ParquetFile(path).metadata.num_row_groups} row groups; one core, {args.repeat} runs")
-        print(f"{'contender':14} {'kept':>6} {'rows/s min':>11} {'median':>9} {'max':>9}")
-        medians = {}
-        for name, fn in (("bare-pyarrow", run_bare), ("kinda-reader", run_reader), ("kinda-full", run_full)):
-            times, kept = timed(fn, path, args.repeat)
-            rates = sorted(rows / t for t in times)
-            medians[name] = statistics.median(rates)
-            print(f"{name:14} {kept:6d} {rates[0]:11.0f} {medians[name]:9.0f} {rates[-1]:9.0f}")
-        print(f"kinda-reader / bare: {medians['kinda-reader'] / medians['bare-pyarrow']:.2f}x; "
-              f"kinda-full / bare: {medians['kinda-full'] / medians['bare-pyarrow']:.2f}x")
+              f"{pq.ParquetFile(path).metadata.num_row_groups} row groups; {args.repeat} interleaved rounds, "
+              f"CPU time of the process and its children")
+        rates: dict[str, list[float]] = {name: [] for name in contenders}
+        kept: dict[str, int] = {}
+        for round_ in range(args.repeat):
+            names = list(contenders)
+            for name in names[round_ % len(names):] + names[:round_ % len(names)]:  # rotate the order
+                seconds, kept[name] = timed(contenders[name], path)
+                rates[name].append(rows / seconds)
+        print(f"{'contender':14} {'kept':>6} {'rows/CPU-s min':>15} {'median':>9} {'max':>9}")
+        for name, values in rates.items():
+            ordered = sorted(values)
+            print(f"{name:14} {kept[name]:6d} {ordered[0]:15.0f} {statistics.median(ordered):9.0f} {ordered[-1]:9.0f}")
+        for name in ("kinda-reader", "kinda-full"):
+            ratios = sorted(a / b for a, b in zip(rates[name], rates["bare-pyarrow"], strict=True))
+            print(f"{name} / bare, per round: min {ratios[0]:.2f}x, median {statistics.median(ratios):.2f}x, "
+                  f"max {ratios[-1]:.2f}x")
+        if args.profile:
+            total, shares = filter_share(path)
+            print(f"kinda-full under cProfile ({total:.2f} s): "
+                  + ", ".join(f"{label} {share:.0%}" for label, share in shares))
 
 
 if __name__ == "__main__":

@@ -62,7 +62,8 @@ EXTENSION_LANGUAGES: dict[str, str] = {
     "Dockerfile": "dockerfile", "Makefile": "makefile",
     ".xml": "xml", ".rst": "restructuredtext", ".m": "objective-c", ".smali": "smali",
 }
-_SUFFIXES: tuple[str, ...] = tuple(sorted(EXTENSION_LANGUAGES, key=len, reverse=True))
+#: Lengths of the whitelisted suffixes, longest first: a name is looked up by its last k characters.
+_SUFFIX_LENGTHS: tuple[int, ...] = tuple(sorted({len(suffix) for suffix in EXTENSION_LANGUAGES}, reverse=True))
 
 #: Directories of version-control metadata: never part of the code.
 VCS_DIRS: frozenset[str] = frozenset({".git", ".hg", ".svn", ".bzr"})
@@ -71,9 +72,10 @@ VCS_DIRS: frozenset[str] = frozenset({".git", ".hg", ".svn", ".bzr"})
 def language_for(path: str) -> str | None:
     """The language of a whitelisted file path, or None when its extension is not allowed."""
     name = path.rsplit("/", 1)[-1]
-    for suffix in _SUFFIXES:  # longest first: ``.phps`` before ``.php``... and ``.h++`` before ``.h``
-        if name.endswith(suffix):
-            return EXTENSION_LANGUAGES[suffix]
+    for length in _SUFFIX_LENGTHS:  # longest first: ``.phps`` before ``.php``... and ``.h++`` before ``.h``
+        language = EXTENSION_LANGUAGES.get(name[-length:]) if len(name) >= length else None
+        if language is not None:
+            return language
     return None
 
 

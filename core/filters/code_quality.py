@@ -22,14 +22,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from core.document import Document, Drop
 from core.filters.record_bound import INLINE_CHARS, TextBound
 from core.steps import Filter, Record, Step
+
+if TYPE_CHECKING:
+    from core.filters.text_counts import TextCounts
 
 HeaderMode = Literal["copyright", "redpajama", "off"]
 
@@ -244,20 +247,43 @@ class LineStats:
     @classmethod
     def of(cls, text: str) -> LineStats:
         """Stats of ``text``; an empty text has zero lines."""
-        lengths = [len(line) for line in text.splitlines()]
+        lengths = list(map(len, text.splitlines()))
         if not lengths:
             return cls(0, 0, 0.0)
         return cls(len(lengths), max(lengths), len(text) / len(lengths))
 
 
+def text_counts(text: str) -> TextCounts:
+    """:func:`core.filters.text_counts.text_counts` (see :func:`_counter`)."""
+    return _counter()(text)
+
+
+@functools.cache
+def _counter() -> Callable[[str], TextCounts]:
+    """The counting function, imported on first use.
+
+    Lazily, because this module is also what the bounded header-removal helper imports, and
+    that process never counts: it need not pay numpy's import on every start.
+    """
+    from core.filters.text_counts import text_counts as count
+
+    return count
+
+
 def alphanumeric_fraction(text: str) -> float:
-    """Share of characters that are letters or digits (any script)."""
-    return sum(ch.isalnum() for ch in text) / len(text) if text else 0.0
+    """Share of characters that are letters or digits (any script): ``str.isalnum`` per character."""
+    return text_counts(text).alnum / len(text) if text else 0.0
 
 
 def alpha_count(text: str) -> int:
-    """Number of alphabetic characters (any script)."""
-    return sum(ch.isalpha() for ch in text)
+    """Number of alphabetic characters (any script): ``str.isalpha`` per character."""
+    return text_counts(text).alpha
+
+
+#: GPT-2-style pre-tokenization: contractions, letter runs, digit runs, punctuation runs, each
+#: with one optional leading space; whitespace runs. BPE splits some of these further, so this
+#: count is a lower bound of a BPE count and ``alpha_per_token`` comes out a little higher.
+_PRETOKEN = re.compile(r"""'(?:[sdmt]|ll|ve|re)| ?[^\W\d_]+| ?\d+| ?[^\s\w]+|_+|\s+(?!\S)|\s+""")
 
 
 # -- tokenizers -------------------------------------------------------------------------------
@@ -268,17 +294,13 @@ class TokenCounter(Protocol):
         """Number of tokens in ``text``."""
 
 
-#: GPT-2-style pre-tokenization: contractions, letter runs, digit runs, punctuation runs, each
-#: with one optional leading space; whitespace runs. BPE splits some of these further, so this
-#: count is a lower bound of a BPE count and ``alpha_per_token`` comes out a little higher.
-_PRETOKEN = re.compile(r"""'(?:[sdmt]|ll|ve|re)| ?[^\W\d_]+| ?\d+| ?[^\s\w]+|_+|\s+(?!\S)|\s+""")
 
 
 class RegexTokenizer:
-    """Counts GPT-2-style pre-tokens; needs no model file."""
+    """Counts GPT-2-style pre-tokens (matches of :data:`_PRETOKEN`); needs no model file."""
 
     def count(self, text: str) -> int:
-        return sum(1 for _ in _PRETOKEN.finditer(text))
+        return text_counts(text).pretokens
 
 
 @functools.lru_cache(maxsize=4)

@@ -19,6 +19,7 @@ from core.pipeline import RunContext, stage_input
 from core.shards import ShardLimits
 from core.steps import StepStats, run_steps
 from sources.github import (
+    EXTENSION_LANGUAGES,
     GithubRecipe,
     GithubSettings,
     is_binary,
@@ -150,6 +151,14 @@ def test_size_limit(tmp_path: Path) -> None:
 )
 def test_whitelist(path: str, language: str | None) -> None:
     assert language_for(path) == language
+
+
+@given(st.lists(st.sampled_from([*EXTENSION_LANGUAGES, "a", "/", ".", "x.", "+", "F", "ile"]), max_size=6).map("".join))
+def test_whitelist_is_the_longest_matching_suffix(path: str) -> None:
+    """The lookup by suffix length equals RedPajama's rule: ``endswith``, longest suffix first."""
+    name = path.rsplit("/", 1)[-1]
+    matches = [suffix for suffix in sorted(EXTENSION_LANGUAGES, key=len, reverse=True) if name.endswith(suffix)]
+    assert language_for(path) == (EXTENSION_LANGUAGES[matches[0]] if matches else None)
 
 
 def test_skip_names() -> None:
