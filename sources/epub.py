@@ -387,18 +387,17 @@ def xhtml_blocks(data: bytes, name: str, placeholders: frozenset[str] = frozense
     known = placeholders | chapter.placeholders
     blocks = chapter.blocks
     current: list[str] = []
-    last_heading: list[str] = [""]
 
     def flush(tag: str = "") -> None:
         text = " ".join("".join(current).split())
         current.clear()
         if not text or _NUMBER_BLOCK.match(text):  # paragraph numbers (SiSU's "ocn" labels), page numbers
             return
-        if tag in HEADINGS and blocks and text in (blocks[-1], last_heading[0]):
+        # a heading repeating the block just before it (a banner, then the title); headings that recur
+        # with text between them ("Example", "Proof") are the book's own and stay
+        if tag in HEADINGS and blocks and text == blocks[-1]:
             chapter.repeated_headings += 1
             return
-        if tag in HEADINGS:
-            last_heading[0] = text
         blocks.append(text)
 
     def walk(element: Any) -> None:

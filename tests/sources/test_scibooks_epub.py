@@ -94,7 +94,8 @@ CHAPTERS = {
         f'<nav epub:type="landmarks"><ol><li><a href="ch1.xhtml">Start of content</a></li></ol></nav>'
         f'<p>{PROSE}The unknowns form a column vector {VECTOR}, and a weighted sum {SUM} of the entries.'
         f' Authors who write real alternative text keep it: {REAL_ALT}.</p>'
-        f'<section epub:type="toc"><p>Contents: Section SSLE, Section RREF</p></section>{RELATED_LINKS}')),
+        f'<section epub:type="toc"><p>Contents: Section SSLE, Section RREF</p></section>{RELATED_LINKS}'
+        f'<h3>Example</h3><p>{PROSE}</p><h3>Example</h3><p>{PROSE}</p>')),
 }
 
 
@@ -147,6 +148,7 @@ def test_navigation_bars_page_breaks_and_repeated_headings_are_dropped(tmp_path:
     assert text.startswith("Section SSLE Solving Systems\n\nA system of linear equations")
     assert text.count("Section SSLE Solving Systems") == 1
     assert text.count("Section RREF Reduced Row-Echelon Form") == 1
+    assert text.count("\n\nExample\n\n") == 2  # a heading recurring with text between: the book's own
     assert "other side. Equations such as" in text  # the pagebreak marker's number is gone, the sentence joined
     assert docs[0].meta["skipped_items"] == {"navigation": 1, "repeated_heading": 2}
 
