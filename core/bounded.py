@@ -14,8 +14,8 @@ record, so the input goes on. A record larger than ``max_input`` never reaches t
 ``Drop("record_too_large", record)``. A helper that dies (segfault, out of memory) costs the one
 record (``cleaner_crashed``), again without ending the input.
 
-The helper dies with its parent: it exits on end of input on its stdin, and on Linux asks the
-kernel (``PR_SET_PDEATHSIG``) to kill it if the parent is killed while it is busy in C.
+The helper dies with its parent: it exits on end of input on its stdin, and asks the kernel
+(:func:`core.lifeline.die_with_parent`) to kill it if the parent is killed while it is busy in C.
 
 Cost (measured with ``python -m core.bounded``, identity cleaner, on a 2-core machine shared
 with other jobs, so ranges): a round trip costs 15-70 us for a 100-character record, 35-85 us
@@ -39,7 +39,6 @@ import importlib
 import os
 import pickle
 import select
-import signal
 import struct
 import subprocess
 import sys
@@ -49,6 +48,7 @@ import weakref
 from collections.abc import Callable
 from typing import IO, Any, Generic, TypeVar
 
+from core import lifeline
 from core.document import Drop
 
 R = TypeVar("R")
@@ -100,22 +100,12 @@ def _read_exact(stream: IO[bytes], size: int) -> bytes | None:
     return b"".join(parts)
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this helper when its parent dies (best effort elsewhere)."""
-    if not sys.platform.startswith("linux"):
-        return
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-
-
 def _serve() -> None:
     """Helper main loop: read (func, args, kwargs) frames, answer ("ok", result) or ("err", exc).
 
     The protocol pipe is moved off fd 1 first, so a cleaner that prints cannot corrupt it.
     """
-    _die_with_parent()
+    lifeline.die_with_parent()
     _set_memory_limit()
     requests = sys.stdin.buffer
     answers = os.fdopen(os.dup(1), "wb")
@@ -155,7 +145,7 @@ class _Helper:
     """One running helper interpreter and the pipes to it."""
 
     def __init__(self, memory_limit: int | None) -> None:
-        env = dict(os.environ)
+        env = lifeline.child_env()  # the helper arms its death signal against this process
         if memory_limit:
             env["KINDA_BOUNDED_MEMORY"] = str(memory_limit)
         self.process = subprocess.Popen(

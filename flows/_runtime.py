@@ -3,17 +3,30 @@
 Prefect without ``PREFECT_API_URL`` starts a temporary server per process, and with a process
 pool every worker process would start its own (seconds each). We start one embedded server up
 front and point every process at it through the environment; with ``PREFECT_API_URL`` set (a
-real ``prefect server`` or Prefect Cloud) nothing is started and runs show in that UI.
+real ``prefect server`` or Prefect Cloud) nothing is started and runs show in that UI. The
+embedded server dies with the flow process (:mod:`core.lifeline`) and is reaped when it stops.
+
+The process runner is one pool of worker processes per run, not per flow: a parent run
+(``flows.llama``) keeps it for all its stages (:func:`worker_pool`), so each worker imports the
+libraries once, not once per stage. Every worker is started up front by a thread that lives as
+long as the pool, dies with the flow process and holds the output root's writers lock
+(:func:`core.lock.join_writers`), so a ``kill -9`` of the flow leaves nothing writing ``--out``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import multiprocessing
 import os
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
+from core import lifeline
 from core.config import PipelineConfig
 from flows._logs import quiet_environment_errors
 
@@ -29,12 +42,10 @@ def prefect_api() -> Iterator[str]:
     if configured:
         yield configured
         return
-    from prefect.server.api.server import SubprocessASGIServer
-
-    server = SubprocessASGIServer()
-    server.start(timeout=180)  # a loaded machine can take minutes; the default gives up early
-    os.environ["PREFECT_API_URL"] = server.api_url
+    server = _linked_server()
     try:
+        server.start(timeout=180)  # a loaded machine can take minutes; the default gives up early
+        os.environ["PREFECT_API_URL"] = server.api_url
         with temporary_settings({PREFECT_API_URL: server.api_url}):
             try:
                 yield server.api_url
@@ -42,7 +53,47 @@ def prefect_api() -> Iterator[str]:
                 _drain_workers()
     finally:
         os.environ.pop("PREFECT_API_URL", None)
+        _stop_server(server)
+
+
+def _linked_server() -> Any:
+    """Prefect's temporary server, started so that it dies with this process (``kill -9`` included)."""
+    from prefect.server.api import server as prefect_server
+
+    class LinkedServer(prefect_server.SubprocessASGIServer):
+        def _run_uvicorn_command(self) -> Any:
+            # the one Popen of Prefect's own command line, with the death signal armed before exec
+            real = prefect_server.subprocess
+            prefect_server.subprocess = _PopenWith(real, lifeline.preexec())  # type: ignore[assignment]
+            try:
+                return super()._run_uvicorn_command()
+            finally:
+                prefect_server.subprocess = real
+
+    prefect_server.SubprocessASGIServer._instances.pop(None, None)  # a stopped one of an earlier run
+    return LinkedServer()
+
+
+class _PopenWith:
+    """The ``subprocess`` module as one caller sees it, with a ``preexec_fn`` added to ``Popen``."""
+
+    def __init__(self, module: Any, preexec: Any) -> None:
+        self._module, self._preexec = module, preexec
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._module, name)
+
+    def Popen(self, *args: Any, **kwargs: Any) -> Any:  # the name it stands in for
+        return self._module.Popen(*args, preexec_fn=self._preexec, **kwargs)
+
+
+def _stop_server(server: Any) -> None:
+    """Stop the temporary server and reap it (no zombie), also when it never answered."""
+    process = server.server_process
+    with contextlib.suppress(Exception):
         server.stop()
+    if process is not None and process.poll() is None:
+        lifeline.reap(process)
 
 
 def _drain_workers() -> None:
@@ -68,11 +119,11 @@ def make_task_runner(config: PipelineConfig) -> Any:
     CPU-bound Python must not share a GIL, so the default is a process pool; Dask (a local
     cluster of processes or an existing scheduler) and Ray take the same flows past one machine.
     """
-    from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
+    from prefect.task_runners import ThreadPoolTaskRunner
 
     workers = worker_count(config)
     if config.runner == "process":
-        return ProcessPoolTaskRunner(max_workers=workers, initializer=quiet_environment_errors)
+        return pooled_runner(workers, Path(config.out))
     if config.runner == "thread":
         return ThreadPoolTaskRunner(max_workers=workers)
     if config.runner == "sequential":
@@ -106,3 +157,158 @@ def make_ray_runner(workers: int) -> Any:
         log.info("ray: joining the cluster at %s", address)
         return RayTaskRunner(address=address)
     return RayTaskRunner(address="local", init_kwargs={"num_cpus": workers})
+
+
+# -- one linked worker pool per run -----------------------------------------------------------
+class _Pool:
+    """Worker processes, their message queue to Prefect's log/event forwarding, and the thread that started them."""
+
+    def __init__(self, workers: int, out: Path) -> None:
+        from prefect.task_runners import ProcessPoolTaskRunner
+
+        self.workers, self.out, self.users = workers, out, 0
+        context = multiprocessing.get_context("spawn")
+        # Prefect's own forwarding of worker logs and events to the API, hosted here for the pool's life
+        self.forwarder = ProcessPoolTaskRunner(max_workers=workers)
+        self.forwarder._subprocess_message_queue = context.Queue()
+        self.forwarder._message_forwarding_thread = threading.Thread(
+            target=self.forwarder._forward_subprocess_messages, name="kinda-pool-messages", daemon=True)
+        self.forwarder._message_forwarding_thread.start()
+        self.executor = ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=_start_pool_worker,
+            initargs=(self.forwarder._subprocess_message_queue, os.getpid(), str(out.resolve())))
+        self._closing = threading.Event()
+        started = threading.Event()
+        self._keeper = threading.Thread(target=self._keep, args=(started,), name="kinda-pool", daemon=True)
+        self._keeper.start()
+        started.wait()
+
+    def _keep(self, started: threading.Event) -> None:
+        """Start every worker from this thread, then outlive them (their death signal follows it)."""
+        try:
+            self.executor._launch_processes()  # type: ignore[attr-defined]
+        finally:
+            started.set()
+        self._closing.wait()
+
+    @property
+    def queue(self) -> Any:
+        return self.forwarder._subprocess_message_queue
+
+    def close(self) -> None:
+        """Stop the workers (waiting for them, so their writes and locks are gone), then the forwarding."""
+        try:
+            self.executor.shutdown(wait=True, cancel_futures=True)
+            self.forwarder._stop_message_forwarding()
+        finally:
+            self._closing.set()
+            self._keeper.join(timeout=5)
+
+
+def _start_pool_worker(queue: Any, parent_pid: int, out: str) -> None:
+    """A worker's first act: die with the flow and join its writers; then Prefect's log/event forwarding."""
+    lifeline.start_worker(parent_pid, out)
+    quiet_environment_errors()
+    from prefect import task_runners
+
+    task_runners._initialize_process_pool_worker(queue)
+
+
+_pools: list[_Pool] = []  # the pool of the run in progress (at most one; a list so it can be swapped)
+_pools_guard = threading.Lock()
+
+
+def _borrow(workers: int, out: Path) -> tuple[_Pool, bool]:
+    """The run's pool when it fits (same size), else a private one; True when shared."""
+    with _pools_guard:
+        if _pools and _pools[0].workers == workers:
+            _pools[0].users += 1
+            return _pools[0], True
+        if not _pools:
+            pool = _Pool(workers, out)
+            pool.users = 1
+            _pools.append(pool)
+            return pool, True
+    return _Pool(workers, out), False  # a stage that asked for another worker count: its own pool
+
+
+def _give_back(pool: _Pool, shared: bool) -> None:
+    if shared:
+        with _pools_guard:
+            pool.users -= 1
+            if pool.users > 0:
+                return
+            _pools.remove(pool)
+    pool.close()
+
+
+@contextlib.contextmanager
+def worker_pool(config: PipelineConfig) -> Iterator[None]:
+    """Keep one worker pool for every flow run inside (a parent run's stages), when the runner is a process pool."""
+    if config.runner != "process":
+        yield
+        return
+    pool, shared = _borrow(worker_count(config), Path(config.out))
+    try:
+        yield
+    finally:
+        _give_back(pool, shared)
+
+
+def pooled_runner(workers: int, out: Path) -> Any:
+    """A Prefect process-pool task runner on the run's linked worker pool (see the module docstring)."""
+    return _pooled_runner_class()(max_workers=workers, out=out)
+
+
+@functools.cache
+def _pooled_runner_class() -> type:
+    """The runner class, built on first use (importing Prefect's runners costs ``--help`` time)."""
+    from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner
+
+    class PooledTaskRunner(ProcessPoolTaskRunner):
+        """Prefect's process runner, minus owning the pool: it borrows the run's for one flow run."""
+
+        def __init__(self, max_workers: int, out: Path) -> None:
+            super().__init__(max_workers=max_workers)
+            self._out = out
+            self._pool: _Pool | None = None
+            self._shared = False
+
+        def duplicate(self) -> PooledTaskRunner:
+            return PooledTaskRunner(self._max_workers, self._out)
+
+        def __enter__(self) -> PooledTaskRunner:
+            # No pool yet: Prefect also enters a copy of the flow's runner in a worker around every task
+            # it runs there, and that copy must not start workers of its own unless it submits.
+            TaskRunner.__enter__(self)
+            self._resolver_executor = ThreadPoolExecutor(max_workers=self._max_workers)
+            return self
+
+        def submit(self, *args: Any, **kwargs: Any) -> Any:
+            if self._pool is None:
+                self._pool, self._shared = _borrow(self._max_workers, self._out)
+                self._executor = self._pool.executor
+                self._subprocess_message_queue = self._pool.queue
+            return super().submit(*args, **kwargs)
+
+        def cancel_all(self) -> None:
+            for event in list(self._cancel_events.values()):
+                with contextlib.suppress(OSError, ValueError):
+                    event.set()  # type: ignore[attr-defined]
+            self._cancel_events.clear()
+
+        def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
+            self.cancel_all()
+            try:
+                if self._resolver_executor is not None:
+                    self._resolver_executor.shutdown(wait=True, cancel_futures=True)
+                    self._resolver_executor = None
+            finally:
+                self._executor = None
+                self._subprocess_message_queue = None
+                if self._pool is not None:
+                    _give_back(self._pool, self._shared)
+                    self._pool = None
+                TaskRunner.__exit__(self, exc_type, exc_value, traceback)
+
+    return PooledTaskRunner

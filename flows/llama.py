@@ -56,6 +56,7 @@ from flows._llama_stages import (
     tokenize_outputs,
 )
 from flows._recorder import current_run_id
+from flows._runtime import worker_pool
 from flows._sample import SAMPLE_PAGES, sample_overrides
 
 STAGES = ("sources", "pile_index", "dedup", "labels", "tokenize")
@@ -220,7 +221,8 @@ def llama_flow(config: LlamaConfig) -> LlamaSummary:
     """Sources, then pile index, dedup, labels and tokenization, as sub-flows (see the module docstring)."""
     config = ready(config)
     planned = len(config.selected_sources()) + sum(config.runs_stage(s) for s in STAGES[1:])
-    with OutputLock(Path(config.out), "llama", current_run_id()), shared_dask_cluster(config) as address:
+    with (OutputLock(Path(config.out), "llama", current_run_id()), shared_dask_cluster(config) as address,
+          worker_pool(config)):
         run = StageRun(config, address, planned)
         if config.runs_stage("sources"):
             run.run_sources()

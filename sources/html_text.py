@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from core import lifeline
+
 log = logging.getLogger(__name__)
 
 #: Declared labels mapped to what browsers decode them as (a subset of the WHATWG table).
@@ -192,6 +194,7 @@ def _alarm(seconds: float) -> Iterator[None]:
 
 
 def _sandbox_main(conn: Connection, options: ExtractOptions) -> None:
+    lifeline.die_with_parent()  # a kill -9 of the reader's process must not leave this one extracting
     while True:
         try:
             html = conn.recv()

@@ -63,6 +63,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from core import lifeline
 from core.bounded import address_space_in_use, limit_address_space
 
 LIGATURES = {"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st", "Ĳ": "IJ", "ĳ": "ij"}
@@ -490,6 +491,7 @@ def _worker_main(conn: Connection, current: Any = None) -> None:
     the caller knows which page killed a worker that died; ``lost`` is that page's drop, sent in
     its place when the caller restarts the worker to re-read the pages it finished but never sent.
     """
+    lifeline.die_with_parent()  # a kill -9 of the reader's process must not leave this one rendering
     import pypdfium2  # noqa: F401  (mapped before the baseline of the memory bound is taken)
 
     baseline = address_space_in_use()
