@@ -79,7 +79,8 @@ class PipelineConfig(BaseModel):
     INPUT_FOLDERS: ClassVar[bool] = False
     #: Fields that do not change output bytes; left out of the config hash.
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = frozenset(
-        {"out", "workers", "runner", "dask_address", "cache_dir", "keep_staging", "progress"}
+        {"out", "workers", "runner", "dask_address", "cache_dir", "keep_staging", "progress", "exact_dedup_memory",
+         "spill_dir"}
     )
 
     out: Path = Field(Path("data"), description="output root: shards, state and manifest")
@@ -90,6 +91,10 @@ class PipelineConfig(BaseModel):
     shards: ShardConfig = Field(default_factory=ShardConfig)
     seed: int = 0
     keep_staging: bool = Field(False, description="keep pre-dedup staging shards after a run")
+    exact_dedup_memory: MemorySize = Field("2GB", description="DuckDB memory of the run-wide exact dedup; "
+                                                              "beyond it, it spills to spill_dir (same result)")
+    spill_dir: Path | None = Field(None, description="where DuckDB spills (default <out>/_staging/duckdb_tmp; "
+                                                     "flows.dedup: <out>/_dedup/duckdb_tmp)")
     progress: bool = True
 
     @classmethod

@@ -88,6 +88,15 @@ class RunContext:
     config_hash: str
     limits: ShardLimits
     recipe_name: str
+    #: DuckDB's memory for the run-wide exact dedup; beyond it DuckDB spills to :attr:`spill_folder`.
+    exact_dedup_memory: str = "2GB"
+    #: Where DuckDB spills (default ``<out>/_staging/duckdb_tmp``): a fast local disk with room.
+    spill_dir: Path | None = None
+
+    @property
+    def spill_folder(self) -> Path:
+        """The folder DuckDB spills to beyond its memory limit."""
+        return self.spill_dir or (self.out / "_staging" / "duckdb_tmp")
 
     def marker_key(self) -> dict[str, str]:
         """Fields a resume marker must match to be trusted."""
@@ -286,13 +295,14 @@ _EMPTY_HASHES = (
 )
 
 
-def find_exact_duplicates(ctx: RunContext, keys: Sequence[str], memory_limit: str = "2GB") -> dict[str, int]:
+def find_exact_duplicates(ctx: RunContext, keys: Sequence[str]) -> dict[str, int]:
     """Write the run's drop list (exact duplicates); return the number of duplicates per input key.
 
     DuckDB does the grouping out of core, so the number of documents is not bounded by memory.
     Within a group of equal hashes the first document in (input key, record order) is kept,
     so the kept set does not depend on how many workers ran or in which order they finished.
-    Each row names the kept document it duplicates (``matched_id``).
+    Each row names the kept document it duplicates (``matched_id``). DuckDB holds at most
+    ``ctx.exact_dedup_memory`` and spills the rest to ``ctx.spill_folder``; the result is the same.
     """
     target = duplicates_path(ctx.out, ctx.source)
     files = [(key, staging_dir(ctx.out, ctx.source, key) / "hashes.parquet") for key in sorted(keys)]
@@ -300,8 +310,8 @@ def find_exact_duplicates(ctx: RunContext, keys: Sequence[str], memory_limit: st
     with atomic_path(target) as tmp:
         con = duckdb.connect()
         try:
-            con.execute(f"SET memory_limit='{memory_limit}'")
-            con.execute(f"SET temp_directory='{(ctx.out / '_staging' / 'duckdb_tmp').as_posix()}'")
+            con.execute(f"SET memory_limit='{ctx.exact_dedup_memory}'")
+            con.execute(f"SET temp_directory='{ctx.spill_folder.as_posix()}'")
             con.execute("CREATE TEMP TABLE ranks (input_key VARCHAR, rank INTEGER, file VARCHAR)")
             if files:
                 con.executemany("INSERT INTO ranks VALUES (?, ?, ?)",

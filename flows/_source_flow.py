@@ -199,7 +199,8 @@ def run_source(
     with RunRecorder(out, flow_name, recipe.name, config) as run:
         config.preflight()  # e.g. no language-ID model: the run fails (in Prefect too), not every input
         specs = resolve_inputs(config, locations, checksums)
-        ctx = pipeline.RunContext(out, recipe.name, config.config_hash(), config.shards.limits(), recipe.name)
+        ctx = pipeline.RunContext(out, recipe.name, config.config_hash(), config.shards.limits(), recipe.name,
+                                  config.exact_dedup_memory, config.spill_dir)
         records = _process(recipe, specs, ctx, config, phases or SourcePhases(), logger)
         run.inputs(records, recipe=flow_name)
         summary = SourceRunSummary(run.run_id, out, records)

@@ -94,7 +94,7 @@ class DedupConfig(PipelineConfig):
         return BandLayout.named(self.layout, self.threshold)
 
     def join_settings(self, out: Path) -> JoinSettings:
-        return JoinSettings(self.memory_limit, 1, out / "_dedup" / "duckdb_tmp", self.max_bucket)
+        return JoinSettings(self.memory_limit, 1, self.spill_dir or (out / "_dedup" / "duckdb_tmp"), self.max_bucket)
 
 
 @flow(name="dedup", log_prints=True)
