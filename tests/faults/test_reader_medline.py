@@ -154,14 +154,14 @@ def test_deletions_after_an_oversized_citation_are_still_read(tmp_path: Path) ->
 
 
 @pytest.mark.prefect
-def test_a_300_mb_text_node_through_the_flow_is_one_drop_in_bounded_memory(tmp_path: Path) -> None:
+def test_a_300_mb_text_node_through_the_flow_is_one_drop_in_bounded_memory(tmp_path: Path, prefect_api_url: str) -> None:
     blocks = [citation(n) for n in range(1, CITATIONS + 1)]
     blocks[4] = citation(5, "word " * 60_000_000)
     path = medline(tmp_path / "pubmed16n0001.xml.gz", blocks)
     assert path.stat().st_size < 2 << 20
     out = tmp_path / "out"
     run = run_measured([sys.executable, "-m", "flows.pubmed", "--abstracts", str(path), "--out", str(out),
-                        "--runner", "sequential"], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},
+                        "--runner", "sequential"], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO), "PREFECT_API_URL": prefect_api_url},
                        timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.peak_rss_bytes <= MAX_RSS_BYTES, f"peak RSS {run.peak_rss_bytes / 2**30:.2f} GiB"

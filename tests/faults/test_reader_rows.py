@@ -114,12 +114,12 @@ def _bomb(path: Path, rows: int, row_bytes: int) -> None:
 
 
 @pytest.mark.prefect
-def test_parquet_of_huge_rows_stays_under_the_rss_bound(tmp_path: Path) -> None:
+def test_parquet_of_huge_rows_stays_under_the_rss_bound(tmp_path: Path, prefect_api_url: str) -> None:
     path = tmp_path / "bomb.parquet"
     _bomb(path, rows=100, row_bytes=30 << 20)
     assert path.stat().st_size < 64 << 10
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PREFECT_API_URL": prefect_api_url}
     run = run_measured([sys.executable, "-m", "flows.stack_code", "--inputs", str(path), "--out", str(out),
                         "--runner", "sequential"], cwd=tmp_path, env=env, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
