@@ -20,7 +20,7 @@ core (CPU time is measured; pyarrow and DuckDB run single-threaded):
   one thread in memory -> conversations; every record (documents and drops) is consumed.
 
 Reported per contender and size: comments/s per CPU-second and peak RSS, min/median/max over
-``--repeat`` runs.
+``--repeat`` interleaved rounds (each round runs every contender), and the per-round ratio.
 """
 
 from __future__ import annotations
@@ -134,16 +134,24 @@ def main(argv: list[str] | None = None) -> int:
         inputs.append(path)
     print(f"{'input':32} {'contender':8} {'comments':>10} {'comments/s/core min/med/max':>30} "
           f"{'peak RSS MB min/med/max':>26} {'docs':>8}")
+    contenders = args.contenders.split(",")
     for path in inputs:
         comments = count_lines(path)
-        for contender in args.contenders.split(","):
-            runs = [measure(contender, path, args) for _ in range(args.repeat)]
-            rates = sorted(comments / r["cpu"] for r in runs)
-            rss = sorted(r["rss_mb"] for r in runs)
-            docs = runs[0]["result"] if contender == "ours" else ""
+        runs: dict[str, list[dict[str, float]]] = {c: [] for c in contenders}
+        for round_ in range(args.repeat):  # interleaved: each round runs every contender, order rotating
+            for contender in contenders[round_ % len(contenders):] + contenders[:round_ % len(contenders)]:
+                runs[contender].append(measure(contender, path, args))
+        for contender in contenders:
+            rates = sorted(comments / r["cpu"] for r in runs[contender])
+            rss = sorted(r["rss_mb"] for r in runs[contender])
+            docs = runs[contender][0]["result"] if contender == "ours" else ""
             print(f"{path.name:32} {contender:8} {comments:>10} "
                   f"{rates[0]:>10.0f}/{statistics.median(rates):.0f}/{rates[-1]:.0f} "
                   f"{rss[0]:>12.0f}/{statistics.median(rss):.0f}/{rss[-1]:.0f} {docs!s:>8}", flush=True)
+        if set(CONTENDERS) <= set(contenders):
+            ratios = sorted(p["cpu"] / o["cpu"] for p, o in zip(runs["plain"], runs["ours"], strict=True))
+            print(f"{path.name:32} ours / plain per round: min {ratios[0]:.2f}x, median {statistics.median(ratios):.2f}x, "
+                  f"max {ratios[-1]:.2f}x", flush=True)
     return 0
 
 

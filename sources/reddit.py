@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
@@ -223,7 +224,7 @@ def _fast_table(block: bytes, first_line: int, submissions: bool) -> pa.Table | 
         return None
     if table.num_rows != block.count(b"\n"):  # blank lines are skipped by pyarrow: numbering would slip
         return None
-    lines = pa.array(range(first_line, first_line + table.num_rows), pa.int64())
+    lines = _numpy_column(np.arange(first_line, first_line + table.num_rows, dtype=np.int64), pa.int64())
     if submissions:
         if table.column("id").null_count:
             return None
@@ -237,11 +238,27 @@ def _fast_table(block: bytes, first_line: int, submissions: bool) -> pa.Table | 
             else pa.array([_bare(v, "t3_") for v in table.column("link_id").to_pylist()], pa.string())
         parent, body, kind = table.column("parent_id"), table.column("body"), 1
     return pa.table({
-        "link": link, "kind": pa.array([kind] * table.num_rows, pa.int8()), "id": table.column("id"),
-        "parent": parent, "author": pc.fill_null(table.column("author"), "[deleted]"), "body": body,
-        "score": pc.fill_null(table.column("score"), 0), "created": pc.fill_null(table.column("created_utc"), 0),
-        "subreddit": pc.fill_null(table.column("subreddit"), ""), "line": lines,
+        "link": link, "kind": _numpy_column(np.full(table.num_rows, kind, np.int8), pa.int8()), "id": table.column("id"),
+        "parent": parent, "author": pc.fill_null(table.column("author"), _DELETED), "body": body,
+        "score": pc.fill_null(table.column("score"), _ZERO), "created": pc.fill_null(table.column("created_utc"), _ZERO),
+        "subreddit": pc.fill_null(table.column("subreddit"), _NO_NAME), "line": lines,
     }, schema=ROW_SCHEMA)
+
+
+def _numpy_column(values: np.ndarray, kind: pa.DataType) -> pa.Array:
+    """An Arrow array over a numpy buffer: ``pa.array`` would import pandas (~6% of a month) to vet its input."""
+    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
+
+
+def _text_scalar(text: str) -> pa.Scalar:
+    """A string scalar built from buffers (``pa.scalar``, which ``fill_null`` calls on a plain value, imports pandas)."""
+    data = text.encode()
+    offsets = pa.py_buffer(np.array([0, len(data)], np.int32))
+    return pa.Array.from_buffers(pa.string(), 1, [None, offsets, pa.py_buffer(data)])[0]
+
+
+_DELETED, _NO_NAME = _text_scalar("[deleted]"), _text_scalar("")
+_ZERO = _numpy_column(np.zeros(1, np.int64), pa.int64())[0]
 
 
 def _all_prefixed(column: pa.ChunkedArray) -> bool:
