@@ -57,7 +57,7 @@ def ten_files(tmp_path: Path) -> Iterator[tuple[str, type[_Counting], list[tuple
     httpd.server_close()
 
 
-def _settled(handler: type[_Counting], expected: set[str], timeout: float = 10) -> set[str]:
+def _settled(handler: type[_Counting], expected: set[str], timeout: float = 60) -> set[str]:
     """Wait until ``expected`` files were fetched, then a moment more: what was fetched by then."""
     deadline = time.monotonic() + timeout
     while not expected <= set(handler.gets) and time.monotonic() < deadline:
