@@ -50,7 +50,7 @@ from sources.pubmed_jats import (
     parse_article,
     render,
 )
-from sources.tar_stream import open_tar_stream
+from sources.tar_stream import open_tar_stream, unsafe_member
 
 CENTRAL = "pubmed_central"
 ABSTRACTS = medline.SOURCE
@@ -176,9 +176,12 @@ def iter_package(path: Path, settings: CentralSettings, cleaner: BoundedCleaner[
                     continue
                 number += 1
                 where = f"{name}:{member.name}"
+                problem = unsafe_member(member)
+                if problem is not None:  # a ../ or absolute path, a link, a device: never read (docs/reliability.md)
+                    yield Drop("unsafe_archive", where, f"{where}: {problem}; refused")
+                    continue
                 if not member.isfile():
-                    yield Drop("not_a_file", where, f"{where}: a tar {'link' if member.issym() or member.islnk() else 'entry'}"
-                               " where an article was expected")
+                    yield Drop("not_a_file", where, f"{where}: a tar entry where an article was expected")
                     continue
                 if member.size > settings.max_article_bytes:
                     yield Drop("too_large", where, f"{where}: {member.size} bytes > {settings.max_article_bytes}")

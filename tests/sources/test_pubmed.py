@@ -153,7 +153,7 @@ def test_truncated_package_keeps_what_was_read(tmp_path: Path) -> None:
     assert [r.text for r in records if isinstance(r, Document)] == [r.text for r in whole if isinstance(r, Document)][: kinds["doc"]]
 
 
-def test_tar_paths_are_labels_only_and_links_are_dropped(tmp_path: Path) -> None:
+def test_hostile_tar_members_are_refused_and_nothing_is_extracted(tmp_path: Path) -> None:
     article = pubmed_sample.jats_article("9000005", "A title for the path test")
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
@@ -170,8 +170,10 @@ def test_tar_paths_are_labels_only_and_links_are_dropped(tmp_path: Path) -> None
     package.parent.mkdir()
     package.write_bytes(gzip.compress(buffer.getvalue()))
     records = _records(package, max_article_bytes=len(article) + 10)
-    assert isinstance(records[0], Document) and records[0].meta["file"] == "bulk.tar.gz:../../escape/PMC9000005.nxml"
-    assert [r.reason for r in records[1:]] == ["not_a_file", "too_large"]  # type: ignore[union-attr]
+    # hostile members are refused unread, as docs/reliability.md says; the oversized one is too_large
+    assert [(r.reason, r.record) for r in records] == [  # type: ignore[union-attr]
+        ("unsafe_archive", "bulk.tar.gz:../../escape/PMC9000005.nxml"),
+        ("unsafe_archive", "bulk.tar.gz:PMC9000006.nxml"), ("too_large", "bulk.tar.gz:PMC9000007.nxml")]
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["bulk.tar.gz", "pkg"]  # nothing extracted
 
 
