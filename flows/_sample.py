@@ -1,11 +1,15 @@
-"""The offline sample corpus: generated inputs for every source that has a sample writer, and a toy
-tokenizer, so a whole dataset run (sources, dedup, labels, tokens) completes without a download.
+"""The offline sample corpus: generated inputs for every source that has a sample writer, a Pile
+sample to match against, and a toy tokenizer, so a whole dataset run (sources, Pile index, dedup,
+labels, tokens) completes without a download.
 
-Wikipedia dumps come from :mod:`sources.wikipedia_sample`; each configured G.2 extension source
-gets its own writer's files (``sources/<name>_sample.py``, ``write_sample_inputs(directory)``)
-under ``<out>/sample/<source>/``. Sources without a sample writer (Common Crawl, C4, GitHub,
-Books, arXiv, StackExchange) are set to ``null``: a sample run of G.1 is Wikipedia only, of G.2
-Wikipedia plus the extension sources. There is no Pile sample, so nothing is matched against it.
+Wikipedia dumps come from :mod:`sources.wikipedia_sample`; every other configured source with a
+writer (:data:`SAMPLES`: the LLaMA sources' in :mod:`sources.samples`, the G.2 extension sources'
+in ``sources/<name>_sample.py``; each ``write_sample_inputs(directory) -> list[str]``) gets its
+files under ``<out>/sample/<source>/``; a source without one is set to ``null``. When the dataset
+runs dedup, the Pile sample (:mod:`sources.samples.pile`: exact and near copies of some sample
+documents, plus unrelated ones) is written under ``<out>/sample/pile/``, ``flows.pile_index``
+indexes it into ``<out>/indexes/pile-sample`` and dedup matches against that index, so the
+``llama-in-ref`` class is not empty and G3 is smaller than G1.
 
 Files are generated into a staging folder and moved into place only when their bytes changed:
 an unchanged input keeps its mtime, so a second sample run resumes instead of redoing every
@@ -22,7 +26,15 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-#: Sources with an offline sample writer: flow name -> module with ``write_sample_inputs(directory)``.
+#: LLaMA sources with an offline sample writer (besides Wikipedia): flow name -> writer module.
+LLAMA_SAMPLES = {
+    "commoncrawl": "sources.samples.commoncrawl",
+    "c4": "sources.samples.c4",
+    "books": "sources.samples.gutenberg",
+    "arxiv": "sources.samples.arxiv",
+    "stackexchange": "sources.samples.stackexchange",
+}
+#: G.2 extension sources with an offline sample writer: flow name -> writer module.
 EXTENSION_SAMPLES = {
     "pubmed": "sources.pubmed_sample",
     "science_books": "sources.scibooks_sample",
@@ -31,6 +43,11 @@ EXTENSION_SAMPLES = {
     "dialogue": "sources.dialogue_sample",
     "reasoning": "sources.reasoning_sample",
 }
+#: Every source with an offline sample writer (Wikipedia has its own: :mod:`sources.wikipedia_sample`).
+SAMPLES = {**LLAMA_SAMPLES, **EXTENSION_SAMPLES}
+#: The Pile sample's writer, and where its index goes under the output root.
+PILE_SAMPLE = "sources.samples.pile"
+PILE_SAMPLE_INDEX = Path("indexes") / "pile-sample"
 SAMPLE_PAGES = 300
 
 
@@ -39,8 +56,8 @@ def sample_overrides(out: Path, configured: Iterable[str], all_sources: Iterable
     """Overrides that point a dataset at generated inputs and a toy tokenizer under ``<out>/sample``.
 
     ``configured``: the dataset's sources (not null); ``all_sources``: every known source, those
-    without a sample set to null. ``dedup``: whether the dataset runs dedup (then nothing is
-    matched against a reference: there is no Pile sample).
+    without a sample set to null. ``dedup``: whether the dataset runs dedup (then the Pile sample
+    is indexed and dedup matches against it; without dedup no index is built).
     """
     from sources.wikipedia_sample import write_sample_dumps
 
@@ -52,11 +69,13 @@ def sample_overrides(out: Path, configured: Iterable[str], all_sources: Iterable
     wanted = set(configured)
     sections: dict[str, Any] = {name: None for name in all_sources}
     sections["wikipedia"] = {"dumps": [str(d) for d in dumps]}
-    for name, module in EXTENSION_SAMPLES.items():
+    for name, module in SAMPLES.items():
         if name in wanted:
             sections[name] = sample_section(name, write_settled(root / name, _writer(module)))
     overrides: dict[str, Any] = {"sources": sections, "pile_index": None, "tokenize": {"tokenizer": str(tokenizer)}}
-    if dedup:
+    if dedup:  # the index the pile_index stage builds is the one dedup matches against
+        pile = write_settled(root / "pile", _writer(PILE_SAMPLE))
+        overrides["pile_index"] = {"inputs": pile, "index": str(out / PILE_SAMPLE_INDEX)}
         overrides["dedup.against"] = None
     return overrides
 

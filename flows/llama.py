@@ -3,7 +3,7 @@
     python -m flows.llama --config configs/g1.yaml --out data/
     python -m flows.llama --config configs/g3.yaml --runner dask --dask-address tcp://scheduler:8786
     python -m flows.llama --config configs/g1.yaml --sources wikipedia,books --stages sources,dedup
-    python -m flows.llama --sample --out data/     # offline: generated Wikipedia dumps + a toy tokenizer
+    python -m flows.llama --sample --out data/     # offline: every source's sample, the Pile sample, a toy tokenizer
     python -m flows.llama --config configs/g2.yaml --sample --out data/   # + the G.2 extension samples
 
 Stages, in order: ``sources`` (one sub-flow per source, LLaMA table order), ``pile_index``,

@@ -39,6 +39,13 @@ DROPS_SQL = """
 SELECT source, reason, sum(count)::BIGINT AS count FROM latest_drops
 GROUP BY ALL ORDER BY source, count DESC, reason
 """
+#: What ``flows.dedup`` matched, per source and kind, naming the first documents (``kinda dedup explain`` says more):
+#: ``reference_*`` rows are the LLaMA documents in G1 but not in G3 (class ``llama-in-ref``).
+MATCHES_SQL = """
+SELECT source, kind, count(*)::BIGINT AS docs,
+       array_to_string(list_sort(list(doc_id))[1:3], ' ') || CASE WHEN count(*) > 3 THEN ' ...' ELSE '' END AS documents
+FROM matches GROUP BY ALL ORDER BY source, kind
+"""
 #: Tokens belong to a tensor root (one corpus tokenized twice has two counts): one row per root,
 #: source, split and label set, from the ``tensors`` table each tokenize run replaces for its root.
 TENSORS_SQL = """
@@ -46,6 +53,9 @@ SELECT tensor_root, source, split, array_to_string(list_sort(labels), ' ') AS la
        sum(docs)::BIGINT AS docs, sum(tokens)::BIGINT AS tokens
 FROM tensors GROUP BY ALL ORDER BY tensor_root, source, split, labels
 """
+
+
+MATCHES_TITLE = "Dedup matches (duplicates dropped; reference matches: in G1, not in G3)"
 
 
 def _rows(manifest: Manifest, sql: str) -> list[dict[str, Any]]:
@@ -64,6 +74,7 @@ def report_tables(manifest: Manifest, out: Path | None = None) -> dict[str, list
     return {
         "sources": _rows(manifest, SOURCES_SQL),
         "drops": _rows(manifest, DROPS_SQL),
+        "matches": _rows(manifest, MATCHES_SQL) if "matches" in tables else [],
         "tokens": _rows(manifest, TENSORS_SQL) if "tensors" in tables else [],
         "storage": [storage(manifest, out)] if out is not None else [],
     }
@@ -76,8 +87,8 @@ def format_text(tables: dict[str, list[dict[str, Any]]]) -> str:
 
     parts = []
     for title, key in (("Documents per source and label", "sources"), ("Drop reasons", "drops"),
-                       ("Tokens (tensor sets)", "tokens")):
-        rows = tables[key]
+                       (MATCHES_TITLE, "matches"), ("Tokens (tensor sets)", "tokens")):
+        rows = tables.get(key, [])
         body = format_table(list(rows[0]), [list(r.values()) for r in rows]) if rows else "(none)"
         parts.append(f"{title}\n{body}")
     parts.extend(format_storage(row) for row in tables.get("storage", []))
@@ -132,6 +143,7 @@ def render_html(tables: dict[str, list[dict[str, Any]]], title: str) -> str:
         ("Documents per source and label", _bar_svg(series["documents"], "docs"), tables["sources"]),
         ("Tokens per source, label and split", _bar_svg(series["tokens"], "tokens"), tables["tokens"]),
         ("Drop reasons per source", _bar_svg(series["drops"], "dropped"), tables["drops"]),
+        (MATCHES_TITLE, "", tables.get("matches", [])),
     ]
     body = "".join(f"<h2>{html.escape(name)}</h2>{chart}{_html_table(rows)}" for name, chart, rows in sections)
     body += "".join(f"<h2>Storage</h2><p>{html.escape(format_storage(row))}</p>" for row in tables.get("storage", []))

@@ -28,6 +28,15 @@ from loader.tensor_writer import METADATA_NAME, TensorFormatError, open_tokens, 
 ID_CHECK_BLOCK = 1 << 24
 
 
+def sample_hint(location: Path) -> str:
+    """The offline sample command that writes a dataset's tensors (``<root>/tensors/g2``: the G.2 sample)."""
+    dataset, root = location.name, location.parent.parent
+    if location.parent.name != "tensors" or dataset not in ("g1", "g2", "g3"):
+        return "the offline sample: python -m flows.llama --sample --out data/ writes data/tensors/g1"
+    config = "" if dataset == "g1" else f"--config configs/{dataset}.yaml "
+    return f"the offline sample: python -m flows.llama {config}--sample --out {root.as_posix()}/ writes {location.as_posix()}"
+
+
 def _normalize_label(label: str) -> str:
     return label.upper().replace(".", "")
 
@@ -256,7 +265,7 @@ def open_tensor_set(
             raise TensorFormatError(
                 f"{location}: no tensor set here (no {METADATA_NAME}); tokenize documents first: "
                 f"python -m flows.tokenization --data data/ --tokenizer tokenizer.json --out {location} "
-                f"(the offline sample: python -m flows.llama --sample --out data/ writes data/tensors/g1)")
+                f"({sample_hint(Path(location))})")
         metadata = read_metadata(Path(location))
         opener = _LocalOpener(Path(location))
     found = metadata["tokenizer"]["hash"]

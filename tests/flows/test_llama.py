@@ -7,22 +7,22 @@ import hashlib
 import http.server
 import json
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from core.config import CONFIG_DIR
+from core.document import make_doc_id
 from core.manifest import Manifest
 from flows import _llama_stages as stages
 from flows import llama
 from flows._datasets import deep_merge, load_layered
 from flows._llama_crawl import LATEST_CRAWL, resolve_latest
-from flows._sample import EXTENSION_SAMPLES
+from flows._sample import EXTENSION_SAMPLES, LLAMA_SAMPLES, PILE_SAMPLE_INDEX
 from flows.llama import LlamaConfig, parse_args
 from kinda.cli import main as kinda_main
-
-WORDS = ["the", "river", "ran", "quiet", "under", "willows", "while", "an", "old", "angler", "watched", "his",
-         "line", "drift", "past", "reeds", "of", "summer"]
+from sources.samples import pile as pile_sample
 
 
 # -- pure parts -------------------------------------------------------------------------------
@@ -117,8 +117,12 @@ def test_sample_option_generates_inputs_for_every_source_with_a_writer(tmp_path:
     given = LlamaConfig.model_validate({"extends": "g2.yaml", "sample": True, "sample_pages": 5,
                                         "out": str(tmp_path / "data")})
     config = llama.ready(given)
-    assert not config.sample and config.selected_sources() == ["wikipedia", *EXTENSION_SAMPLES]
-    assert config.pile_index is None and config.dedup is not None and config.dedup.get("against") is None
+    with_writer = {"wikipedia", *LLAMA_SAMPLES, *EXTENSION_SAMPLES}
+    assert not config.sample and config.selected_sources() == [n for n in llama.SOURCE_FLOWS if n in with_writer]
+    assert config.dedup is not None and config.dedup.get("against") is None  # the index the pile stage builds
+    pile = config.pile_index or {}
+    assert pile["index"] == str(tmp_path / "data" / PILE_SAMPLE_INDEX)
+    assert pile["inputs"] and all(Path(p).is_file() and p.endswith(".jsonl.zst") for p in pile["inputs"])
     pubmed = config.sources["pubmed"] or {}
     assert pubmed["central"] and all(not p.endswith(".xml.gz") for p in pubmed["central"])
     assert pubmed["abstracts"] and all(p.endswith(".xml.gz") for p in pubmed["abstracts"])
@@ -175,46 +179,49 @@ def test_latest_crawl_is_looked_up_only_when_asked(tmp_path: Path) -> None:
 
 
 # -- the whole recipe through Prefect ---------------------------------------------------------
-def _pg_book(title: str, seed: int) -> str:
-    import random
-
-    rng = random.Random(seed)
-    body = "\r\n\r\n".join(" ".join(rng.choice(WORDS) for _ in range(60)) for _ in range(30))
-    return (f"The Project Gutenberg EBook of {title}\r\n\r\nTitle: {title}\r\n\r\nLanguage: English\r\n\r\n"
-            f"*** START OF THIS PROJECT GUTENBERG EBOOK {title.upper()} ***\r\n\r\n{body}\r\n"
-            f"*** END OF THIS PROJECT GUTENBERG EBOOK {title.upper()} ***\r\nlicence text\r\n")
-
-
 def _tree(out: Path) -> dict[str, str]:
     return {p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for top in ("docs", "labeled", "attributes", "tensors") for p in sorted((out / top).rglob("*"))
+            for top in ("docs", "labeled", "attributes", "tensors", "indexes") for p in sorted((out / top).rglob("*"))
             if p.is_file()}
 
 
-@pytest.mark.prefect
-def test_parent_flow_runs_every_stage_then_resumes(prefect_api_url: str, tmp_path: Path) -> None:
-    from prefect.client.orchestration import get_client
+@dataclass
+class SampleRun:
+    """One ``python -m flows.llama --sample`` (G.1) run, shared by the tests of this module."""
 
-    out = tmp_path / "data"
-    books = tmp_path / "raw" / "books"
-    books.mkdir(parents=True)
-    for i in range(3):
-        (books / f"{i}.txt").write_text(_pg_book(f"Book {i}", i), encoding="utf-8")
-    (books / "3.txt").write_text(_pg_book("Book 0", 0), encoding="utf-8")  # an exact copy: dropped
-    args = ["--config", str(CONFIG_DIR / "g3.yaml"), "--sample", "--sample-pages", "40", "--out", str(out),
-            "--runner", "thread", "--workers", "2", "--set", f"sources.books.inputs=[{books}/*.txt]"]
-    config = parse_args(args)
-    assert config.selected_sources() == ["wikipedia", "books"] and config.pile_index is None
-    summary = llama.run(config)
+    out: Path
+    args: list[str]
+    summary: stages.LlamaSummary
+
+
+@pytest.fixture(scope="module")
+def g1_sample(prefect_api_url: str, tmp_path_factory: pytest.TempPathFactory) -> SampleRun:
+    """The G.1 sample, run once: every LLaMA source, the Pile sample's index, dedup, labels, tokens."""
+    out = tmp_path_factory.mktemp("g1-sample") / "data"
+    args = ["--sample", "--sample-pages", "20", "--out", str(out), "--runner", "thread", "--workers", "2"]
+    return SampleRun(out, args, llama.run(parse_args(args)))
+
+
+def _count(out: Path, sql: str) -> dict[str, int]:
+    _, rows = Manifest.for_output(out).query(sql)
+    return {str(key): int(value) for key, value in rows}
+
+
+@pytest.mark.prefect
+def test_g1_sample_runs_every_llama_source_and_the_pile_stage(g1_sample: SampleRun) -> None:
+    summary, out = g1_sample.summary, g1_sample.out
+    llama_sources = [name for name in list(llama.SOURCE_FLOWS)[:7] if name == "wikipedia" or name in LLAMA_SAMPLES]
     assert [(s.stage, s.status) for s in summary.stages] == [
-        ("wikipedia", "completed"), ("books", "completed"), ("dedup", "completed"), ("labels", "completed"),
-        ("tokenize", "completed")]
-    manifest = Manifest.for_output(out)
-    _, rows = manifest.query("SELECT source, sum(docs) FROM shards WHERE list_contains(labels, 'G3') GROUP BY 1 ORDER BY 1")
-    assert [r[0] for r in rows] == ["books", "wikipedia"] and dict(rows)["books"] == 3
-    _, rows = manifest.query("SELECT sum(tokens) FROM tensors WHERE tensor_root = ?", [str(out / "tensors" / "g3")])
+        *[(name, "completed") for name in llama_sources],
+        ("pile_index", "completed"), ("dedup", "completed"), ("labels", "completed"), ("tokenize", "completed")]
+    shards = _count(out, "SELECT source, sum(docs) FROM shards WHERE starts_with(path, 'labeled/') GROUP BY 1")
+    assert sorted(shards) == sorted(llama_sources) and all(shards.values()), shards
+    drops = _count(out, "SELECT source, count(DISTINCT reason) FROM latest_drops GROUP BY 1")
+    assert sorted(drops) == sorted(llama_sources), drops  # every source drops something, for a reason
+    _, rows = Manifest.for_output(out).query("SELECT sum(tokens) FROM tensors WHERE tensor_root = ?",
+                                             [str(out / "tensors" / "g1")])
     assert rows[0][0] > 0
-    assert summary.sources["books"]["drop_reasons"] == "duplicate_exact=1"
+    from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     with get_client(sync_client=True) as client:
@@ -224,12 +231,47 @@ def test_parent_flow_runs_every_stage_then_resumes(prefect_api_url: str, tmp_pat
     assert flow_run.state is not None and flow_run.state.is_completed()
     assert {"llama-stages", "llama-sources", "llama-totals", "llama-output"} <= keys
 
+
+@pytest.mark.prefect
+def test_g1_sample_matches_the_pile_sample_and_g3_is_smaller(g1_sample: SampleRun,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    out = g1_sample.out
+    kinds = _count(out, "SELECT kind, count(*) FROM matches GROUP BY 1")
+    assert {"duplicate_near", "reference_exact", "reference_near"} <= set(kinds), kinds
+    _, rows = Manifest.for_output(out).query(
+        "SELECT doc_id, kind, reference_set, reference_shard, reference_line FROM matches WHERE starts_with(kind, 'reference_')")
+    found = {(doc, kind.removeprefix("reference_"), ref_set, shard, line) for doc, kind, ref_set, shard, line in rows}
+    for copy in pile_sample.planted():  # every copy planted in the Pile sample is found where it was put
+        assert (copy.doc_id, copy.kind, copy.pile_set_name, copy.shard, copy.line) in found, copy
+    labels = _count(out, "SELECT label, sum(docs) FROM (SELECT unnest(labels) AS label, docs FROM shards "
+                         "WHERE starts_with(path, 'labeled/')) GROUP BY 1")
+    assert labels["G3"] < labels["G1"] == labels["G2"], labels
+
+    capsys.readouterr()
+    assert kinda_main(["--out", str(out), "report"]) == 0
+    report = capsys.readouterr().out
+    assert "reference_exact" in report and "duplicate_near" in report
+    assert all(copy.doc_id in report for copy in pile_sample.planted())  # the documents G3 leaves out, named
+    explained = {}
+    for name, doc in [("exact", make_doc_id("arxiv", "2301.00004")), ("near", make_doc_id("arxiv", "2301.00005")),
+                      ("reference", make_doc_id("arxiv", "2301.00002"))]:
+        assert kinda_main(["--out", str(out), "dedup", "explain", doc]) == 0
+        explained[name] = capsys.readouterr().out
+    assert "dropped as exact duplicate of " + make_doc_id("arxiv", "2301.00002") in explained["exact"]
+    assert "dropped as near duplicate of " + make_doc_id("arxiv", "2301.00001") in explained["near"]
+    assert "matched reference document 00.jsonl.zst:" in explained["reference"]
+    assert "kept in class llama-in-ref, labels G1 G2 " in explained["reference"]
+
+
+@pytest.mark.prefect
+def test_g1_sample_resumes_byte_identical(g1_sample: SampleRun, tmp_path: Path) -> None:
+    out, args = g1_sample.out, g1_sample.args
     first = _tree(out)
     again = llama.run(parse_args(args))  # a re-run resumes: sources skip their inputs, later stages skip whole
-    assert [s.status for s in again.stages[2:]] == ["resumed", "resumed", "resumed"]
+    assert [s.status for s in again.stages if s.stage in llama.STAGES] == ["resumed"] * 4
     assert _tree(out) == first
 
-    (out / "tensors" / "g3" / "metadata.json").unlink()  # an output gone: that stage runs again
+    (out / "tensors" / "g1" / "metadata.json").unlink()  # an output gone: that stage runs again
     third = llama.run(parse_args(args))
     assert third.status("tokenize") == "completed" and third.status("labels") == "resumed"
     assert _tree(out) == first
@@ -243,7 +285,7 @@ def test_parent_flow_runs_every_stage_then_resumes(prefect_api_url: str, tmp_pat
 def test_failed_source_blocks_later_stages_and_fails_the_run(prefect_api_url: str, tmp_path: Path) -> None:
     out = tmp_path / "data"
     args = ["--sample", "--sample-pages", "10", "--out", str(out), "--runner", "thread", "--stages", "sources,dedup",
-            "--set", "sources.arxiv.inputs=[" + str(tmp_path / "missing" / "*.tar") + "]"]
+            "--sources", "wikipedia,arxiv", "--set", "sources.arxiv.inputs=[" + str(tmp_path / "missing" / "*.tar") + "]"]
     with pytest.raises(RuntimeError, match="arxiv"):
         llama.run(parse_args(args))
     _, rows = Manifest.for_output(out).query("SELECT flow, status FROM runs ORDER BY started_at")

@@ -1,7 +1,8 @@
 """G.2 offline, end to end through Prefect: ``python -m flows.llama --config configs/g2.yaml --sample``
-runs Wikipedia and every extension source on generated inputs, then dedup, labels and tokens; the
-extension shards carry G2 and not G1, ``kinda report`` lists them, and a mixture over them loads.
-Runs every extension flow for real (~60 s on two loaded cores)."""
+runs every source with a sample writer (here, to keep the test short, Wikipedia and the extension
+sources; tests/flows/test_llama.py runs the G.1 sources) on generated inputs, then the Pile sample's
+index, dedup, labels and tokens; the extension shards carry G2 and not G1, ``kinda report`` lists
+them, and a mixture over them loads. Runs every extension flow for real (~60 s on two loaded cores)."""
 
 from __future__ import annotations
 
@@ -27,13 +28,13 @@ def test_g2_sample_labels_every_extension_source(prefect_api_url: str, tmp_path:
     out = tmp_path / "data"
     config = llama.parse_args(["--config", str(CONFIG_DIR / "g2.yaml"), "--sample", "--sample-pages", "10",
                                "--out", str(out), "--runner", "thread", "--workers", "2",
+                               "--sources", ",".join(["wikipedia", *EXTENSION_SAMPLES]),
                                "--set", "sources.science_books.pdf.ocr='off'"])
-    # the sources without a sample writer are not run (as for G.1): Wikipedia plus every extension
     assert config.selected_sources() == ["wikipedia", *EXTENSION_SAMPLES]
     summary = llama.run(config)
     assert [(s.stage, s.status) for s in summary.stages] == [
         *[(name, "completed") for name in ["wikipedia", *EXTENSION_SAMPLES]],
-        ("dedup", "completed"), ("labels", "completed"), ("tokenize", "completed")]
+        ("pile_index", "completed"), ("dedup", "completed"), ("labels", "completed"), ("tokenize", "completed")]
 
     _, rows = Manifest.for_output(out).query(
         "SELECT source, bool_and(list_contains(labels, 'G2')), bool_or(list_contains(labels, 'G1')), sum(docs) "

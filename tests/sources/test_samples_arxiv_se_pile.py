@@ -18,7 +18,9 @@ import zstandard
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.exact import normalize_for_exact
 from sources.arxiv import ArxivRecipe
+from sources.gutenberg import GutenbergRecipe
 from sources.samples import arxiv as arxiv_sample
+from sources.samples import gutenberg as gutenberg_sample
 from sources.samples import pile as pile_sample
 from sources.samples import stackexchange as se_sample
 from sources.stackexchange import StackExchangeRecipe
@@ -26,7 +28,7 @@ from sources.wikipedia import WikipediaRecipe
 from sources.wikipedia_sample import write_sample_dumps
 
 
-def _read(recipe: ArxivRecipe | StackExchangeRecipe | WikipediaRecipe, path: Path) -> list[Document | Drop]:
+def _read(recipe: ArxivRecipe | StackExchangeRecipe | WikipediaRecipe | GutenbergRecipe, path: Path) -> list[Document | Drop]:
     return [r for r in recipe.read(InputSpec(str(path), path, path.name)) if isinstance(r, Document | Drop)]
 
 
@@ -65,7 +67,7 @@ def test_arxiv_bulk_tar_holds_eprints_with_macros_inputs_and_planted_duplicates(
     with tarfile.open(path, mode="r:") as bulk:
         members = {m.name: bulk.extractfile(m).read() for m in bulk.getmembers()}  # type: ignore[union-attr]
     assert list(members) == [f"2301/2301.0000{i}.gz" for i in (1, 2)] + ["2301/2301.00003.pdf"] + [
-        f"2301/2301.0000{i}.gz" for i in (4, 5, 6)]
+        f"2301/2301.0000{i}.gz" for i in (4, 5, 6, 7)]
     assert members["2301/2301.00003.pdf"].startswith(b"%PDF")
 
     paper = _eprint_files(members["2301/2301.00001.gz"])
@@ -91,7 +93,7 @@ def test_arxiv_bulk_tar_holds_eprints_with_macros_inputs_and_planted_duplicates(
 
     records = _read(ArxivRecipe(), path)  # the product's reader: what each paper becomes
     kept = [r.meta["arxiv_id"] for r in records if isinstance(r, Document)]
-    assert kept == ["2301.00001", "2301.00002", "2301.00004", "2301.00005"]
+    assert kept == ["2301.00001", "2301.00002", "2301.00004", "2301.00005", "2301.00007"]
     assert [(r.reason, r.record.rsplit("/", 1)[-1]) for r in records if isinstance(r, Drop)] == [
         ("pdf_only", "2301.00003.pdf"), ("no_section", "2301.00006.gz")]
     first = next(r for r in records if isinstance(r, Document))
@@ -146,21 +148,23 @@ def test_pile_shards_hold_exact_and_near_copies_of_sample_documents(tmp_path: Pa
     for lines in shards.values():
         assert all(isinstance(x["text"], str) and x["text"] and set(x) == {"text", "meta"} for x in lines)
     names = {x["meta"]["pile_set_name"] for lines in shards.values() for x in lines}
-    assert {"Wikipedia (en)", "ArXiv", "StackExchange", "Pile-CC", "FreeLaw", "PubMed Abstracts"} <= names
+    assert {"Wikipedia (en)", "ArXiv", "StackExchange", "Gutenberg (PG-19)", "Pile-CC", "FreeLaw", "PubMed Abstracts"} <= names
 
     # the documents as the product's readers make them from the other samples
     sources = tmp_path / "sources"
     documents: dict[str, str] = {}
     for recipe, path in [(ArxivRecipe(), Path(arxiv_sample.write_sample_inputs(sources)[0])),
                          (StackExchangeRecipe(memory_limit="256MB"), Path(se_sample.write_sample_inputs(sources)[0])),
-                         *[(WikipediaRecipe(), dump) for dump in write_sample_dumps(sources, pages=10)]]:
+                         *[(WikipediaRecipe(), dump) for dump in write_sample_dumps(sources, pages=10)],
+                         *[(GutenbergRecipe(), Path(book)) for book in gutenberg_sample.write_sample_inputs(sources)]]:
         documents |= {r.id: r.text for r in _read(recipe, path) if isinstance(r, Document)}
 
     planted = pile_sample.planted()
     assert {(p.doc_id, p.kind) for p in planted} == {
         (make_doc_id("wikipedia", "en/10"), "exact"), (make_doc_id("wikipedia", "en/12"), "near"),
         (make_doc_id("arxiv", "2301.00002"), "exact"), (make_doc_id("arxiv", "2301.00001"), "near"),
-        (make_doc_id("stackexchange", "cooking.stackexchange.com/8"), "exact")}
+        (make_doc_id("stackexchange", "cooking.stackexchange.com/8"), "exact"),
+        (make_doc_id("books", "gutenberg/3261"), "near")}
     for copy in planted:
         line = shards[copy.shard][copy.line - 1]
         assert line["meta"]["pile_set_name"] == copy.pile_set_name
