@@ -316,7 +316,9 @@ def explain(out: Path, doc_id: str, manifest_path: Path | None = None) -> dict[s
         dedup_runs = _one_row(con.execute("SELECT count(*) FROM runs WHERE flow = 'dedup'"))[0]
         stored = _stored_in(out, shards, doc_id)
         references = [m for m in matches if m["kind"].startswith("reference_")]
-        exclusion = _exclusion(con, references, stored) if "released" in tables else None
+        # a duplicate is stored nowhere because it is a duplicate: its reference match does not say why
+        duplicated = bool(dropped) or any(m["kind"].startswith("duplicate_") for m in matches)
+        exclusion = _exclusion(con, references, stored) if "released" in tables and not duplicated else None
     finally:
         con.close()
     duplicate = [m for m in matches if m["kind"].startswith("duplicate_")]

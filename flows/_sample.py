@@ -30,6 +30,7 @@ from typing import Any
 LLAMA_SAMPLES = {
     "commoncrawl": "sources.samples.commoncrawl",
     "c4": "sources.samples.c4",
+    "github": "sources.samples.github",
     "books": "sources.samples.gutenberg",
     "arxiv": "sources.samples.arxiv",
     "stackexchange": "sources.samples.stackexchange",

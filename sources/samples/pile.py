@@ -6,7 +6,7 @@ It holds exact and near copies of some documents of the other samples, so the sa
 smaller than G1), plus documents of Pile subsets no sample has (Pile-CC, PubMed Abstracts,
 FreeLaw, ...), which match nothing. Copies are made of the text as the product cleans it (the
 Wikipedia reader on the sample's own pages, the LaTeX cleaner on the arXiv sample's e-print, the
-StackExchange thread formatter on the sample's posts, a Gutenberg book's prose), so an "exact" copy is exact after
+StackExchange thread formatter on the sample's posts, a Gutenberg book's prose, a GitHub file's content), so an "exact" copy is exact after
 :func:`core.exact.normalize_for_exact`, and a "near" copy differs by a word or two (MinHash
 Jaccard well above the 0.8 layout's threshold). :data:`PLANTED` lists them: (document id,
 kind, Pile subset, shard, 1-based line), which the tests and the README's examples use.
@@ -26,8 +26,8 @@ from core.atomic import atomic_path
 from core.document import Document, InputSpec, make_doc_id
 from sources.latex import clean_paper
 from sources.samples import arxiv as arxiv_sample
+from sources.samples import github_files, prose
 from sources.samples import gutenberg as gutenberg_sample
-from sources.samples import prose
 from sources.samples import stackexchange as se_sample
 from sources.stackexchange import Thread, thread_text
 
@@ -83,6 +83,11 @@ def books_texts() -> dict[str, str]:
     """Gutenberg sample books as their prose (what ``flows.books`` keeps between the PG markers)."""
     return {make_doc_id("books", f"gutenberg/{book.number}"): prose.raw_text(book.key)
             for book in gutenberg_sample.BOOKS if not book.edition}
+
+
+def github_texts() -> dict[str, str]:
+    """GitHub sample files kept as written (no licence header to strip): doc id -> content."""
+    return {make_doc_id("github", "sample-owner/textkit/textkit/stats.py"): github_files.STATS_PY}
 
 
 def stackexchange_texts() -> dict[str, str]:
@@ -150,6 +155,7 @@ COPIES: list[Copy] = [
     (arxiv_texts, make_doc_id("arxiv", "2301.00001"), "near", "ArXiv", 1),
     (stackexchange_texts, make_doc_id("stackexchange", f"{se_sample.SITE}/8"), "exact", "StackExchange", 1),
     (books_texts, make_doc_id("books", "gutenberg/3261"), "near", "Gutenberg (PG-19)", 0),
+    (github_texts, make_doc_id("github", "sample-owner/textkit/textkit/stats.py"), "exact", "Github", 1),
 ]
 
 

@@ -210,7 +210,8 @@ def _count(out: Path, sql: str) -> dict[str, int]:
 @pytest.mark.prefect
 def test_g1_sample_runs_every_llama_source_and_the_pile_stage(g1_sample: SampleRun) -> None:
     summary, out = g1_sample.summary, g1_sample.out
-    llama_sources = [name for name in list(llama.SOURCE_FLOWS)[:7] if name == "wikipedia" or name in LLAMA_SAMPLES]
+    llama_sources = list(llama.SOURCE_FLOWS)[:7]
+    assert sorted(llama_sources) == sorted(["wikipedia", *LLAMA_SAMPLES])  # every LLaMA source has a sample
     assert [(s.stage, s.status) for s in summary.stages] == [
         *[(name, "completed") for name in llama_sources],
         ("pile_index", "completed"), ("dedup", "completed"), ("labels", "completed"), ("tokenize", "completed")]
@@ -254,11 +255,13 @@ def test_g1_sample_matches_the_pile_sample_and_g3_is_smaller(g1_sample: SampleRu
     assert all(copy.doc_id in report for copy in pile_sample.planted())  # the documents G3 leaves out, named
     explained = {}
     for name, doc in [("exact", make_doc_id("arxiv", "2301.00004")), ("near", make_doc_id("arxiv", "2301.00005")),
-                      ("reference", make_doc_id("arxiv", "2301.00002"))]:
+                      ("reference", make_doc_id("arxiv", "2301.00002")), ("book", make_doc_id("books", "gutenberg/9198"))]:
         assert kinda_main(["--out", str(out), "dedup", "explain", doc]) == 0
         explained[name] = capsys.readouterr().out
     assert "dropped as exact duplicate of " + make_doc_id("arxiv", "2301.00002") in explained["exact"]
     assert "dropped as near duplicate of " + make_doc_id("arxiv", "2301.00001") in explained["near"]
+    assert "stored nowhere" not in explained["near"]  # a duplicate, not a document the label stage left out
+    assert f"dropped as near duplicate of {make_doc_id('books', 'gutenberg/683')} (by its source run" in explained["book"]
     assert "matched reference document 00.jsonl.zst:" in explained["reference"]
     assert "kept in class llama-in-ref, labels G1 G2 " in explained["reference"]
 

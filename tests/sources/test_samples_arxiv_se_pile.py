@@ -18,8 +18,10 @@ import zstandard
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.exact import normalize_for_exact
 from sources.arxiv import ArxivRecipe
+from sources.github import GithubRecipe
 from sources.gutenberg import GutenbergRecipe
 from sources.samples import arxiv as arxiv_sample
+from sources.samples import github as github_sample
 from sources.samples import gutenberg as gutenberg_sample
 from sources.samples import pile as pile_sample
 from sources.samples import stackexchange as se_sample
@@ -28,7 +30,8 @@ from sources.wikipedia import WikipediaRecipe
 from sources.wikipedia_sample import write_sample_dumps
 
 
-def _read(recipe: ArxivRecipe | StackExchangeRecipe | WikipediaRecipe | GutenbergRecipe, path: Path) -> list[Document | Drop]:
+def _read(recipe: ArxivRecipe | StackExchangeRecipe | WikipediaRecipe | GutenbergRecipe | GithubRecipe,
+          path: Path) -> list[Document | Drop]:
     return [r for r in recipe.read(InputSpec(str(path), path, path.name)) if isinstance(r, Document | Drop)]
 
 
@@ -148,7 +151,7 @@ def test_pile_shards_hold_exact_and_near_copies_of_sample_documents(tmp_path: Pa
     for lines in shards.values():
         assert all(isinstance(x["text"], str) and x["text"] and set(x) == {"text", "meta"} for x in lines)
     names = {x["meta"]["pile_set_name"] for lines in shards.values() for x in lines}
-    assert {"Wikipedia (en)", "ArXiv", "StackExchange", "Gutenberg (PG-19)", "Pile-CC", "FreeLaw", "PubMed Abstracts"} <= names
+    assert {"Wikipedia (en)", "ArXiv", "StackExchange", "Gutenberg (PG-19)", "Github", "Pile-CC", "FreeLaw", "PubMed Abstracts"} <= names
 
     # the documents as the product's readers make them from the other samples
     sources = tmp_path / "sources"
@@ -156,7 +159,8 @@ def test_pile_shards_hold_exact_and_near_copies_of_sample_documents(tmp_path: Pa
     for recipe, path in [(ArxivRecipe(), Path(arxiv_sample.write_sample_inputs(sources)[0])),
                          (StackExchangeRecipe(memory_limit="256MB"), Path(se_sample.write_sample_inputs(sources)[0])),
                          *[(WikipediaRecipe(), dump) for dump in write_sample_dumps(sources, pages=10)],
-                         *[(GutenbergRecipe(), Path(book)) for book in gutenberg_sample.write_sample_inputs(sources)]]:
+                         *[(GutenbergRecipe(), Path(book)) for book in gutenberg_sample.write_sample_inputs(sources)],
+                         (GithubRecipe(), Path(github_sample.write_sample_inputs(sources)[0]))]:
         documents |= {r.id: r.text for r in _read(recipe, path) if isinstance(r, Document)}
 
     planted = pile_sample.planted()
@@ -164,7 +168,8 @@ def test_pile_shards_hold_exact_and_near_copies_of_sample_documents(tmp_path: Pa
         (make_doc_id("wikipedia", "en/10"), "exact"), (make_doc_id("wikipedia", "en/12"), "near"),
         (make_doc_id("arxiv", "2301.00002"), "exact"), (make_doc_id("arxiv", "2301.00001"), "near"),
         (make_doc_id("stackexchange", "cooking.stackexchange.com/8"), "exact"),
-        (make_doc_id("books", "gutenberg/3261"), "near")}
+        (make_doc_id("books", "gutenberg/3261"), "near"),
+        (make_doc_id("github", "sample-owner/textkit/textkit/stats.py"), "exact")}
     for copy in planted:
         line = shards[copy.shard][copy.line - 1]
         assert line["meta"]["pile_set_name"] == copy.pile_set_name
