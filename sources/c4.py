@@ -19,7 +19,6 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from core.compressed import CODEC_ERRORS
 from core.document import Document, Drop, InputSpec, make_doc_id
@@ -36,6 +35,7 @@ from core.filters.langid import LanguageID
 from core.steps import Filter, Record, Step
 from sources.commoncrawl import GroupedDedupRecipe, Units, warc_records
 from sources.html_text import ExtractOptions
+from sources.rows import bounded_lines
 from sources.warc import WarcLimits
 
 SOURCE = "c4"
@@ -46,21 +46,6 @@ SOURCE = "c4"
 MAX_LINE_BYTES = 16 << 20
 
 
-class _Lines(Protocol):
-    def readline(self, size: int = -1, /) -> bytes: ...
-
-
-def _bounded_lines(handle: _Lines, limit: int) -> Iterator[bytes | None]:
-    """Lines of ``handle``; None for a line past ``limit`` bytes (its rest is read and discarded)."""
-    while line := handle.readline(limit + 1):
-        if len(line) <= limit or line.endswith(b"\n"):
-            yield line
-            continue
-        while (rest := handle.readline(1 << 20)) and not rest.endswith(b"\n"):
-            pass
-        yield None
-
-
 def read_c4_json(path: Path, location: str, source: str = SOURCE, language: str = "en",
                  max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Record]:
     """Stream one released C4 file as Documents and Drops (see the module docstring)."""
@@ -68,7 +53,7 @@ def read_c4_json(path: Path, location: str, source: str = SOURCE, language: str 
     line_number = 0
     try:
         with gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb") as handle:
-            for line_number, raw in enumerate(_bounded_lines(handle, max_line_bytes), start=1):
+            for line_number, raw in enumerate(bounded_lines(handle, max_line_bytes), start=1):
                 where = f"{location}: line {line_number}"
                 if raw is None:
                     yield Drop("record_too_large", where, f"line over {max_line_bytes:,} bytes", language)

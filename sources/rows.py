@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -47,7 +47,13 @@ class RowError:
     detail: str
 
 
-def bounded_lines(handle: IO[bytes], limit: int) -> Iterator[bytes | None]:
+class LineSource(Protocol):
+    """Anything with a binary ``readline(size)``: an open file, a GzipFile, a zstd text stream."""
+
+    def readline(self, size: int = -1, /) -> bytes: ...
+
+
+def bounded_lines(handle: LineSource, limit: int) -> Iterator[bytes | None]:
     """Lines of a binary stream (newline kept), None for a line over ``limit`` bytes (never held whole)."""
     while True:
         line = handle.readline(limit + 1)
