@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from core.document import make_doc_id
 from core.manifest import Manifest
 from dedupe.shingles import shingle_items
 from flows.books import BooksConfig
@@ -78,7 +79,8 @@ def test_books_flow_keeps_and_drops_what_was_planted(mirror: Path, tmp_path: Pat
     manifest = Manifest.for_output(tmp_path)
     assert summary.kept == 7 and not summary.failed
     assert _drop_counts(manifest) == {"near_duplicate": 1, "no_pg_header": 1, "too_short": 1}
-    near = manifest.query("SELECT detail FROM errors WHERE reason = 'near_duplicate'")[1]
-    assert len(near) == 1 and "The Complete Angler" in near[0][0]
+    near = manifest.query("SELECT record, detail FROM errors WHERE reason = 'near_duplicate'")[1]
+    assert len(near) == 1 and near[0][0] == make_doc_id("books", "gutenberg/9198")  # the later file of the pair
+    assert f"The Complete Angler matched {make_doc_id('books', 'gutenberg/683')}" in near[0][1]
     languages = {row[0] for row in manifest.query("SELECT DISTINCT language FROM shards")[1]}
     assert {"de", "en", "es", "fr", "nl"} <= languages
