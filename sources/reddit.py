@@ -548,10 +548,14 @@ def _walk(roots: list[str], nodes: dict[str, Node], submission: Node | None, fil
             reason = inherited or _own_reason(node, len(above) - len(head) + 1, filters)
             if reason is not None:
                 result.drops.append((reason, node))
-                child_reason = "ancestor_filtered" if inherited is None else inherited
-                stack.extend((c, above, child_reason) for c in reversed(node.children))
+                if node.children:  # most comments have no replies: skip the generator
+                    child_reason = "ancestor_filtered" if inherited is None else inherited
+                    stack.extend((c, above, child_reason) for c in reversed(node.children))
                 continue
             path = [*above, node]
+            if not node.children:
+                leaves.append(path)
+                continue
             if not _has_kept_child(node, nodes, len(path) - len(head), filters):
                 leaves.append(path)
             stack.extend((c, path, None) for c in reversed(node.children))
@@ -569,7 +573,7 @@ def _has_kept_child(node: Node, nodes: dict[str, Node], depth: int, filters: Red
 
 def _choose_paths(leaves: list[list[Node]], filters: RedditFilters, result: ThreadResult) -> None:
     """Keep at most ``max_paths_per_root`` paths of one root: best leaf score, then longest, then id."""
-    ranked = sorted(leaves, key=lambda p: (-p[-1].score, -len(p), p[-1].created, p[-1].id))
+    ranked = leaves if len(leaves) < 2 else sorted(leaves, key=lambda p: (-p[-1].score, -len(p), p[-1].created, p[-1].id))
     kept: list[list[Node]] = []
     for path in ranked:
         if len(path) < filters.min_turns:
@@ -578,7 +582,8 @@ def _choose_paths(leaves: list[list[Node]], filters: RedditFilters, result: Thre
             result.path_drops.append(("path_limit", path))
         else:
             kept.append(path)
-    kept.sort(key=lambda p: [(n.created, n.id) for n in p])
+    if len(kept) > 1:
+        kept.sort(key=lambda p: [(n.created, n.id) for n in p])
     result.paths.extend(kept)
 
 
