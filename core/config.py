@@ -13,13 +13,15 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from core.download import is_url
-from core.shards import ShardLimits
+
+if TYPE_CHECKING:
+    from core.shards import ShardLimits
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 
@@ -65,6 +67,8 @@ class ShardConfig(BaseModel):
 
     def limits(self) -> ShardLimits:
         """As the writer's dataclass."""
+        from core.shards import ShardLimits  # pyarrow: not on the path of --help and usage errors
+
         return ShardLimits(**self.model_dump())
 
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from core.atomic import AtomicOutput
@@ -52,6 +51,8 @@ class DropListWalk:
     def _read(self) -> Iterator[tuple[Any, ...]]:
         if not self.path.exists():
             return
+        import pyarrow.dataset as ds  # ~0.5 CPU-s with pandas: paid by the walk, not by every importer
+
         dataset = ds.dataset(self.path, format="parquet")
         batches = dataset.to_batches(columns=list(self.schema.names), filter=ds.field("input_key") == self.key,
                                      batch_size=_BATCH_ROWS, use_threads=False)

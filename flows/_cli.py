@@ -205,6 +205,8 @@ class FlowCLI(Generic[C]):
             check_scheduler(config.dask_address)
         if not self.out_is_root:
             return None
+        from core.lock import OutputLock  # DuckDB and the rest: only for a run
+
         out = Path(config.out)
         check_writable(out)
         lock = OutputLock(out, self.prog.removeprefix("python -m flows."), PENDING_RUN)
@@ -219,6 +221,7 @@ class FlowCLI(Generic[C]):
     def main(self, argv: Sequence[str] | None = None) -> int:
         """``python -m flows.<name>``: parse, check, run, print where the output is."""
         config = self.parse_args(argv)
+
         lock: OutputLock | None = None
         try:
             lock = self.check(config)

@@ -27,26 +27,42 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 from uuid import UUID
 
-from prefect import get_run_logger
-from prefect.artifacts import (
-    create_markdown_artifact,
-    create_progress_artifact,
-    create_table_artifact,
-    update_progress_artifact,
-)
-from prefect.futures import PrefectFuture, as_completed
-
-from core import pipeline
 from core.atomic import write_json_atomic
 from core.config import PipelineConfig
 from core.document import InputSpec
 from core.download import algorithm_for, is_url, load_checksums
 from core.manifest import InputRecord, Manifest
-from flows._recorder import RunRecorder
-from tasks.pipeline import dedup_task, download_task, finalize_task, stage_task
+from flows._lazy import LazyImport
+
+if TYPE_CHECKING:
+    from prefect import get_run_logger
+    from prefect.artifacts import (
+        create_markdown_artifact,
+        create_progress_artifact,
+        create_table_artifact,
+        update_progress_artifact,
+    )
+    from prefect.futures import PrefectFuture, as_completed
+
+    from core import pipeline
+    from flows._recorder import RunRecorder
+    from tasks.pipeline import dedup_task, download_task, finalize_task, stage_task
+else:  # what only a run needs (Prefect, pyarrow): not imported by --help or a refused command
+    get_run_logger = LazyImport("prefect", "get_run_logger")
+    create_markdown_artifact = LazyImport("prefect.artifacts", "create_markdown_artifact")
+    create_progress_artifact = LazyImport("prefect.artifacts", "create_progress_artifact")
+    create_table_artifact = LazyImport("prefect.artifacts", "create_table_artifact")
+    update_progress_artifact = LazyImport("prefect.artifacts", "update_progress_artifact")
+    as_completed = LazyImport("prefect.futures", "as_completed")
+    pipeline = LazyImport("core.pipeline")
+    RunRecorder = LazyImport("flows._recorder", "RunRecorder")
+    dedup_task = LazyImport("tasks.pipeline", "dedup_task")
+    download_task = LazyImport("tasks.pipeline", "download_task")
+    finalize_task = LazyImport("tasks.pipeline", "finalize_task")
+    stage_task = LazyImport("tasks.pipeline", "stage_task")
 
 
 @dataclass

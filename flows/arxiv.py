@@ -13,11 +13,11 @@ from __future__ import annotations
 import sys
 from typing import ClassVar
 
-from prefect import flow
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.config import PipelineConfig
 from flows._cli import Flag, FlowCLI
+from flows._lazy import flow
 from flows._source_flow import SourceRunSummary, print_summary, run_source
 from sources.arxiv import ArchiveLimits, ArxivRecipe
 from sources.latex import LatexOptions

@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
-from core import pipeline
 from core.config import PipelineConfig
 from dedupe import near_books
 from flows._cli import Flag, FlowCLI
 from flows._config_parts import LateBoundsConfig
+from flows._lazy import NO_CACHE, LazyImport, flow, task
 from flows._source_flow import (
     SourcePhases,
     SourceRunSummary,
@@ -38,6 +36,14 @@ from flows._source_flow import (
     write_input_lists,
 )
 from sources.gutenberg import BOOK_LIST_SUFFIX, BookSettings, GutenbergRecipe, book_list_payload
+
+if TYPE_CHECKING:
+    from prefect import get_run_logger
+
+    from core import pipeline
+else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
+    get_run_logger = LazyImport("prefect", "get_run_logger")
+    pipeline = LazyImport("core.pipeline")
 
 
 # -- books -----------------------------------------------------------------------------------

@@ -13,11 +13,11 @@ from __future__ import annotations
 import sys
 from typing import ClassVar
 
-from prefect import flow
 from pydantic import Field
 
 from core.filters.c4_rules import BAD_WORDS_EN, C4Rules, SentenceSpanUnits
 from flows._cli import Flag, FlowCLI
+from flows._lazy import flow
 from flows._source_flow import (
     SourceRunSummary,
     print_summary,

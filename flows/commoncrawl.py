@@ -13,24 +13,31 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
-from prefect.futures import as_completed
 from pydantic import BaseModel, ConfigDict, Field
 
-from core import pipeline
 from core.config import PipelineConfig
 from core.document import InputSpec
 from core.download import download
 from core.manifest import InputRecord
 from flows._cli import Flag, FlowCLI
 from flows._config_parts import LateBoundsConfig
+from flows._lazy import NO_CACHE, LazyImport, flow, task
 from flows._source_flow import SourcePhases, SourceRunSummary, print_summary, run_source
 from sources import commoncrawl as cc
 from sources.html_text import ExtractOptions
 from sources.warc import CC_BASE_URL, CRAWL_ID, WarcLimits, crawl_paths_url, read_paths_list, resolve_url
+
+if TYPE_CHECKING:
+    from prefect import get_run_logger
+    from prefect.futures import as_completed
+
+    from core import pipeline
+else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
+    get_run_logger = LazyImport("prefect", "get_run_logger")
+    as_completed = LazyImport("prefect.futures", "as_completed")
+    pipeline = LazyImport("core.pipeline")
 
 
 class ExtractConfig(BaseModel):

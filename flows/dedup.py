@@ -28,9 +28,8 @@ from __future__ import annotations
 import shutil
 import sys
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from prefect import flow, get_run_logger
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.config import MemorySize, PipelineConfig
@@ -42,8 +41,29 @@ from dedupe.priority import as_chains
 from dedupe.shingles import ShingleConfig
 from dedupe.stages import DedupPlan, DedupSummary, source_counts, sources_table
 from flows._cli import Flag, FlowCLI
-from flows._recorder import RunRecorder
-from tasks.dedup import attributes_all, cluster_task, decide_task, reference_matches, sign_all, within_edges
+from flows._lazy import LazyImport, flow
+
+if TYPE_CHECKING:
+    from prefect import get_run_logger
+
+    from flows._recorder import RunRecorder
+    from tasks.dedup import (
+        attributes_all,
+        cluster_task,
+        decide_task,
+        reference_matches,
+        sign_all,
+        within_edges,
+    )
+else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
+    get_run_logger = LazyImport("prefect", "get_run_logger")
+    RunRecorder = LazyImport("flows._recorder", "RunRecorder")
+    attributes_all = LazyImport("tasks.dedup", "attributes_all")
+    cluster_task = LazyImport("tasks.dedup", "cluster_task")
+    decide_task = LazyImport("tasks.dedup", "decide_task")
+    reference_matches = LazyImport("tasks.dedup", "reference_matches")
+    sign_all = LazyImport("tasks.dedup", "sign_all")
+    within_edges = LazyImport("tasks.dedup", "within_edges")
 
 
 class MinHashSettings(BaseModel):

@@ -17,19 +17,23 @@ import dataclasses
 import shutil
 import sys
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from prefect import flow
 from pydantic import Field
 
-from core import pipeline
 from core.config import MemorySize, PipelineConfig
 from core.document import InputSpec
 from core.manifest import InputRecord
 from flows._cli import Flag, FlowCLI
+from flows._lazy import LazyImport, flow
 from flows._source_flow import SourcePhases, SourceRunSummary, print_summary, run_source
 from sources.dialogue import DialogueLimits, DialogueRecipe, ZipLimits
 from sources.reddit import DEFAULT_BOT_AUTHORS, DEFAULT_BOT_PATTERN, RedditFilters
+
+if TYPE_CHECKING:
+    from core import pipeline
+else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
+    pipeline = LazyImport("core.pipeline")
 
 
 class DialogueConfig(PipelineConfig):

@@ -18,12 +18,12 @@ import sys
 from pathlib import Path
 from typing import ClassVar
 
-from prefect import flow
 from pydantic import Field
 
 from core.atomic import write_json_atomic
 from core.config import PipelineConfig
 from flows._cli import Flag, FlowCLI
+from flows._lazy import flow
 from flows._source_flow import SourceRunSummary, expand_locations, print_summary, run_source
 from sources.dmmath import (
     LIST_SUFFIX,

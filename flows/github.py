@@ -17,12 +17,12 @@ import sys
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from prefect import flow
 from pydantic import Field
 
 from core.config import PipelineConfig
 from flows._cli import Flag, FlowCLI
 from flows._config_parts import CodeFilterConfig
+from flows._lazy import flow
 from flows._source_flow import (
     SourceRunSummary,
     expand_locations,

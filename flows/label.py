@@ -16,10 +16,8 @@ import datetime as dt
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
 from pydantic import Field, model_validator
 
 from core.config import PipelineConfig
@@ -35,7 +33,15 @@ from dedupe.labels import (
     stale_labeled,
 )
 from flows._cli import Flag, FlowCLI
-from flows._recorder import RunRecorder
+from flows._lazy import NO_CACHE, LazyImport, flow, task
+
+if TYPE_CHECKING:
+    from prefect import get_run_logger
+
+    from flows._recorder import RunRecorder
+else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
+    get_run_logger = LazyImport("prefect", "get_run_logger")
+    RunRecorder = LazyImport("flows._recorder", "RunRecorder")
 
 
 class LabelConfig(PipelineConfig):

@@ -14,19 +14,24 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_table_artifact
-from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
 from dedupe.lsh import BandLayout
 from dedupe.minhash import MinHashConfig
 from dedupe.reference import ReferenceIndex, index_pile_shard
 from flows._cli import Flag, FlowCLI
+from flows._lazy import NO_CACHE, LazyImport, flow, task
 from flows._source_flow import expand_locations
 from flows.dedup import DedupConfig
+
+if TYPE_CHECKING:
+    from prefect import get_run_logger
+    from prefect.artifacts import create_table_artifact
+else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
+    get_run_logger = LazyImport("prefect", "get_run_logger")
+    create_table_artifact = LazyImport("prefect.artifacts", "create_table_artifact")
 
 
 class PileIndexConfig(DedupConfig):

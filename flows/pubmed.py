@@ -19,17 +19,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
-from core import pipeline
 from core.config import PipelineConfig
 from flows._cli import Flag, FlowCLI
 from flows._config_parts import LateBoundsConfig
-from flows._recorder import current_run_id
+from flows._lazy import NO_CACHE, LazyImport, flow, task
 from flows._runtime import make_task_runner
 from flows._source_flow import (
     SourcePhases,
@@ -48,6 +45,16 @@ from sources.pubmed import (
     is_package,
     list_payload,
 )
+
+if TYPE_CHECKING:
+    from prefect import get_run_logger
+
+    from core import pipeline
+    from flows._recorder import current_run_id
+else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
+    get_run_logger = LazyImport("prefect", "get_run_logger")
+    pipeline = LazyImport("core.pipeline")
+    current_run_id = LazyImport("flows._recorder", "current_run_id")
 
 
 class CitationConfig(BaseModel):

@@ -17,10 +17,8 @@ import json
 import random
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from prefect import flow, task
-from prefect.artifacts import create_table_artifact
-from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
 from core.atomic import write_json_atomic
@@ -29,8 +27,14 @@ from core.document import Document
 from core.filters.ccnet import tidy_lines
 from core.filters.quality import ClassifierReport, train_wikiref_classifier
 from flows._cli import Flag, FlowCLI
+from flows._lazy import NO_CACHE, LazyImport, flow, task
 from flows._source_flow import expand_locations
 from sources.warc import WarcReader
+
+if TYPE_CHECKING:
+    from prefect.artifacts import create_table_artifact
+else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
+    create_table_artifact = LazyImport("prefect.artifacts", "create_table_artifact")
 
 
 class ClassifierConfig(PipelineConfig):

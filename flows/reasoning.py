@@ -15,11 +15,11 @@ from __future__ import annotations
 import sys
 from typing import ClassVar, Literal
 
-from prefect import flow
 from pydantic import Field
 
 from core.config import PipelineConfig
 from flows._cli import Flag, FlowCLI
+from flows._lazy import flow
 from flows._source_flow import SourceRunSummary, print_summary, run_source
 from sources.reasoning import ReasoningRecipe, ReasoningSettings
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 import sys
 from typing import ClassVar, Literal
 
-from prefect import flow
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.config import PipelineConfig
 from flows._cli import Flag, FlowCLI
 from flows._config_parts import LateBoundsConfig
+from flows._lazy import flow
 from flows._source_flow import SourceRunSummary, expand_locations, print_summary, run_source
 from flows.books import NearDedupConfig, near_dedup_phases
 from sources.epub import EpubSettings

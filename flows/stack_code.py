@@ -18,12 +18,12 @@ from __future__ import annotations
 import sys
 from typing import ClassVar
 
-from prefect import flow
 from pydantic import Field
 
 from core.config import PipelineConfig
 from flows._cli import Flag, FlowCLI
 from flows._config_parts import CodeFilterConfig
+from flows._lazy import flow
 from flows._source_flow import SourceRunSummary, print_summary, run_source
 from sources.stack_code import StackCodeRecipe, StackCodeSettings
 

@@ -14,18 +14,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
-from core import pipeline
 from core.config import MemorySize, PipelineConfig
 from core.document import InputSpec
 from core.layout import state_path
 from core.manifest import InputRecord
 from flows._cli import Flag, FlowCLI
+from flows._lazy import NO_CACHE, LazyImport, flow, task
 from flows._source_flow import (
     SourcePhases,
     SourceRunSummary,
@@ -40,6 +38,14 @@ from sources.stackexchange import (
     posts_path,
     select_sites,
 )
+
+if TYPE_CHECKING:
+    from prefect import get_run_logger
+
+    from core import pipeline
+else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
+    get_run_logger = LazyImport("prefect", "get_run_logger")
+    pipeline = LazyImport("core.pipeline")
 
 
 class StackExchangeConfig(PipelineConfig):

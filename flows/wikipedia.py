@@ -13,17 +13,16 @@ byte-identical to the one-task run (see :mod:`core.splits`).
 from __future__ import annotations
 
 import sys
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from prefect import flow, get_run_logger
-from prefect.futures import as_completed
 from pydantic import Field
 
-from core import pipeline, splits
+from core import splits
 from core.config import PipelineConfig
 from core.document import InputSpec
 from core.manifest import InputRecord
 from flows._cli import Flag, FlowCLI
+from flows._lazy import LazyImport, flow
 from flows._source_flow import (
     SourcePhases,
     SourceRunSummary,
@@ -32,7 +31,18 @@ from flows._source_flow import (
 )
 from sources.wikipedia import WikipediaRecipe
 from sources.wikipedia_multistream import plan_split, range_key
-from tasks.pipeline import stage_task
+
+if TYPE_CHECKING:
+    from prefect import get_run_logger
+    from prefect.futures import as_completed
+
+    from core import pipeline
+    from tasks.pipeline import stage_task
+else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
+    get_run_logger = LazyImport("prefect", "get_run_logger")
+    as_completed = LazyImport("prefect.futures", "as_completed")
+    pipeline = LazyImport("core.pipeline")
+    stage_task = LazyImport("tasks.pipeline", "stage_task")
 
 
 class WikipediaConfig(PipelineConfig):
