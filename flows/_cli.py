@@ -30,7 +30,6 @@ from pydantic import ValidationError
 
 from core.config import PipelineConfig, parse_set_option
 from core.lock import PENDING_RUN, OutputLock, OutputLockedError
-from core.manifest import ManifestError
 from core.os_errors import os_error_line
 from flows._logs import quiet_environment_errors
 from flows._runtime import make_task_runner, prefect_api
@@ -205,8 +204,6 @@ class FlowCLI(Generic[C]):
             check_scheduler(config.dask_address)
         if not self.out_is_root:
             return None
-        from core.lock import OutputLock  # DuckDB and the rest: only for a run
-
         out = Path(config.out)
         check_writable(out)
         lock = OutputLock(out, self.prog.removeprefix("python -m flows."), PENDING_RUN)
@@ -221,6 +218,7 @@ class FlowCLI(Generic[C]):
     def main(self, argv: Sequence[str] | None = None) -> int:
         """``python -m flows.<name>``: parse, check, run, print where the output is."""
         config = self.parse_args(argv)
+        from core.manifest import ManifestError  # DuckDB: imported for a run, not for --help
 
         lock: OutputLock | None = None
         try:

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.config import PipelineConfig
-from dedupe import near_books
 from flows._cli import Flag, FlowCLI
 from flows._config_parts import LateBoundsConfig
 from flows._lazy import NO_CACHE, LazyImport, flow, task
@@ -41,7 +40,9 @@ if TYPE_CHECKING:
     from prefect import get_run_logger
 
     from core import pipeline
+    from dedupe import near_books
 else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
+    near_books = LazyImport("dedupe.near_books")
     get_run_logger = LazyImport("prefect", "get_run_logger")
     pipeline = LazyImport("core.pipeline")
 

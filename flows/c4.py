@@ -11,21 +11,26 @@ and three-sentence-span dedup as the group step (see :mod:`sources.c4`).
 from __future__ import annotations
 
 import sys
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
 from core.filters.c4_rules import BAD_WORDS_EN, C4Rules, SentenceSpanUnits
 from flows._cli import Flag, FlowCLI
-from flows._lazy import flow
+from flows._lazy import LazyImport, flow
 from flows._source_flow import (
     SourceRunSummary,
     print_summary,
     run_source,
 )
 from flows.commoncrawl import WEB_FLAGS, WebConfig, expand_crawls, grouped_dedup_phases
-from sources.c4 import C4FromCommonCrawlRecipe, C4Recipe
 from sources.warc import CRAWL_ID
+
+if TYPE_CHECKING:
+    from sources.c4 import C4FromCommonCrawlRecipe, C4Recipe
+else:  # only a run needs them (they import the pipeline: pyarrow, DuckDB): not --help
+    C4FromCommonCrawlRecipe = LazyImport("sources.c4", "C4FromCommonCrawlRecipe")
+    C4Recipe = LazyImport("sources.c4", "C4Recipe")
 
 
 class C4Config(WebConfig):

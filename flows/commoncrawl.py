@@ -25,7 +25,6 @@ from flows._cli import Flag, FlowCLI
 from flows._config_parts import LateBoundsConfig
 from flows._lazy import NO_CACHE, LazyImport, flow, task
 from flows._source_flow import SourcePhases, SourceRunSummary, print_summary, run_source
-from sources import commoncrawl as cc
 from sources.html_text import ExtractOptions
 from sources.warc import CC_BASE_URL, CRAWL_ID, WarcLimits, crawl_paths_url, read_paths_list, resolve_url
 
@@ -34,7 +33,9 @@ if TYPE_CHECKING:
     from prefect.futures import as_completed
 
     from core import pipeline
+    from sources import commoncrawl as cc
 else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
+    cc = LazyImport("sources.commoncrawl")
     get_run_logger = LazyImport("prefect", "get_run_logger")
     as_completed = LazyImport("prefect.futures", "as_completed")
     pipeline = LazyImport("core.pipeline")

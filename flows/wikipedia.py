@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
-from core import splits
 from core.config import PipelineConfig
 from core.document import InputSpec
 from core.manifest import InputRecord
@@ -36,9 +35,10 @@ if TYPE_CHECKING:
     from prefect import get_run_logger
     from prefect.futures import as_completed
 
-    from core import pipeline
+    from core import pipeline, splits
     from tasks.pipeline import stage_task
 else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
+    splits = LazyImport("core.splits")
     get_run_logger = LazyImport("prefect", "get_run_logger")
     as_completed = LazyImport("prefect.futures", "as_completed")
     pipeline = LazyImport("core.pipeline")
