@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.compressed import CODEC_ERRORS, TruncatedInputError, open_binary, zstd_chunks
@@ -40,12 +40,17 @@ class _Oversized:
 
 @dataclass(frozen=True, slots=True)
 class PileLine:
-    """One readable Pile document with its address: ``shard`` (file name) and 1-based ``line``."""
+    """One readable Pile document with its address: ``shard`` (file name) and 1-based ``line``.
+
+    ``utf8`` is ``text`` encoded, made anyway while checking for lone surrogates: the index
+    builder hashes these bytes instead of encoding every text once more.
+    """
 
     shard: str
     line: int
     text: str
     pile_set_name: str
+    utf8: bytes = field(default=b"", repr=False, compare=False)
 
     @property
     def address(self) -> str:
@@ -67,14 +72,14 @@ def _parse(raw: bytes, shard: str, number: int) -> PileLine | Drop:
     if not isinstance(text, str):
         return Drop("missing_text", where, f"{where}: no string 'text' field")
     try:
-        text.encode("utf-8")
+        encoded = text.encode("utf-8")
     except UnicodeEncodeError as exc:  # lone surrogates from \ud800-style JSON escapes
         return Drop("invalid_unicode", where, f"{where}: {exc}")
-    if not text.strip():
+    if not text or text.isspace():  # ``not text.strip()`` without copying the text
         return Drop("empty_text", where)
     meta = payload.get("meta")
     set_name = meta.get("pile_set_name") if isinstance(meta, dict) else None
-    return PileLine(shard, number, text, set_name if isinstance(set_name, str) else UNKNOWN_SET)
+    return PileLine(shard, number, text, set_name if isinstance(set_name, str) else UNKNOWN_SET, encoded)
 
 
 class _LineBuffer:

@@ -83,9 +83,13 @@ class MinHasher:
             raise ValueError("num_perm must be positive")
         self.a, self.b = datasketch_permutations(self.config.num_perm, self.config.seed)
 
-    def signatures(self, texts: Sequence[str]) -> np.ndarray:
-        """A ``(len(texts), num_perm)`` uint32 array; a text without words gets an all-max row."""
-        hashes, offsets = shingle_hashes(texts, self.config.shingles)
+    def signatures(self, texts: Sequence[str], encoded: Sequence[bytes] | None = None) -> np.ndarray:
+        """A ``(len(texts), num_perm)`` uint32 array; a text without words gets an all-max row.
+
+        ``encoded``: the texts as UTF-8 (:func:`dedupe.shingles.encode_texts`) when the caller
+        needs them too, so each text is encoded once.
+        """
+        hashes, offsets = shingle_hashes(texts, self.config.shingles, encoded)
         return self.signatures_from_hashes(to_hashfunc_value(hashes), offsets)
 
     def signatures_from_hashes(self, values: np.ndarray, offsets: np.ndarray) -> np.ndarray:

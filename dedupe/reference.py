@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from core.atomic import AtomicOutput, atomic_path, sha256_file, write_json_atomic
 from core.document import Drop
-from core.exact import exact_hash
+from core.exact import exact_hashes
 from core.layout import slug
 from core.markers import Marker
 from core.pile_format import MAX_LINE_BYTES, PileLine, iter_pile
@@ -53,6 +53,7 @@ from dedupe.lsh import (
     write_verified,
 )
 from dedupe.minhash import MinHashConfig, MinHasher, is_empty
+from dedupe.shingles import encode_texts
 
 INDEX_META = "index.json"
 INDEX_FORMAT = 1
@@ -82,17 +83,18 @@ class PartBuilder:
         self._docs_out = AtomicOutput(root / "docs" / f"{part}.parquet")
         self._docs = pq.ParquetWriter(self._docs_out.path, schema, compression="zstd")
 
-    def add(self, texts: Sequence[str], columns: dict[str, list[Any]]) -> None:
-        """Add a batch of documents (texts plus their extra columns)."""
+    def add(self, texts: Sequence[str], columns: dict[str, list[Any]], encoded: Sequence[bytes] | None = None) -> None:
+        """Add a batch of documents (texts plus their extra columns; ``encoded``: the texts as UTF-8 if known)."""
         if not texts:
             return
-        signatures = self.hasher.signatures(texts)
+        encoded = encode_texts(texts) if encoded is None else encoded  # once, for signatures and exact hashes
+        signatures = self.hasher.signatures(texts, encoded)
         docs = np.arange(self.first + self.count, self.first + self.count + len(texts), dtype=np.int64)
         empty = is_empty(signatures)
         self._sigs.write(signatures)
         for bands in self._bands:
             bands.write(signatures, docs)
-        table = {"doc": docs, "hash": [exact_hash(t) for t in texts], "empty": empty, **columns}
+        table = {"doc": docs, "hash": exact_hashes(texts, encoded), "empty": empty, **columns}
         self._docs.write_table(pa.table({name: table[name] for name in self.schema.names}, schema=self.schema))
         self.count += len(texts)
         self.empty += int(empty.sum())
@@ -255,6 +257,7 @@ def index_pile_shard(shard: Path, root: Path, part_no: int, part: str, minhash: 
     errors: list[dict[str, str]] = []
     lines = 0
     texts: list[str] = []
+    encoded: list[bytes] = []
     columns: dict[str, list[Any]] = {"line": [], "shard": [], "pile_set_name": []}
     try:
         for item in iter_pile(shard, max_line_bytes=max_line_bytes):
@@ -265,10 +268,11 @@ def index_pile_shard(shard: Path, root: Path, part_no: int, part: str, minhash: 
                     errors.append({"reason": item.reason, "record": item.record, "detail": item.detail})
                 continue
             _append(texts, columns, item)
+            encoded.append(item.utf8)
             if len(texts) >= BATCH_DOCS:
-                builder.add(texts, columns)
-                texts, columns = [], {"line": [], "shard": [], "pile_set_name": []}
-        builder.add(texts, columns)
+                builder.add(texts, columns, encoded)
+                texts, encoded, columns = [], [], {"line": [], "shard": [], "pile_set_name": []}
+        builder.add(texts, columns, encoded)
         record = builder.close()
     except Exception:
         builder.abort()

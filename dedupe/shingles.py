@@ -167,8 +167,34 @@ def _encode(text: str) -> bytes:
     return text.lower().encode("utf-8", errors="surrogatepass")
 
 
-def _batch_word_hashes(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Word hashes of a batch and the number of words of each document."""
+_ASCII_BYTES = bytes(range(128))
+
+
+def encode_texts(texts: Sequence[str]) -> list[bytes]:
+    """The texts as UTF-8 (lone surrogates kept), encoded once per batch for every consumer."""
+    return [text.encode("utf-8", errors="surrogatepass") for text in texts]
+
+
+def _lowerable_bytes(text: str, raw: bytes) -> bytes:
+    """Bytes whose ASCII lowering (``bytes.lower``) is ``_encode(text)``, given ``raw`` = ``text`` as UTF-8.
+
+    ``str.lower`` maps each character on its own (its one context rule, the final sigma, only
+    touches ``Σ``), so when no non-ASCII character of the text changes under it, lowering the
+    ASCII letters of ``raw`` is the whole job, and one ``bytes.lower`` of the batch buffer does it
+    (``str.lower`` on a non-ASCII string was the shingler's largest cost). The non-ASCII
+    characters are found with one ``translate`` that deletes the ASCII bytes. A text where one of
+    them changes (capital accented letters, Greek, Cyrillic, ...) is lowered by ``str.lower``
+    itself; its result holds no ASCII capital (tested for every code point), so ``bytes.lower``
+    leaves it alone.
+    """
+    if text.isascii():
+        return raw
+    others = raw.translate(None, _ASCII_BYTES).decode("utf-8", errors="surrogatepass")
+    return raw if others.lower() == others else _encode(text)
+
+
+def _batch_word_hashes(texts: Sequence[str], encoded: Sequence[bytes] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Word hashes of a batch and the number of words of each document (``encoded``: the texts as UTF-8)."""
     hashes: list[np.ndarray] = []
     counts = np.zeros(len(texts), dtype=np.int64)
     pending: list[tuple[int, bytes]] = []
@@ -178,7 +204,8 @@ def _batch_word_hashes(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         nonlocal pending, pending_bytes
         if not pending:
             return
-        joined = b"\x00".join(part for _, part in pending)  # 0 is a separator: no word spans two docs
+        # 0 is a separator: no word spans two docs; ``lower`` finishes every document's lowering
+        joined = b"\x00".join(part for _, part in pending).lower()
         data = np.frombuffer(joined, dtype=np.uint8)
         starts, batch_hashes = word_hashes(data)
         # words per document: locate the document boundaries among the (sorted) word starts
@@ -188,34 +215,36 @@ def _batch_word_hashes(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         hashes.append(batch_hashes)
         pending, pending_bytes = [], 0
 
-    for index, text in enumerate(texts):
-        encoded = _encode(text)
-        if len(encoded) > CHUNK_BYTES:
+    raws = encoded if encoded is not None else encode_texts(texts)
+    for index, (text, raw) in enumerate(zip(texts, raws, strict=True)):
+        lowerable = _lowerable_bytes(text, raw)
+        if len(lowerable) > CHUNK_BYTES:
             flush()
-            data = np.frombuffer(encoded, dtype=np.uint8)
+            data = np.frombuffer(lowerable.lower(), dtype=np.uint8)
             cuts = [*_split_points(data, CHUNK_BYTES), len(data)]
             pieces = [word_hashes(data[lo:hi])[1] for lo, hi in itertools.pairwise(cuts)]
             joined_hashes = np.concatenate(pieces) if pieces else np.empty(0, dtype=U64)
             counts[index] = len(joined_hashes)
             hashes.append(joined_hashes)
             continue
-        if pending_bytes + len(encoded) > CHUNK_BYTES:
+        if pending_bytes + len(lowerable) > CHUNK_BYTES:
             flush()
-        pending.append((index, encoded))
-        pending_bytes += len(encoded) + 1
+        pending.append((index, lowerable))
+        pending_bytes += len(lowerable) + 1
     flush()
     return (np.concatenate(hashes) if hashes else np.empty(0, dtype=U64)), counts
 
 
-def shingle_hashes(texts: Sequence[str], config: ShingleConfig | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Hash every shingle of every document of a batch.
+def shingle_hashes(texts: Sequence[str], config: ShingleConfig | None = None,
+                   encoded: Sequence[bytes] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Hash every shingle of every document of a batch (``encoded``: the texts as UTF-8, if known).
 
     Returns ``(hashes, offsets)``: 64-bit shingle hashes of all documents, concatenated, and
     ``offsets`` (length ``len(texts) + 1``) so document ``i`` owns ``hashes[offsets[i]:offsets[i+1]]``.
     Duplicate shingles inside a document are kept (MinHash ignores them).
     """
     ngram = (config or ShingleConfig()).ngram
-    words, counts = _batch_word_hashes(texts)
+    words, counts = _batch_word_hashes(texts, encoded)
     shingles_per_doc = np.where(counts >= ngram, counts - ngram + 1, np.minimum(counts, 1))
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(shingles_per_doc, out=offsets[1:])

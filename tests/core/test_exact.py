@@ -1,4 +1,5 @@
-"""Exact-dedup normalization: the fast ``str.split`` form equals the documented regex definition."""
+"""Exact-dedup normalization: the fast ``str.split`` form equals the documented regex definition,
+and the batch form over UTF-8 bytes equals the one-text form."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ import re
 import sys
 import unicodedata
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.exact import exact_hash, normalize_for_exact
+from core.exact import _bytes_path_ok, exact_hash, exact_hashes, normalize_for_exact
 
 _WHITESPACE = re.compile(r"\s+")
 #: Every whitespace character Python knows, plus look-alikes that are not whitespace.
@@ -34,3 +36,22 @@ def test_every_unicode_whitespace_character_is_a_separator() -> None:
 def test_hash_ignores_whitespace_runs_and_composition_only() -> None:
     assert exact_hash("Caf\u00e9  au\tlait\n") == exact_hash("Cafe\u0301 au lait")
     assert exact_hash("cafe au lait") != exact_hash("Cafe au lait")
+
+
+@given(st.lists(st.lists(st.one_of(st.text(max_size=8), st.sampled_from(SPACES), st.sampled_from(["\x1c", "e\u0301", "\u00e9"])),
+                         max_size=20).map("".join), max_size=6))
+def test_batch_hashes_equal_one_at_a_time(texts: list[str]) -> None:
+    assert exact_hashes(texts) == [exact_hash(t) for t in texts]
+    assert exact_hashes(texts, [t.encode("utf-8") for t in texts]) == [exact_hash(t) for t in texts]
+
+
+def test_batch_hashes_raise_on_lone_surrogates_like_one_at_a_time() -> None:
+    with pytest.raises(UnicodeEncodeError):
+        exact_hashes(["fine", "bad \ud800 text"])
+
+
+def test_every_non_ascii_whitespace_takes_the_text_path() -> None:
+    """The bytes path only collapses ASCII whitespace: every other whitespace character must be found."""
+    for space in SPACES:
+        if space.isspace() and not space.isascii():
+            assert not _bytes_path_ok(f"a{space}b", f"a{space}b".encode())

@@ -7,15 +7,19 @@ import random
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
 
 from core.document import Document
+from core.exact import exact_hash
 from core.shards import ShardWriter
+from dedupe import reference, shingles
 from dedupe.lsh import BandLayout, JoinSettings, SignaturePart, SignatureStore, save_signatures
-from dedupe.minhash import MinHashConfig
+from dedupe.minhash import MinHashConfig, is_empty
 from dedupe.reference import (
+    PartBuilder,
     ReferenceIndex,
     best_reference_matches,
     index_pile_shard,
@@ -128,3 +132,45 @@ def test_documents_are_matched_to_their_pile_line(corpus) -> None:
     found = {m["doc"]: (m["kind"], addresses[m["ref"]]["shard"], addresses[m["ref"]]["line"]) for m in matches}
     assert found == {0: ("exact", "00.jsonl.zst", 4), 1: ("near", "01.jsonl.zst", 11)}
     assert 0.8 <= next(m["jaccard"] for m in matches if m["doc"] == 1) < 1.0
+
+
+class _PerTextPartBuilder(PartBuilder):
+    """The part builder before texts were encoded once per batch: the oracle of the fast path."""
+
+    def add(self, texts, columns, encoded=None) -> None:
+        if not texts:
+            return
+        signatures = self.hasher.signatures(texts)
+        docs = np.arange(self.first + self.count, self.first + self.count + len(texts), dtype=np.int64)
+        empty = is_empty(signatures)
+        self._sigs.write(signatures)
+        for bands in self._bands:
+            bands.write(signatures, docs)
+        table = {"doc": docs, "hash": [exact_hash(t) for t in texts], "empty": empty, **columns}
+        self._docs.write_table(pa.table({name: table[name] for name in self.schema.names}, schema=self.schema))
+        self.count += len(texts)
+        self.empty += int(empty.sum())
+
+
+def test_part_bytes_equal_the_per_text_oracle(tmp_path: Path, monkeypatch) -> None:
+    """Every file of a part (signatures, band keys, docs table) is byte for byte what encoding,
+    lowering and normalizing each text on its own gives: ASCII and non-ASCII prose, capitals that
+    only ``str.lower`` folds (É, Σ, İ, Cyrillic), NBSP and other Unicode spaces, ``\\x1c``,
+    decomposed accents, whitespace-only texts and documents longer than one hashing chunk."""
+    rnd = random.Random(5)
+    pieces = [*words(rnd, 40), "“Quoted”", "—", "ÉCOLE", "ΣΟΦΙΑ", "İstanbul", "Привет", "Cafe\u0301", "日本語",
+              "\u00a0", "\u3000", "\x1c", "\t\t", "\n\n", "  ", "naïve", "ǅ"]
+    texts = [" ".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 400))) for _ in range(150)]
+    texts += ["plain ascii text only " * 30, "  \u2003 ", "x", "Long " + "word " * 3000]
+    shard = write_pile(tmp_path / "00.jsonl.zst", texts)
+    monkeypatch.setattr(reference, "BATCH_DOCS", 37)  # several batches, one of them partial
+    monkeypatch.setattr(shingles, "CHUNK_BYTES", 4096)  # the long document takes the split path
+    index_pile_shard(shard, tmp_path / "new", 0, "p", MinHashConfig(), LAYOUTS)
+    monkeypatch.setattr(reference, "PartBuilder", _PerTextPartBuilder)
+    monkeypatch.setattr(shingles, "_lowerable_bytes", lambda text, _raw: text.lower().encode("utf-8", "surrogatepass"))
+    index_pile_shard(shard, tmp_path / "old", 0, "p", MinHashConfig(), LAYOUTS)
+    old_files = sorted(p.relative_to(tmp_path / "old") for p in (tmp_path / "old").rglob("*") if p.is_file())
+    assert len(old_files) > 3
+    for name in old_files:
+        if name.suffix != ".json":  # markers and records hold timings
+            assert (tmp_path / "new" / name).read_bytes() == (tmp_path / "old" / name).read_bytes(), name

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import sys
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -51,3 +54,24 @@ def test_big_document_is_split_at_separators_with_the_same_hashes(monkeypatch) -
 @given(st.lists(st.text(alphabet=st.characters(codec="utf-8"), max_size=80), max_size=6), st.integers(1, 6))
 def test_vectorized_equals_reference_for_any_text(texts: list[str], ngram: int) -> None:
     assert _vectorized(texts, ngram) == _reference(texts, ngram)
+
+
+def test_ascii_lowering_of_the_chosen_bytes_is_str_lower() -> None:
+    """The fast path lowers only ASCII bytes: right whenever the non-ASCII characters are
+    unchanged by ``str.lower`` (every BMP code point and a sample of the others, between ASCII
+    capitals), and ``str.lower``'s own output never holds an ASCII capital (all of Unicode)."""
+    points = [*range(0x80, 0x10000), *range(0x10000, sys.maxunicode + 1, 97)]
+    for point in points:
+        text = f"Ab{chr(point)}CD"
+        raw = text.encode("utf-8", "surrogatepass")
+        assert sh._lowerable_bytes(text, raw).lower() == sh._encode(text), hex(point)
+    capitals = re.compile(b"[A-Z]")
+    everything = "".join(chr(c) for c in range(sys.maxunicode + 1))
+    assert capitals.search(sh._encode(everything)) is None
+
+
+def test_given_utf8_equals_encoding_here() -> None:
+    texts = ["ÉCOLE “Quoted” — naïve", "ΣΟΦΙΑ σοφός", "İstanbul", "plain ASCII", "日本語 の テキスト"]
+    given_hashes, given_offsets = shingle_hashes(texts, ShingleConfig(2), sh.encode_texts(texts))
+    assert _vectorized(texts, 2) == [given_hashes[given_offsets[i]:given_offsets[i + 1]].tolist() for i in range(5)]
+    assert _vectorized(texts, 2) == _reference(texts, 2)
