@@ -34,7 +34,6 @@ from core.atomic import write_json_atomic
 from core.config import PipelineConfig
 from core.document import InputSpec
 from core.download import algorithm_for, is_url, load_checksums
-from core.manifest import InputRecord, Manifest
 from flows._lazy import LazyImport
 
 if TYPE_CHECKING:
@@ -48,9 +47,11 @@ if TYPE_CHECKING:
     from prefect.futures import PrefectFuture, as_completed
 
     from core import pipeline
+    from core.manifest import InputRecord, Manifest
     from flows._recorder import RunRecorder
     from tasks.pipeline import dedup_task, download_task, finalize_task, stage_task
 else:  # what only a run needs (Prefect, pyarrow): not imported by --help or a refused command
+    Manifest = LazyImport("core.manifest", "Manifest")
     get_run_logger = LazyImport("prefect", "get_run_logger")
     create_markdown_artifact = LazyImport("prefect.artifacts", "create_markdown_artifact")
     create_progress_artifact = LazyImport("prefect.artifacts", "create_progress_artifact")

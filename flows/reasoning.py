@@ -13,7 +13,7 @@ tokenize flow's ``work_tokens`` setting (docs/loader.md).
 from __future__ import annotations
 
 import sys
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field
 
@@ -21,7 +21,9 @@ from core.config import PipelineConfig
 from flows._cli import Flag, FlowCLI
 from flows._lazy import flow
 from flows._source_flow import SourceRunSummary, print_summary, run_source
-from sources.reasoning import ReasoningRecipe, ReasoningSettings
+
+if TYPE_CHECKING:
+    from sources.reasoning import ReasoningRecipe
 
 
 class ReasoningConfig(PipelineConfig):
@@ -38,6 +40,8 @@ class ReasoningConfig(PipelineConfig):
 
     def recipe(self) -> ReasoningRecipe:
         """The source object the pipeline runs."""
+        from sources.reasoning import ReasoningRecipe, ReasoningSettings  # pyarrow: for a run, not --help
+
         return ReasoningRecipe(ReasoningSettings(self.annotations, self.dataset, self.max_chars))
 
 

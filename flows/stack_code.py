@@ -16,7 +16,7 @@ already holds is not added twice) and against the Pile's GitHub subset is ``flow
 from __future__ import annotations
 
 import sys
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
@@ -25,7 +25,9 @@ from flows._cli import Flag, FlowCLI
 from flows._config_parts import CodeFilterConfig
 from flows._lazy import flow
 from flows._source_flow import SourceRunSummary, print_summary, run_source
-from sources.stack_code import StackCodeRecipe, StackCodeSettings
+
+if TYPE_CHECKING:
+    from sources.stack_code import StackCodeRecipe
 
 
 class StackCodeConfig(CodeFilterConfig):
@@ -44,6 +46,8 @@ class StackCodeConfig(CodeFilterConfig):
 
     def recipe(self) -> StackCodeRecipe:
         """The source object the pipeline runs."""
+        from sources.stack_code import StackCodeRecipe, StackCodeSettings  # pyarrow: for a run, not --help
+
         return StackCodeRecipe(StackCodeSettings(
             allowed_licenses=frozenset(x.lower() for x in self.allowed_licenses),
             extra_languages=frozenset(x.lower() for x in self.extra_languages),
