@@ -19,8 +19,11 @@ drops added after exact dedup (book near-dedup), each with its own reason in the
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import glob
 import json
+import shutil
 import sys
 import time
 from collections import Counter, defaultdict
@@ -183,6 +186,44 @@ class SourcePhases:
     after_dedup: Callable[[pipeline.RunContext, list[str]], None] | None = None
     cleanup: Callable[[pipeline.RunContext, list[str]], None] | None = None
     tables: Callable[[], list[tuple[str, list[dict[str, Any]], str]]] | None = None
+
+
+def run_scratch(out: Path, name: str) -> Path:
+    """A source's own scratch folder, ``<out>/_staging/<name>_scratch``, when the user set none.
+
+    Inside ``--out``, not the system temp folder, so a run's files stay under the root its lock
+    guards and a crash leaves them where the next run finds and removes them.
+    """
+    return Path(out).resolve() / "_staging" / f"{name}_scratch"
+
+
+def sweep_scratch(scratch: Path) -> None:
+    """Remove a run's own scratch folder, and ``_staging`` too once nothing else stages there.
+
+    Called in the flow process while it holds the output root's lock, so no live reader of this
+    root can be using the folder. A ``scratch_dir`` the user chose is never swept (other runs may
+    share it); each reader removes its own folder there when it ends.
+    """
+    shutil.rmtree(scratch, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        scratch.parent.rmdir()
+
+
+def scratch_phases(scratch: Path, before: SourcePhases | None = None) -> SourcePhases:
+    """``before`` (or no phases) plus: sweep ``scratch`` before staging (what a killed run left) and
+    after a clean run."""
+    base = before or SourcePhases()
+
+    def before_stage(ctx: pipeline.RunContext, specs: list[InputSpec]) -> dict[str, InputRecord]:
+        sweep_scratch(scratch)
+        return base.before_stage(ctx, specs) if base.before_stage else {}
+
+    def cleanup(ctx: pipeline.RunContext, keys: list[str]) -> None:
+        if base.cleanup:
+            base.cleanup(ctx, keys)
+        sweep_scratch(scratch)
+
+    return dataclasses.replace(base, before_stage=before_stage, cleanup=cleanup)
 
 
 def write_input_lists(

@@ -12,9 +12,7 @@ format (``A: ...`` blocks; see docs/extensions.md) under the source name ``dialo
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -22,11 +20,9 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import Field
 
 from core.config import MemorySize, PipelineConfig
-from core.document import InputSpec
-from core.manifest import InputRecord
 from flows._cli import Flag, FlowCLI
 from flows._lazy import LazyImport, flow
-from flows._source_flow import SourcePhases, SourceRunSummary, print_summary, run_source
+from flows._source_flow import SourceRunSummary, print_summary, run_scratch, run_source, scratch_phases
 from sources.dialogue import DialogueLimits, DialogueRecipe, ZipLimits
 from sources.reddit import DEFAULT_BOT_AUTHORS, DEFAULT_BOT_PATTERN, RedditFilters
 
@@ -82,31 +78,6 @@ class DialogueConfig(PipelineConfig):
         )
 
 
-#: Where Reddit months are sorted when ``scratch_dir`` is not set: inside ``--out``, not the system
-#: temp folder, so a run's files stay under the root its lock guards and a crash leaves them findable.
-REDDIT_SCRATCH = Path("_staging") / "reddit_scratch"
-
-
-def scratch_phases(scratch: Path) -> SourcePhases:
-    """Empty the run's own scratch folder before staging (what a killed run left) and after a clean run.
-
-    Both run in the flow process while it holds the output root's lock, so no live reader of
-    this root can be using the folder. A ``scratch_dir`` the user chose is not swept (other
-    runs may share it); each reader removes its own folder there when it ends.
-    """
-
-    def before_stage(ctx: pipeline.RunContext, specs: list[InputSpec]) -> dict[str, InputRecord]:
-        shutil.rmtree(scratch, ignore_errors=True)
-        return {}
-
-    def cleanup(ctx: pipeline.RunContext, keys: list[str]) -> None:
-        shutil.rmtree(scratch, ignore_errors=True)
-        with contextlib.suppress(OSError):
-            scratch.parent.rmdir()  # ``_staging`` itself, once nothing else stages there
-
-    return SourcePhases(before_stage=before_stage, cleanup=cleanup)
-
-
 @flow(name="dialogue", log_prints=True)
 def dialogue_flow(config: DialogueConfig) -> SourceRunSummary:
     """Read every dialogue input into conversations (see the module docstring)."""
@@ -114,7 +85,7 @@ def dialogue_flow(config: DialogueConfig) -> SourceRunSummary:
         raise ValueError("no input: give --inputs (path, glob or URL)")
     if config.scratch_dir is not None:
         return run_source("dialogue", config, config.recipe(), config.inputs)
-    scratch = Path(config.out).resolve() / REDDIT_SCRATCH
+    scratch = run_scratch(config.out, "reddit")  # <out>/_staging/reddit_scratch
     recipe = dataclasses.replace(config.recipe(), scratch_dir=scratch)
     return run_source("dialogue", config, recipe, config.inputs, phases=scratch_phases(scratch))
 

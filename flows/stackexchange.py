@@ -12,6 +12,7 @@ group out of core, one document per question). Sites not kept are recorded in th
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -28,7 +29,9 @@ from flows._source_flow import (
     SourcePhases,
     SourceRunSummary,
     print_summary,
+    run_scratch,
     run_source,
+    scratch_phases,
 )
 from sources.stackexchange import (
     SOURCE,
@@ -118,14 +121,19 @@ def stackexchange_flow(config: StackExchangeConfig) -> SourceRunSummary:
     """Choose the largest sites, then read and group them (see the module docstring)."""
     if not config.inputs:
         raise ValueError("no input: give --inputs (path, glob or URL)")
-    return run_source("stackexchange", config, config.recipe(), config.inputs, phases=ranking_phases(config))
+    if config.scratch_dir is not None:
+        return run_source("stackexchange", config, config.recipe(), config.inputs, phases=ranking_phases(config))
+    scratch = run_scratch(config.out, "stackexchange")  # <out>/_staging/stackexchange_scratch
+    recipe = dataclasses.replace(config.recipe(), scratch_dir=scratch)
+    return run_source("stackexchange", config, recipe, config.inputs,
+                      phases=scratch_phases(scratch, ranking_phases(config)))
 
 
 cli = FlowCLI(stackexchange_flow, StackExchangeConfig, "stackexchange.yaml", __doc__, report=print_summary, flags=[
     Flag("--inputs", "inputs", "site .7z, Posts.xml or extracted site folder: path, glob or URL (repeatable)", many=True),
     Flag("--top-sites", "top_sites", "keep the N largest sites (0: all; default from config: 28)", type=int),
     Flag("--rank-by", "rank_by", "site size: post count or Posts.xml bytes", choices=["posts", "bytes"]),
-    Flag("--scratch-dir", "scratch_dir", "where a site's rows are sorted (default: system temp)", type=Path),
+    Flag("--scratch-dir", "scratch_dir", "where a site's rows are sorted (default: <out>/_staging/stackexchange_scratch)", type=Path),
 ])
 parse_args, run, main = cli.parse_args, cli.run, cli.main
 
