@@ -26,6 +26,11 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT", "false")
 
+# Prefect binds its console log handler to the sys.stderr of the moment it is first imported. The
+# flows import it on first use (flows._lazy), which inside a test using capsys would bind it to
+# that test's stream, closed when the test ends ("I/O operation on closed file" in later tests).
+import prefect  # noqa: E402, F401
+
 
 @pytest.fixture(scope="session")
 def realdata() -> Path:
