@@ -15,13 +15,15 @@ wall, is what is compared. Outputs must match: sha256 of every file under ``docs
 times) is compared between the two runners in every round.
 
 ``--tasks K`` adds the per-task cost on the process runner: a flow of K no-op tasks and one of
-none, each run ``--rounds`` times under one embedded server started beforehand, CPU of this
-process, its reaped children and the server (read from ``/proc``) per extra task.
+none, each run ``--rounds`` times under one embedded server and one worker pool started
+beforehand, CPU of this process, its workers and the server (read from ``/proc``) per extra
+task. Workers are reaped only when the pool closes, so their CPU is read from ``/proc`` too.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import shutil
@@ -116,17 +118,28 @@ def sample_rounds(rounds: int, work: Path) -> list[tuple[Run, Run]]:
     return pairs
 
 
-def _cpu_of(pid: int) -> float:
-    """User + system CPU seconds of a live process, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _own_cpu() -> float:
+def _tree_cpu() -> float:
+    """CPU seconds of this process, its reaped children and its live descendants (from /proc)."""
     import resource
 
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    own, reaped = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+    stats: dict[int, list[str]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stats[int(entry.name)] = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+    tree, grew = {os.getpid()}, True
+    while grew:
+        grew = False
+        for pid, fields in stats.items():
+            if pid not in tree and int(fields[1]) in tree:
+                tree.add(pid)
+                grew = True
+    tick = os.sysconf("SC_CLK_TCK")
+    return total + sum((int(stats[p][11]) + int(stats[p][12])) / tick for p in tree if p != os.getpid())
 
 
 def per_task_cost(tasks: int, rounds: int, work: Path) -> list[float]:
@@ -146,17 +159,18 @@ def per_task_cost(tasks: int, rounds: int, work: Path) -> list[float]:
 
     config = PipelineConfig(out=str(work / "noop"), workers=2)
     costs = []
-    with prefect_api():
-        from prefect.server.api.server import SubprocessASGIServer
-
-        server = next(s for s in SubprocessASGIServer._instances.values() if s.server_process is not None)
+    try:  # one pool for every measured flow, as in a parent run (older checkouts: a pool per flow)
+        from flows._runtime import worker_pool
+    except ImportError:
+        worker_pool = None  # type: ignore[assignment]
+    with prefect_api(), (worker_pool(config) if worker_pool is not None else contextlib.nullcontext()):
         noop_flow.with_options(task_runner=make_task_runner(config))(1)  # warm: imports, first flow run
 
         def measure(count: int) -> float:
-            before = _own_cpu() + _cpu_of(server.server_process.pid)
+            before = _tree_cpu()
             noop_flow.with_options(task_runner=make_task_runner(config))(count)
             time.sleep(2)  # the server records task runs asynchronously: let it drain
-            return _own_cpu() + _cpu_of(server.server_process.pid) - before
+            return _tree_cpu() - before
 
         for index in range(rounds):
             order = (tasks, 0) if index % 2 == 0 else (0, tasks)
@@ -175,15 +189,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     parser.add_argument("--tasks", type=int, default=40, help="no-op tasks for the per-task cost (0: skip)")
+    parser.add_argument("--no-sample", action="store_true", help="only the per-task cost")
     parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temporary one)")
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="kinda-orchestration-"))
     work.mkdir(parents=True, exist_ok=True)
-    pairs = sample_rounds(args.rounds, work)
-    ratios = [p.cpu_s / s.cpu_s for p, s in pairs]
-    print(f"\nflows.llama --sample, default runner / sequential, CPU of process + children: {_spread(ratios)}x")
-    print(f"  default    CPU-s: {_spread([p.cpu_s for p, _ in pairs])}")
-    print(f"  sequential CPU-s: {_spread([s.cpu_s for _, s in pairs])}")
+    if not args.no_sample:
+        pairs = sample_rounds(args.rounds, work)
+        ratios = [p.cpu_s / s.cpu_s for p, s in pairs]
+        print(f"\nflows.llama --sample, default runner / sequential, CPU of process + children: {_spread(ratios)}x")
+        print(f"  default    CPU-s: {_spread([p.cpu_s for p, _ in pairs])}")
+        print(f"  sequential CPU-s: {_spread([s.cpu_s for _, s in pairs])}")
     if args.tasks:
         costs = per_task_cost(args.tasks, args.rounds, work)
         print(f"per-task cost on the process runner, CPU ms: {_spread([1000 * c for c in costs])}")

@@ -46,28 +46,44 @@ def _prctl() -> Callable[..., Any] | None:
         return None
 
 
-def die_with_parent(parent_pid: int | None = None, watchdog: bool = True) -> None:
+def die_with_parent(parent_pid: int | None = None, watchdog: bool = True, flow_pid: int | None = None) -> None:
     """In a child: be SIGKILLed when the parent dies; die at once if it already has.
 
     ``parent_pid`` is the pid the parent had when it started this child (default:
     ``$KINDA_LIFELINE_PARENT``, else the current parent): a different ``getppid()`` means the
-    parent died before the death signal was armed, and this process was adopted.
+    parent died before the death signal was armed, and this process was adopted. ``flow_pid``:
+    a process further up that this one must not outlive either (a pool worker forked by a fork
+    server, whose own parent is the server); the watchdog also ends this process when it is gone.
     """
     if parent_pid is None:
         parent_pid = int(os.environ.get(PARENT_ENV) or os.getppid())
     prctl = _prctl()
     if prctl is not None:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent_pid:
+    if os.getppid() != parent_pid or (flow_pid is not None and not _alive(flow_pid)):
         os.kill(os.getpid(), signal.SIGKILL)
     if watchdog:
-        threading.Thread(target=_watch, args=(parent_pid,), name="kinda-lifeline", daemon=True).start()
+        threading.Thread(target=_watch, args=(parent_pid, flow_pid), name="kinda-lifeline", daemon=True).start()
 
 
-def _watch(parent_pid: int) -> None:
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie (a SIGKILLed flow stays one until its shell reaps it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
+def _watch(parent_pid: int, flow_pid: int | None) -> None:
     while True:
         time.sleep(WATCH_INTERVAL_S)
-        if os.getppid() != parent_pid:
+        if os.getppid() != parent_pid or (flow_pid is not None and not _alive(flow_pid)):
             os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -107,9 +123,14 @@ def reap(process: Any, timeout_s: float = 5.0) -> None:
         process.wait()
 
 
-def start_worker(parent_pid: int, writes: str | None) -> None:
-    """A process-pool worker's initializer: die with the flow, and count as a writer of its ``--out``."""
-    die_with_parent(parent_pid)
+def start_worker(flow_pid: int, writes: str | None) -> None:
+    """A process-pool worker's initializer: die with the flow, and count as a writer of its ``--out``.
+
+    The worker's parent is the flow process (spawned) or the pool's fork server (a child of the
+    flow that exits with it); either way the death signal follows the parent, and the watchdog
+    the flow itself.
+    """
+    die_with_parent(os.getppid(), flow_pid=flow_pid)
     if writes:
         from core.lock import join_writers
 

@@ -143,6 +143,7 @@ def join_writers(out: Path) -> None:
     path = (Path(out).resolve() / WRITERS_NAME)
     if path in _joined:
         return
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(fd, fcntl.LOCK_SH)  # an exclusive hold lasts only the instant a new run checks
     _joined[path] = fd

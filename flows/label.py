@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, model_validator
 
 from core.config import PipelineConfig
-from core.manifest import Manifest
+from core.manifest import Manifest, Statement
 from core.version import code_version
 from dedupe.labels import (
     CLASS_LABELS,
@@ -78,17 +78,16 @@ def label_task(out: Path, path: str, shard: dict[str, Any], job: LabelJob) -> La
 
 
 def record_releases(manifest: Manifest, run_id: str, results: list[LabelResult]) -> int:
-    """Move released shards from ``shards`` to ``released`` (one transaction)."""
+    """Move released shards from ``shards`` to ``released`` (one transaction; queued while a reader holds the file)."""
     released = [r.released for r in results if r.released]
-    with manifest.connect() as con:  # the schema (core.manifest.RELEASED_SQL) is created on connect
-        con.execute("BEGIN TRANSACTION")
-        for rec in released:
-            con.execute("INSERT OR REPLACE INTO released VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        [rec["path"], rec["source"], rec["language"], rec["docs"], rec["text_bytes"], rec["bytes"],
-                         rec["sha256"], [s["path"] for s in rec["into"]], rec["dropped"], run_id,
-                         dt.datetime.now(dt.UTC).replace(tzinfo=None)])
-            con.execute("DELETE FROM shards WHERE path = ?", [rec["path"]])
-        con.execute("COMMIT")
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    statements: list[Statement] = []
+    for rec in released:
+        statements.append(("INSERT OR REPLACE INTO released VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           [rec["path"], rec["source"], rec["language"], rec["docs"], rec["text_bytes"], rec["bytes"],
+                            rec["sha256"], [s["path"] for s in rec["into"]], rec["dropped"], run_id, now], False))
+        statements.append(("DELETE FROM shards WHERE path = ?", [rec["path"]], False))
+    manifest.write(statements)
     return len(released)
 
 

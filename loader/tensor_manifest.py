@@ -43,12 +43,10 @@ def record_tensors(manifest: Manifest, out: Path, run_id: str, records: list[dic
             rows.append([str(out), info["tokens_path"], rec["input"], split, rec["source"], rec["language"],
                          list(rec["labels"]), rec["tokenizer_hash"], split_digits, info["tokens"], info["docs"],
                          info["tokens_bytes"], info["tokens_sha256"], run_id, now])
-    with manifest.connect() as con:
-        con.execute("BEGIN TRANSACTION")
-        con.execute("DELETE FROM tensors WHERE tensor_root = ?", [str(out)])
-        if rows:
-            con.executemany("INSERT INTO tensors VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        con.execute("COMMIT")
+    manifest.write([  # one transaction; queued while a reader holds the file (core.manifest)
+        ("DELETE FROM tensors WHERE tensor_root = ?", [str(out)], False),
+        ("INSERT INTO tensors VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows, True),
+    ])
 
 
 def source_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
