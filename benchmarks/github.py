@@ -102,6 +102,7 @@ def main() -> None:
             print(f"{name:<16} {kept[name]:>6} {ordered[0]:>16.0f} {median:>8.0f} {ordered[-1]:>8.0f} "
                   f"{median * size / rows / 1e6:>9.2f}")
         ratios = sorted(a / b for a, b in zip(rates["kinda"], rates["redpajama-loop"], strict=True))
+        print("RESULT " + json.dumps({"metric": "kinda vs redpajama-loop", "values": ratios}))
         print(f"\nkinda / redpajama-loop, per round: min {ratios[0]:.2f}x, median {statistics.median(ratios):.2f}x, "
               f"max {ratios[-1]:.2f}x")
 

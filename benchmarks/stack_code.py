@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import json
 import pstats
 import statistics
 import sysconfig
@@ -146,6 +147,7 @@ def main() -> None:
             print(f"{name:14} {kept[name]:6d} {ordered[0]:15.0f} {statistics.median(ordered):9.0f} {ordered[-1]:9.0f}")
         for name in ("kinda-reader", "kinda-full"):
             ratios = sorted(a / b for a, b in zip(rates[name], rates["bare-pyarrow"], strict=True))
+            print("RESULT " + json.dumps({"metric": f"{name} vs bare-pyarrow", "values": ratios}))
             print(f"{name} / bare, per round: min {ratios[0]:.2f}x, median {statistics.median(ratios):.2f}x, "
                   f"max {ratios[-1]:.2f}x")
         if args.profile:
