@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core.atomic import AtomicOutput, atomic_path
+from dedupe.arrow_columns import arrow_table
 from dedupe.minhash import is_empty
 from dedupe.shingles import fmix64
 
@@ -197,7 +198,7 @@ class BandKeyWriter:
         keys = band_keys(signatures[keep], self.layout)
         kept_docs = np.asarray(docs, dtype=np.int64)[keep]
         for band, writer in enumerate(self._writers):
-            writer.write_table(pa.table({"key": keys[:, band], "doc": kept_docs}, schema=BAND_SCHEMA))
+            writer.write_table(arrow_table({"key": keys[:, band], "doc": kept_docs}, BAND_SCHEMA))
         self.rows += int(keep.sum())
 
     def close(self) -> int:

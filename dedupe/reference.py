@@ -39,6 +39,7 @@ from core.exact import exact_hashes
 from core.layout import slug
 from core.markers import Marker
 from core.pile_format import MAX_LINE_BYTES, PileLine, iter_pile
+from dedupe.arrow_columns import arrow_table
 from dedupe.lsh import (
     BandKeyWriter,
     BandLayout,
@@ -95,7 +96,7 @@ class PartBuilder:
         for bands in self._bands:
             bands.write(signatures, docs)
         table = {"doc": docs, "hash": exact_hashes(texts, encoded), "empty": empty, **columns}
-        self._docs.write_table(pa.table({name: table[name] for name in self.schema.names}, schema=self.schema))
+        self._docs.write_table(arrow_table(table, self.schema))
         self.count += len(texts)
         self.empty += int(empty.sum())
 
