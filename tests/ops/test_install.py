@@ -73,6 +73,16 @@ def tail(proc: subprocess.CompletedProcess[str], lines: int = 40) -> str:
     return "\n".join((proc.stdout + proc.stderr).splitlines()[-lines:])
 
 
+#: The Common Crawl extractor on one page, as the installed product runs it: without lxml_html_clean,
+#: trafilatura cannot import and every page was an extract_error (the sample may not hold a WARC yet).
+EXTRACT_PAGE = """
+from sources.html_text import ExtractOptions, extract_text
+prose = " ".join(["The harbour town rebuilt its stone bridge after the spring floods of that year."] * 6)
+page = f"<html><body><nav>Home | About</nav><article><h1>Bridge</h1><p>{prose}</p><p>{prose}</p></article></body></html>"
+print(extract_text(page, ExtractOptions()))
+"""
+
+
 def start(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     """Start a command in the background, its output to ``log`` (read on failure)."""
     with open(log, "wb") as handle:
@@ -123,6 +133,9 @@ def test_plain_pip_install_runs_every_sample_flow_from_another_folder(tmp_path: 
     module_file, config_dir = (Path(line) for line in where.stdout.split())
     assert module_file.is_relative_to(venv), f"core imported from {module_file}, not the install"
     assert (config_dir / "wikipedia.yaml").is_file() and (config_dir / "g1.yaml").is_file()
+
+    extracted = run([str(python), "-c", EXTRACT_PAGE], elsewhere, env, 300)
+    assert extracted.returncode == 0 and "stone bridge after the spring floods" in extracted.stdout, tail(extracted)
 
     # the installed run and the dev install's run of the same sample, side by side (one per core)
     fresh, dev = tmp_path / "out-installed", tmp_path / "out-dev"
