@@ -91,22 +91,22 @@ RUNS = {
 
 #: Every README figure this script checks (claims as the README states them; update both together).
 CHECKS = [
-    Check("wikipedia.py", "ours-read vs wikiextractor", 1.9, "medians 1.8–2.0x", RUNS["wikipedia"]),
-    Check("commoncrawl.py", "ours vs datatrove", 2.4, "2.3–2.6x", RUNS["commoncrawl"]),
-    Check("commoncrawl.py", "ours-nopre vs datatrove-like", 1.0, "1.00x like for like", RUNS["commoncrawl"]),
-    Check("dedup.py", "ours vs datasketch", 17.0, "17–20x", RUNS["dedup"]),
-    Check("dedup.py", "ours vs rensa", 2.1, "2.1x", RUNS["dedup"]),
-    Check("commoncrawl.py", "ours-resiliparse vs ours-nopre", 1.94, "resiliparse 1.9", RUNS["commoncrawl"]),
-    Check("github.py", "kinda vs redpajama-loop", 6.5, "6.5x", RUNS["github"]),
-    Check("stack_code.py", "kinda-full vs bare-pyarrow", 0.19, "0.19x", RUNS["stack_code"]),
-    Check("dialogue.py", "ours vs plain", 0.35, "0.35x", RUNS["dialogue"]),
-    Check("latex.py", "ours vs pylatexenc", 38.0, "38x", RUNS["latex"]),
-    Check("stackexchange.py", "ours vs iterparse+bs4", 1.63, "1.63x", RUNS["stackexchange"]),
-    Check("books.py", "dedup ours vs datasketch", 10.0, "8.3–13.2x datasketch", RUNS["books"]),
-    Check("tokenization.py", "full path, no digit split vs bare encode_batch", 0.92, "0.90–0.94x",
+    Check("wikipedia.py", "ours-read vs wikiextractor", 1.73, "median 1.73x", RUNS["wikipedia"]),
+    Check("commoncrawl.py", "ours vs datatrove", 2.85, "median 2.85x", RUNS["commoncrawl"]),
+    Check("commoncrawl.py", "ours-nopre vs datatrove-like", 1.61, "median 1.61x", RUNS["commoncrawl"]),
+    Check("dedup.py", "ours vs datasketch", 12.5, "median 12.5x", RUNS["dedup"]),
+    Check("dedup.py", "ours vs rensa", 2.6, "median 2.60x", RUNS["dedup"]),
+    Check("commoncrawl.py", "ours-resiliparse vs ours-nopre", 2.22, "median 2.22x", RUNS["commoncrawl"]),
+    Check("github.py", "kinda vs redpajama-loop", 6.52, "median 6.52x", RUNS["github"]),
+    Check("stack_code.py", "kinda-full vs bare-pyarrow", 0.19, "median 0.19x", RUNS["stack_code"]),
+    Check("dialogue.py", "ours vs plain [RC_generated-200000.zst]", 0.35, "median 0.35x", RUNS["dialogue"]),
+    Check("latex.py", "ours vs pylatexenc", 33.7, "median 33.7x", RUNS["latex"]),
+    Check("stackexchange.py", "ours vs iterparse+bs4", 1.63, "medians 1.63x", RUNS["stackexchange"]),
+    Check("books.py", "dedup ours vs datasketch", 7.2, "median 7.2x", RUNS["books"]),
+    Check("tokenization.py", "full path, no digit split vs bare encode_batch", 0.83, "median 0.83x",
           RUNS["tokenization"]),
-    Check("loader.py", "WindowDataset, tokens (uint16) vs memmap", 0.97, "0.97x", RUNS["loader"]),
-    Check("pubmed.py", "ours vs pubmed_parser", 1.25, "1.25x", RUNS["pubmed"]),
+    Check("loader.py", "WindowDataset, tokens (uint16) vs memmap", 1.02, "median 1.02x", RUNS["loader"]),
+    Check("pubmed.py", "ours vs pubmed_parser", 1.13, "median 1.13x", RUNS["pubmed"]),
     Check("scibooks.py", "full_isolated vs bare_pypdfium2", 0.74, "median 0.74x", RUNS["scibooks"]),
     Check("tokenize_external.py", "ours, Parquet, no digit split vs bare encode_batch", 0.90, "0.90x Parquet",
           RUNS["tokenize_external"]),
@@ -116,6 +116,9 @@ CHECKS = [
 NOT_RERUN = {
     "record_bounds.py": "absolute overheads in µs per record, not a ratio to a peer: python benchmarks/record_bounds.py",
     "scale.py": "100 MB to 2 GB dumps, about an hour: python benchmarks/scale.py",
+    "orchestration.py": "the whole sample run, default runner vs sequential, 4+ runs of 1-2 min each: "
+                        "python benchmarks/orchestration.py",
+    "pile_scale.py": "a 1M-10M-document Pile index, tens of minutes to hours: python benchmarks/pile_scale.py",
     "scaling.py": "1 vs 2 Dask workers on an idle machine, ~20 min: python benchmarks/scaling.py --copies 30 "
                   "--split-bytes 8000000 --repeat 3",
 }

@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{rss[0]:>12.0f}/{statistics.median(rss):.0f}/{rss[-1]:.0f} {docs!s:>8}", flush=True)
         if set(CONTENDERS) <= set(contenders):
             ratios = sorted(p["cpu"] / o["cpu"] for p, o in zip(runs["plain"], runs["ours"], strict=True))
-            print("RESULT " + json.dumps({"metric": "ours vs plain", "input": path.name, "values": ratios}))
+            print("RESULT " + json.dumps({"metric": f"ours vs plain [{path.name}]", "values": ratios}))
             print(f"{path.name:32} ours / plain per round: min {ratios[0]:.2f}x, median {statistics.median(ratios):.2f}x, "
                   f"max {ratios[-1]:.2f}x", flush=True)
     return 0
