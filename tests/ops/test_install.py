@@ -42,10 +42,19 @@ REPO = Path(__file__).resolve().parents[2]
 SAMPLE_RUN = ["-m", "flows.llama", "--sample", "--sample-pages", "20", "--config"]  # + that install's g2.yaml
 KEPT_SQL = ("SELECT source, sum(records_in)::BIGINT, sum(docs_kept)::BIGINT FROM latest_inputs "
             "GROUP BY source ORDER BY source")
-#: What a clean checkout does not have (.gitignore) or a wheel must not depend on.
-NOT_COPIED = shutil.ignore_patterns(".venv", ".git", "data", "cache", "build", "dist", "*.egg-info", "__pycache__",
-                                    "*.pyc", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".hypothesis",
-                                    ".prefect", ".benchmarks")
+#: What a clean checkout does not have (.gitignore) or a wheel must not depend on, anywhere in the tree.
+NOT_COPIED_ANYWHERE = shutil.ignore_patterns(".venv", ".git", "*.egg-info", "__pycache__", "*.pyc", ".pytest_cache",
+                                             ".ruff_cache", ".mypy_cache", ".hypothesis", ".prefect", ".benchmarks")
+#: Outputs ignored only at the top: sources/samples/data/ is package data the wheel must carry.
+TOP_LEVEL_OUTPUTS = {"data", "cache", "build", "dist"}
+
+
+def NOT_COPIED(directory: str, names: list[str]) -> set[str]:
+    """Names not copied from ``directory``: the caches anywhere, the outputs at the repository root only."""
+    ignored = set(NOT_COPIED_ANYWHERE(directory, names))
+    if Path(directory) == REPO:
+        ignored |= TOP_LEVEL_OUTPUTS & set(names)
+    return ignored
 
 
 def user_env(home: Path) -> dict[str, str]:
