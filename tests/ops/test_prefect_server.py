@@ -94,24 +94,33 @@ def flow_runs(url: str, flow_name: str) -> list[dict[str, Any]]:
     return api(url, "/flow_runs/filter", {"flows": {"name": {"any_": [flow_name]}}, "sort": "START_TIME_DESC"})
 
 
+def sample_sources() -> list[str]:
+    """The LLaMA sources the offline sample runs, in the parent flow's stage order."""
+    from flows._sample import LLAMA_SAMPLES
+    from flows.llama import SOURCE_FLOWS
+
+    return [name for name in list(SOURCE_FLOWS)[:7] if name == "wikipedia" or name in LLAMA_SAMPLES]
+
+
 def test_flow_run_and_artifacts_over_rest(server: tuple[str, dict[str, str]], tmp_path: Path) -> None:
     url, env = server
     out = tmp_path / "data"
     result = subprocess.run([sys.executable, "-m", "flows.llama", "--sample", "--sample-pages", "30", "--out", str(out),
                              "--runner", "thread", "--workers", "2"], cwd=REPO, env=env, capture_output=True, text=True,
-                            timeout=240)
+                            timeout=600)  # every LLaMA source and the Pile stage, on a loaded machine
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "Starting temporary server" not in result.stdout + result.stderr  # it used ours
     parents = flow_runs(url, "llama")
     assert len(parents) == 1 and parents[0]["state_type"] == "COMPLETED"
     children = api(url, "/flow_runs/filter", {"flow_runs": {"parent_flow_run_id": {"any_": [parents[0]["id"]]}}})
-    assert len(children) == 4 and {c["state_type"] for c in children} == {"COMPLETED"}
+    expected = [*sample_sources(), "pile_index", "dedup", "labels", "tokenize"]  # one child flow run per stage
+    assert len(children) == len(expected) and {c["state_type"] for c in children} == {"COMPLETED"}
     artifacts = api(url, "/artifacts/filter", {"artifacts": {"flow_run_id": {"any_": [parents[0]["id"]]}}})
     by_key = {a["key"]: a for a in artifacts if a["key"]}
     assert {"llama-stages", "llama-sources", "llama-totals", "llama-output"} <= set(by_key)
     stages = json.loads(by_key["llama-stages"]["data"]) if isinstance(by_key["llama-stages"]["data"], str) \
         else by_key["llama-stages"]["data"]
-    assert [row["stage"] for row in stages] == ["wikipedia", "dedup", "labels", "tokenize"]
+    assert [row["stage"] for row in stages] == expected
     assert any(a["type"] == "progress" for a in artifacts)
     child_artifacts = api(url, "/artifacts/filter", {"artifacts": {"flow_run_id": {"any_": [c["id"] for c in children]}}})
     assert {"source-counts", "source-output", "dedup-shards", "label-classes", "tokenize-counts"} <= {
@@ -174,12 +183,8 @@ def test_deploy_all_then_a_worker_runs_the_sample_and_refuses_g1_defaults(
     assert {"llama-stages", "llama-sources", "llama-totals", "llama-output"} <= set(by_key)
     data = by_key["llama-stages"]["data"]
     stages = json.loads(data) if isinstance(data, str) else data
-    from flows._sample import LLAMA_SAMPLES
-    from flows.llama import SOURCE_FLOWS
-
-    sampled = [name for name in list(SOURCE_FLOWS)[:7] if name == "wikipedia" or name in LLAMA_SAMPLES]
     assert [(row["stage"], row["status"]) for row in stages] == [
-        *[(name, "completed") for name in sampled],
+        *[(name, "completed") for name in sample_sources()],
         ("pile_index", "completed"), ("dedup", "completed"), ("labels", "completed"), ("tokenize", "completed")]
     assert (tmp_path / "out" / "tensors" / "g1" / "metadata.json").is_file()
 
