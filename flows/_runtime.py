@@ -199,9 +199,22 @@ class _Pool:
         return self.forwarder._subprocess_message_queue
 
     def close(self) -> None:
-        """Stop the workers (waiting for them, so their writes and locks are gone), then the forwarding."""
+        """Stop the workers (waiting for them, so their writes and locks are gone), then the forwarding.
+
+        Workers are started up front, but ``shutdown`` only stops them through the executor's
+        manager thread, which starts with the first task. In a pool that never ran a task (a
+        parent run whose every stage resumed) the idle workers wait on the call queue until the
+        garbage collector closes it, and meanwhile hold the fork server's pipe, so stopping the
+        server waited for ever (seen once in three resumed sample runs). Such workers are ended
+        here: they never ran anything, so there is nothing of theirs to wait for.
+        """
+        workers = list((getattr(self.executor, "_processes", None) or {}).values())
         try:
             self.executor.shutdown(wait=True, cancel_futures=True)
+            for worker in workers:
+                if worker.is_alive():
+                    worker.terminate()
+                worker.join(timeout=10)
             self.forwarder._stop_message_forwarding()
         finally:
             self._closing.set()
