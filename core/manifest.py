@@ -345,10 +345,20 @@ class Manifest:
 
         True when they reached the file, False when they were queued (see the module docstring).
         """
+        if self.try_write(statements, wait_s):
+            return True
+        self._enqueue(statements)
+        return False
+
+    def try_write(self, statements: Sequence[Statement], wait_s: float = WRITE_WAIT_S) -> bool:
+        """:meth:`write` without the queue: False, and nothing kept, when the file stays busy.
+
+        For statements that read a file which will not outlive the caller (a Parquet of a stage's
+        work folder): the caller queues a self-contained form of them instead.
+        """
         try:
             con = self._open(False, wait_s)
         except _Busy:
-            self._enqueue(statements)
             return False
         try:
             con.execute(SCHEMA_SQL)

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core.atomic import atomic_path
-from core.manifest import MATCHES_SQL
+from core.manifest import MATCHES_SQL, Manifest, Statement, final_wait_s
 from dedupe.lsh import JoinSettings, SignatureStore
 from dedupe.unionfind import UnionFind
 
@@ -184,29 +184,38 @@ def write_attributes(decisions: Path, out: Path, shard: str) -> dict[str, Any]:
             "duplicates": int(duplicates), "reference_matches": int(reference)}
 
 
-def record_matches(con: duckdb.DuckDBPyConnection, run_id: str, decisions: Path, reference_index: str | None,
-                   threshold: float, layout: str, shards: Sequence[str]) -> int:
+#: The ``matches`` rows of a run's decisions (a Parquet of its decided documents), in table order.
+_MATCH_ROWS = """
+    WITH d AS (SELECT * FROM read_parquet('{path}') WHERE list_contains(?, shard))
+    SELECT ?, id, source, shard, 'duplicate_' || duplicate_kind, duplicate_of, NULL, NULL, NULL, NULL,
+           duplicate_jaccard, ?, ? FROM d WHERE duplicate_of IS NOT NULL
+    UNION ALL
+    SELECT ?, id, source, shard, 'reference_' || reference_kind, NULL, ?, reference_shard, reference_line,
+           reference_set, reference_jaccard, ?, ? FROM d WHERE reference_kind IS NOT NULL
+"""
+
+
+def record_matches(manifest: Manifest, run_id: str, decisions: Path, reference_index: str | None,
+                   threshold: float, layout: str, shards: Sequence[str]) -> bool:
     """Replace the ``matches`` rows of the decided ``shards`` by this run's (the flow process calls this).
 
     Documents of other shards in ``decisions`` (stored copies a run compares but does not decide)
-    keep the rows of the run that decided them.
+    keep the rows of the run that decided them. The rows go in straight from the Parquet file when
+    the manifest is free; while a reader holds it, they are read out here and queued with the
+    manifest's other writes (the file is in the run's work folder, gone before the queue is
+    applied), so a reader never fails the run. True when written, False when queued.
     """
-    con.execute(MATCHES_SQL)
-    path = decisions.as_posix()
     decided = list(shards)
-    con.execute("BEGIN TRANSACTION")
-    con.execute("DELETE FROM matches WHERE list_contains(?, shard)", [decided])
-    con.execute(f"""
-        WITH d AS (SELECT * FROM read_parquet('{path}') WHERE list_contains(?, shard))
-        INSERT INTO matches
-        SELECT ?, id, source, shard, 'duplicate_' || duplicate_kind, duplicate_of, NULL, NULL, NULL, NULL,
-               duplicate_jaccard, ?, ? FROM d WHERE duplicate_of IS NOT NULL
-        UNION ALL
-        SELECT ?, id, source, shard, 'reference_' || reference_kind, NULL, ?, reference_shard, reference_line,
-               reference_set, reference_jaccard, ?, ? FROM d WHERE reference_kind IS NOT NULL
-        """, [decided, run_id, threshold, layout, run_id, reference_index, threshold, layout])
-    con.execute("COMMIT")
-    return int(_one_row(con.execute("SELECT count(*) FROM matches WHERE run_id = ?", [run_id]))[0])
+    select = _MATCH_ROWS.format(path=decisions.as_posix())
+    params = [decided, run_id, threshold, layout, run_id, reference_index, threshold, layout]
+    replace: list[Statement] = [(MATCHES_SQL, [], False),
+                                ("DELETE FROM matches WHERE list_contains(?, shard)", [decided], False)]
+    if manifest.try_write([*replace, (f"INSERT INTO matches {select}", params, False)], final_wait_s()):
+        return True
+    with duckdb.connect() as con:
+        rows = [list(row) for row in con.execute(select, params).fetchall()]
+    insert = "INSERT INTO matches VALUES (" + ", ".join("?" * 13) + ")"
+    return manifest.write([*replace, (insert, rows, True)])
 
 
 # -- kinda dedup explain ----------------------------------------------------------------------

@@ -146,9 +146,10 @@ def dedup_flow(config: DedupConfig) -> DedupSummary:
         decided = decide_task.submit(work, parts, reference, reference_docs, settings).result()
         summary.attributes = attributes_all(decided, out, shards)
         decided_shards = [path for path, _, _ in shards]  # stored copies were decided by an earlier run
-        with run.manifest.connect() as con:
-            decisions.record_matches(con, run.run_id, decided, index_name, layout.threshold, layout.name,
-                                     decided_shards)
+        if not decisions.record_matches(run.manifest, run.run_id, decided, index_name, layout.threshold,
+                                        layout.name, decided_shards):
+            get_run_logger().warning("a reader holds %s: the matches are queued in %s and land with its next "
+                                     "write", run.manifest.path, run.manifest.queue_dir)
         summary.count(parts, len(stored), len(shards), counts["documents"])
         summary.sources = source_counts(decided, work / "roots.parquet", settings, decided_shards)
         if not config.keep_staging:  # a failed run keeps its work files, so a re-run resumes from them

@@ -130,3 +130,42 @@ def test_a_reader_open_for_the_whole_run_does_not_fail_it(
     assert _file_rows(manifest.path, "SELECT flow, status FROM runs ORDER BY started_at") == [
         ("demo", "completed"), ("reasoning", "completed")]
     assert _file_rows(manifest.path, "SELECT sum(docs_kept) FROM inputs") == [(300,)]
+
+
+def _decisions(path: Path) -> Path:
+    """A dedup run's decided documents, as flows.dedup leaves them in its work folder."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({
+        "id": ["a", "b", "c", "d"], "source": ["wiki"] * 4,
+        "shard": ["docs/wiki/en/x.parquet"] * 3 + ["docs/wiki/en/stored.parquet"],
+        "duplicate_kind": [None, "near", None, "exact"], "duplicate_of": [None, "a", None, "a"],
+        "duplicate_jaccard": [None, 0.91, None, 1.0],
+        "reference_kind": [None, None, "exact", None], "reference_shard": [None, None, "00.jsonl.zst", None],
+        "reference_line": pa.array([None, None, 7, None], pa.int64()), "reference_set": [None, None, "Wikipedia (en)", None],
+        "reference_jaccard": [None, None, 1.0, None]}), path)
+    return path
+
+
+def test_dedup_matches_are_queued_while_a_reader_holds_the_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """flows.dedup's matches come from a Parquet in its work folder, gone before a queue is applied."""
+    from dedupe.explain import record_matches
+
+    monkeypatch.setenv("KINDA_MANIFEST_WAIT_S", "1")
+    args = ("run-1", "idx", 0.8, "9x13", ["docs/wiki/en/x.parquet"])
+    direct = Manifest.for_output(tmp_path / "direct")
+    direct.start_run("run-1", "dedup", None, "h", {}, "v")
+    assert record_matches(direct, args[0], _decisions(tmp_path / "d1.parquet"), *args[1:])
+    held = Manifest.for_output(tmp_path / "held")
+    held.start_run("run-1", "dedup", None, "h", {}, "v")
+    decisions = _decisions(tmp_path / "d2.parquet")
+    with reader_holding(held.path):
+        assert not record_matches(held, args[0], decisions, *args[1:])
+        decisions.unlink()  # the work folder is removed when the dedup run ends
+        assert held.queued()
+    assert held.apply_queued() == 0
+    order = "SELECT * FROM matches ORDER BY doc_id, kind"
+    assert _file_rows(held.path, order) == _file_rows(direct.path, order)
+    assert [row[1] for row in _file_rows(held.path, order)] == ["b", "c"]  # the stored shard's row is not decided here
