@@ -6,7 +6,8 @@ workers are told to stop only by the executor's manager thread, which starts wit
 they wait on the call queue until its last writer closes, and that happens whenever the garbage
 collector gets to the queue (it sits in reference cycles). Meanwhile they hold the fork server's
 pipe open, so the server never sees its end. The test keeps the queue alive, as an uncollected
-cycle does, so the hang is certain without the fix instead of a matter of GC timing.
+cycle does, and lets the workers finish starting first, so without the fix the close hangs (it
+can still pass by luck when a worker's start-up races the close).
 """
 
 from __future__ import annotations
@@ -14,14 +15,36 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+import time
 from pathlib import Path
 
 from flows import _runtime
 
 
+def _child_pids() -> set[int]:
+    """Live children of this process (Linux); other tests' helpers may be among them."""
+    children = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+    return {int(pid) for pid in children.read_text().split()} if children.exists() else set()
+
+
+def _wait_for_workers(count: int, seconds: float = 60) -> None:
+    """Until the fork server has forked ``count`` workers, plus a moment for them to reach their queue."""
+    server = getattr(multiprocessing.forkserver, "_forkserver", None)
+    pid = getattr(server, "_forkserver_pid", None)
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    deadline = time.monotonic() + seconds
+    while pid is not None and children.exists() and time.monotonic() < deadline:
+        if len(children.read_text().split()) >= count:
+            break
+        time.sleep(0.05)
+    time.sleep(1.0)
+
+
 def test_an_unused_pool_closes_and_leaves_no_process(tmp_path: Path) -> None:
+    before_children, before_pids = set(multiprocessing.active_children()), _child_pids()
     pool, shared = _runtime._borrow(2, tmp_path)
     held = pool.executor._call_queue  # not collected yet: its write end stays open in this process
+    _wait_for_workers(2)  # started and waiting for work, as in a run whose every stage resumed
     done = threading.Event()
 
     def close() -> None:
@@ -31,11 +54,9 @@ def test_an_unused_pool_closes_and_leaves_no_process(tmp_path: Path) -> None:
     threading.Thread(target=close, daemon=True).start()
     assert done.wait(60), "closing a pool that ran no task hung"
     del held
-    assert multiprocessing.active_children() == []
+    assert set(multiprocessing.active_children()) <= before_children  # the pool's workers are gone
     server = getattr(multiprocessing.forkserver, "_forkserver", None)
     assert getattr(server, "_forkserver_pid", None) is None  # stopped and reaped
-    children = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
-    if children.exists():  # Linux: no fork server or worker left (multiprocessing's resource tracker may stay)
-        left = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in children.read_text().split()
-                if Path(f"/proc/{pid}/cmdline").exists()]
-        assert [cmd for cmd in left if b"resource_tracker" not in cmd] == []
+    left = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in _child_pids() - before_pids
+            if Path(f"/proc/{pid}/cmdline").exists()]
+    assert [cmd for cmd in left if b"resource_tracker" not in cmd] == []  # nor the fork server
