@@ -15,7 +15,7 @@ Legs, two of each kind so that settings and code are told apart:
   speed and how much of trafilatura's kept text it keeps (word overlap on pages both keep).
 
 Each leg runs in its own fresh process (so peak RSS is its own), single-threaded, over the same
-files: ours = :class:`sources.warc.WarcReader` (language pre-filter before extraction, trafilatura
+files: ours = :class:`sources.formats.warc.WarcReader` (language pre-filter before extraction, trafilatura
 ``fast``), tidy lines, fastText lid.176 (en >= 0.5), C4 rules; datatrove 0.10.1 = ``WarcReader``,
 ``Trafilatura`` (its defaults: favour_precision, sandbox process), ``LanguageFilter`` (en >= 0.5,
 the same lid.176.ftz), ``C4QualityFilter``. Documents/s per core = WARC response records read
@@ -69,8 +69,8 @@ def leg_ours(folder: Path, use_prefilter: bool = True, engine: str = "trafilatur
     from core.filters.ccnet import TidyLines
     from core.filters.langid import LanguageID, LanguagePrefilter
     from core.steps import StepStats, run_steps
-    from sources.html_text import ExtractOptions
-    from sources.warc import WarcReader, WarcRecords
+    from sources.formats.html_text import ExtractOptions
+    from sources.formats.warc import WarcReader, WarcRecords
 
     files = sorted(folder.glob("*.warc.gz"))
     responses = sum(1 for f in files for _ in WarcRecords(f))
@@ -139,8 +139,8 @@ def leg_breakdown(folder: Path) -> dict:
     from core.filters.c4_rules import C4CleanPage
     from core.filters.ccnet import TidyLines
     from core.filters.langid import LanguageID, LanguagePrefilter
-    from sources.html_text import ExtractOptions, decode_html, extract_text
-    from sources.warc import WarcPage, WarcRecords, visible_text
+    from sources.formats.html_text import ExtractOptions, decode_html, extract_text
+    from sources.formats.warc import WarcPage, WarcRecords, visible_text
 
     files = sorted(folder.glob("*.warc.gz"))
     prefilter, options = LanguagePrefilter(["en"], 0.9), ExtractOptions()

@@ -4,7 +4,7 @@
     python benchmarks/dialogue.py --sizes 200000,2000000 --repeat 3
     python benchmarks/dialogue.py --input RC_2015-01.zst           # a real dump
 
-Inputs: ``RC_`` files written in the Pushshift format by :func:`sources.dialogue_sample.write_reddit_comments`
+Inputs: ``RC_`` files written in the Pushshift format by :func:`sources.samples.dialogue.write_reddit_comments`
 (ndjson in one zstd frame, window log 31 with long-distance matching, no content size; the
 comment shape of the real RC_2005-12: ~70 % top-level, scores around 1, 10 % deleted, escaped
 markdown bodies), cached under ``--cache`` (generation is not timed), plus the real
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     for size in (int(s) for s in args.sizes.split(",") if s):
         path = args.cache / f"RC_generated-{size}.zst"
         if not path.exists():
-            from sources.dialogue_sample import write_reddit_comments
+            from sources.samples.dialogue import write_reddit_comments
 
             started = time.perf_counter()
             write_reddit_comments(path, size, seed=size)

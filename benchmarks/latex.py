@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from sources.latex import LatexOptions, clean_paper, decode_tex, inline_includes, strip_comments  # noqa: E402
+from sources.formats.latex import LatexOptions, clean_paper, decode_tex, inline_includes, strip_comments  # noqa: E402
 
 Paper = dict[str, str]
 
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     def ours() -> int:
         return sum(len(clean_paper(p).text or "") for p in papers)
 
-    contenders: dict[str, Callable[[], int]] = {"kinda sources.latex.clean_paper": ours}
+    contenders: dict[str, Callable[[], int]] = {"kinda sources.formats.latex.clean_paper": ours}
     failures: set[int] = set()
     try:
         from pylatexenc.latex2text import LatexNodes2Text

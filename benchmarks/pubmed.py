@@ -50,7 +50,7 @@ def originals() -> list[bytes]:
     files = sorted(REALDATA.glob("*.nxml")) if REALDATA.is_dir() else []
     if files:
         return [f.read_bytes() for f in files]
-    from sources.pubmed_sample import jats_article, nlm23_article
+    from sources.samples.pubmed import jats_article, nlm23_article
 
     return [jats_article(f"9{i:06d}", f"Generated article {i}") for i in range(4)] + [nlm23_article("9100000", "Old")]
 

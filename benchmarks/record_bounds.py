@@ -34,7 +34,8 @@ from core.filters.c4_rules import C4Rules, clean_page, count_sentences
 from core.filters.ccnet import tidy_lines
 from core.filters.record_bound import TextBound
 from core.pile_format import iter_pile
-from sources import epub, gutenberg, medline
+from sources import gutenberg
+from sources.formats import epub, medline
 
 REALDATA = Path(os.environ.get("KINDA_REALDATA", Path(__file__).resolve().parents[2] / "shared" / "realdata"))
 

@@ -47,7 +47,7 @@ MB = 1_000_000
 # -- inputs ---------------------------------------------------------------------------------
 def base_dump(directory: Path, copies: int) -> tuple[Path, Path]:
     """The ukwiki real pages ``copies`` times (distinct ids) as a multistream dump with its index."""
-    from sources.wikipedia_sample import write_multistream
+    from sources.samples.wikipedia import write_multistream
 
     dump = directory / "base" / "ukwiki-20230101-pages-articles-multistream.xml.bz2"
     index = dump.with_name(dump.name.replace(".xml.bz2", "-index.txt.bz2"))
@@ -158,7 +158,7 @@ def run_size(dump: Path, out: Path, workers: int, split_bytes: int) -> SizeRun:
     """The Wikipedia flow over ``dump`` on a fresh LocalCluster; wall, CPU and peak RSS."""
     from core.manifest import Manifest
     from flows.wikipedia import WikipediaConfig, run
-    from sources.wikipedia_multistream import plan_split
+    from sources.formats.wikipedia_multistream import plan_split
 
     cluster, client, _ = scaling.start_cluster(workers)
     try:

@@ -63,7 +63,7 @@ def _real_xml(lang: str) -> str | None:
 
 
 def _sample_xml(lang: str) -> str:
-    from sources.wikipedia_sample import dump_xml, sample_pages
+    from sources.samples.wikipedia import dump_xml, sample_pages
 
     sample_lang = "en" if lang != "de" else "de"
     return dump_xml(sample_lang, sample_pages(sample_lang, 2000, seed=LANGUAGES.index(lang)))
@@ -83,7 +83,7 @@ def _repeated(xml: str, copies: int, first_copy: int) -> str:
 
 def build_inputs(directory: Path, copies: int, dumps_per_language: int) -> tuple[list[Path], str]:
     """Multistream dumps + indexes (100 pages per stream, as Wikimedia writes them); reused when present."""
-    from sources.wikipedia_sample import write_multistream
+    from sources.samples.wikipedia import write_multistream
 
     kind = "real" if all(_real_xml(lang) is not None for lang in LANGUAGES[:1]) else "sample"
     stamp = directory / "inputs.json"
@@ -172,7 +172,7 @@ def run_direct(dumps: list[Path], out: Path, split_bytes: int) -> Run:
     from core import pipeline, splits
     from core.document import InputSpec
     from flows.wikipedia import WikipediaConfig
-    from sources.wikipedia_multistream import plan_split, range_key
+    from sources.formats.wikipedia_multistream import plan_split, range_key
 
     config = WikipediaConfig(dumps=[str(d) for d in dumps], out=out)
     recipe = config.recipe()
@@ -379,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     counts = [int(x) for x in args.workers.split(",")]
 
     from flows._runtime import prefect_api
-    from sources.wikipedia_multistream import plan_split
+    from sources.formats.wikipedia_multistream import plan_split
 
     dumps, kind = build_inputs(args.inputs, args.copies, args.dumps_per_language)
     ranges = sum(len(plan_split(d, args.split_bytes) or [None]) for d in dumps)

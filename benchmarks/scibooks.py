@@ -11,7 +11,7 @@ ratios of timings taken minutes apart moved by +-15%. The slow peers run once. L
 on the same files:
 
 * ``bare_pypdfium2``: open, for each page get_textpage + get_text_range, close (the floor);
-* ``full_in_process``: :mod:`sources.pdf_text` without the worker (layout, headers, hyphens);
+* ``full_in_process``: :mod:`sources.formats.pdf_text` without the worker (layout, headers, hyphens);
 * ``full_isolated``: the product path, pages extracted in the time-bounded worker process;
 * ``pdfminer.six`` (``extract_text``) and ``pypdf`` (``page.extract_text``) when installed
   (``pip install pdfminer.six pypdf``; not project dependencies).
@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sources import pdf_text
+from sources.formats import pdf_text
 from sources.scibooks import SciBookSettings, read_pdf
 
 

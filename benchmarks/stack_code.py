@@ -38,7 +38,7 @@ from _cpu import timed
 
 from core.document import InputSpec
 from core.steps import StepStats, run_steps
-from sources.licenses import DEFAULT_ALLOWED
+from sources.formats.licenses import DEFAULT_ALLOWED
 from sources.stack_code import STACK_COLUMNS, StackCodeRecipe, git_blob_sha1, list_license
 
 LICENCES = [["MIT"]] * 8 + [["GPL-3.0-only"], []]

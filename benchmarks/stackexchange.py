@@ -19,7 +19,7 @@ one core (CPU time is measured; DuckDB runs with one thread):
 - ``iterparse+bs4``: the same loop with ``BeautifulSoup(body, "html.parser").get_text()`` for the
   bodies: the way the RedPajama and Pile StackExchange scripts turn bodies into text (the
   ``html.parser`` builder, faster here than bs4's ``lxml`` builder on these bodies);
-- ``iterparse+html``: the same loop, bodies through :func:`sources.html_text.html_to_text`
+- ``iterparse+html``: the same loop, bodies through :func:`sources.formats.html_text.html_to_text`
   (paragraphs, lists, code and link text kept; the converter the reader uses) and our text
   layout: the difference to ``ours`` is the cost of the out-of-core path;
 - ``ours``: :class:`sources.stackexchange.StackExchangeReader`: incremental lxml parser ->
@@ -149,7 +149,7 @@ def run_iterparse(path: Path, bodies: str) -> dict[str, float]:
     from bs4 import BeautifulSoup
     from lxml import etree
 
-    from sources.html_text import html_to_text
+    from sources.formats.html_text import html_to_text
 
     def plain_text(html: str) -> str:
         return lxml.html.fromstring(html).text_content().strip() if html.strip() else ""

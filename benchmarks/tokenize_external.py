@@ -40,7 +40,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 from core.tokenizer import load_tokenizer  # noqa: E402
 from loader.tensor_writer import TokenizeSettings  # noqa: E402
-from sources.datasets_text import ReadOptions, expand_inputs  # noqa: E402
+from sources.formats.datasets_text import ReadOptions, expand_inputs  # noqa: E402
 from tasks.tokenize_external import ExternalJob, tokenize_file  # noqa: E402
 
 REALDATA = Path(__file__).resolve().parent.parent.parent / "shared" / "realdata"

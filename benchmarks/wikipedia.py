@@ -180,8 +180,8 @@ def _spawn(mode: str, dump: Path) -> dict[str, Any]:
 # -- quality -------------------------------------------------------------------------------------
 def _articles(dump: Path) -> tuple[frozenset[str], list[tuple[str, str]]]:
     from core.compressed import open_binary, read_blocks
+    from sources.formats.wikipedia_names import drop_prefixes
     from sources.wikipedia import SiteInfo, iter_chunks, language_from_filename, parse_page, parse_siteinfo
-    from sources.wikipedia_names import drop_prefixes
 
     site, pages = SiteInfo(), []
     with open_binary(dump) as stream:
@@ -315,7 +315,7 @@ def main() -> None:
         return
     dumps = args.dump or sorted(REALDATA.glob("*wiki-truncated-100k.REPAIRED.xml.bz2"))
     if not dumps:
-        from sources.wikipedia_sample import write_sample_dumps
+        from sources.samples.wikipedia import write_sample_dumps
 
         dumps = write_sample_dumps(Path(tempfile.mkdtemp()), pages=2000)
     print(f"peers: {_versions()}; {args.repeat} interleaved rounds, one process at a time, CPU time (one core)")

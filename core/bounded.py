@@ -386,7 +386,7 @@ def limit_address_space(limit: int | None) -> None:
     """Cap this process's address space (``RLIMIT_AS``, soft limit) at ``limit`` bytes; None lifts it.
 
     The one memory bound of every helper process (this module's helpers and the PDF worker of
-    :mod:`sources.pdf_text`): past it an allocation fails, so Python raises ``MemoryError`` and C
+    :mod:`sources.formats.pdf_text`): past it an allocation fails, so Python raises ``MemoryError`` and C
     libraries abort, and the caller turns that record into one drop instead of the machine
     swapping or the OOM killer ending the run. Only the soft limit moves (up to the hard one), so
     a persistent worker can take each request's bound.

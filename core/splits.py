@@ -2,7 +2,7 @@
 
 Why: an input is the unit of a task, so one 22 GB dump is one core's work for days however
 large the cluster. A source whose files can be cut (a multistream bz2 dump with its index: see
-:mod:`sources.wikipedia_multistream`) stages each byte range as its own input, keyed
+:mod:`sources.formats.wikipedia_multistream`) stages each byte range as its own input, keyed
 ``<input key>#<start>-<end>`` so every range has its own resume marker. :func:`join_ranges`
 then lays the ranges' staged shards end to end as the staging of the input itself (hard links,
 no copy), renumbers their dedup keys, sums their counts, and writes the input's stage marker.

@@ -2,9 +2,9 @@
 sample to match against, and a toy tokenizer, so a whole dataset run (sources, Pile index, dedup,
 labels, tokens) completes without a download.
 
-Wikipedia dumps come from :mod:`sources.wikipedia_sample`; every other configured source with a
-writer (:data:`SAMPLES`: the LLaMA sources' in :mod:`sources.samples`, the G.2 extension sources'
-in ``sources/<name>_sample.py``; each ``write_sample_inputs(directory) -> list[str]``) gets its
+Wikipedia dumps come from :mod:`sources.samples.wikipedia`; every other configured source with a
+writer (:data:`SAMPLES`, each ``sources/samples/<name>.py`` with a
+``write_sample_inputs(directory) -> list[str]``) gets its
 files under ``<out>/sample/<source>/``; a source without one is set to ``null``. When the dataset
 runs dedup, the Pile sample (:mod:`sources.samples.pile`: exact and near copies of some sample
 documents, plus unrelated ones) is written under ``<out>/sample/pile/``, ``flows.pile_index``
@@ -37,14 +37,14 @@ LLAMA_SAMPLES = {
 }
 #: G.2 extension sources with an offline sample writer: flow name -> writer module.
 EXTENSION_SAMPLES = {
-    "pubmed": "sources.pubmed_sample",
-    "science_books": "sources.scibooks_sample",
-    "dm_math": "sources.dmmath_sample",
-    "stack_code": "sources.stack_code_sample",
-    "dialogue": "sources.dialogue_sample",
-    "reasoning": "sources.reasoning_sample",
+    "pubmed": "sources.samples.pubmed",
+    "science_books": "sources.samples.scibooks",
+    "dm_math": "sources.samples.dmmath",
+    "stack_code": "sources.samples.stack_code",
+    "dialogue": "sources.samples.dialogue",
+    "reasoning": "sources.samples.reasoning",
 }
-#: Every source with an offline sample writer (Wikipedia has its own: :mod:`sources.wikipedia_sample`).
+#: Every source with an offline sample writer (Wikipedia has its own: :mod:`sources.samples.wikipedia`).
 SAMPLES = {**LLAMA_SAMPLES, **EXTENSION_SAMPLES}
 #: The Pile sample's writer, and where its index goes under the output root.
 PILE_SAMPLE = "sources.samples.pile"
@@ -60,7 +60,7 @@ def sample_overrides(out: Path, configured: Iterable[str], all_sources: Iterable
     without a sample set to null. ``dedup``: whether the dataset runs dedup (then the Pile sample
     is indexed and dedup matches against it; without dedup no index is built).
     """
-    from sources.wikipedia_sample import write_sample_dumps
+    from sources.samples.wikipedia import write_sample_dumps
 
     root = out / "sample"
     dumps = write_sample_dumps(root, pages=pages)

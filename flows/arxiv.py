@@ -20,11 +20,11 @@ from flows._cli import Flag, FlowCLI
 from flows._lazy import flow
 from flows._source_flow import SourceRunSummary, print_summary, run_source
 from sources.arxiv import ArchiveLimits, ArxivRecipe
-from sources.latex import LatexOptions
+from sources.formats.latex import LatexOptions
 
 
 class LatexConfig(BaseModel):
-    """What the LaTeX cleaner removes and its bounds (see :class:`sources.latex.LatexOptions`)."""
+    """What the LaTeX cleaner removes and its bounds (see :class:`sources.formats.latex.LatexOptions`)."""
 
     model_config = ConfigDict(extra="forbid")
     cut_appendix: bool = False

@@ -24,7 +24,7 @@ from flows._source_flow import (
     run_source,
 )
 from flows.commoncrawl import WEB_FLAGS, WebConfig, expand_crawls, grouped_dedup_phases
-from sources.warc import CRAWL_ID
+from sources.formats.warc import CRAWL_ID
 
 if TYPE_CHECKING:
     from sources.c4 import C4FromCommonCrawlRecipe, C4Recipe

@@ -25,8 +25,15 @@ from flows._cli import Flag, FlowCLI
 from flows._config_parts import LateBoundsConfig
 from flows._lazy import NO_CACHE, LazyImport, flow, task
 from flows._source_flow import SourcePhases, SourceRunSummary, print_summary, run_source
-from sources.html_text import ExtractOptions
-from sources.warc import CC_BASE_URL, CRAWL_ID, WarcLimits, crawl_paths_url, read_paths_list, resolve_url
+from sources.formats.html_text import ExtractOptions
+from sources.formats.warc import (
+    CC_BASE_URL,
+    CRAWL_ID,
+    WarcLimits,
+    crawl_paths_url,
+    read_paths_list,
+    resolve_url,
+)
 
 if TYPE_CHECKING:
     from prefect import get_run_logger

@@ -17,7 +17,7 @@ from typing import Any
 from flows._cli import Flag, FlowCLI
 from flows._source_flow import print_summary
 from flows.wikipedia import WikipediaConfig, wikipedia_flow
-from sources.wikipedia_sample import write_sample_dumps
+from sources.samples.wikipedia import write_sample_dumps
 
 
 def sample_dumps(args: argparse.Namespace) -> dict[str, Any]:

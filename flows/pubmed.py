@@ -9,7 +9,7 @@ package; single ``.nxml`` files are batched ``articles_per_input`` to a task thr
 lists) and ``pubmed_abstracts`` (one task per baseline/update file). For the abstracts, a phase
 between the run-wide exact dedup and finalize applies MEDLINE's versioning across files: the
 newest record of a PMID wins (``superseded_version``) and a ``DeleteCitation`` removes that
-PMID's records in earlier files (``deleted_citation``); see :mod:`sources.medline`.
+PMID's records in earlier files (``deleted_citation``); see :mod:`sources.formats.medline`.
 
 Both are Pile (v1) subsets (``PubMed Central``, ``PubMed Abstracts``): they belong in G.2 and go
 through the Pile reference dedup with every other source.
@@ -36,7 +36,7 @@ from flows._source_flow import (
     run_source,
     write_input_lists,
 )
-from sources import medline
+from sources.formats import medline
 from sources.pubmed import (
     LIST_SUFFIX,
     CentralSettings,
@@ -58,7 +58,7 @@ else:  # only a run needs them (Prefect, pyarrow): not --help or a refused comma
 
 
 class CitationConfig(BaseModel):
-    """Bounds of one MEDLINE citation (see :class:`sources.medline.CitationBounds`)."""
+    """Bounds of one MEDLINE citation (see :class:`sources.formats.medline.CitationBounds`)."""
 
     model_config = ConfigDict(extra="forbid")
     inline_bytes: int = Field(64 << 10, ge=0, description="bigger citations are parsed in the bounded helper")
@@ -120,7 +120,7 @@ class PubmedConfig(LateBoundsConfig):
 
 @task(name="pmid-index", cache_policy=NO_CACHE, task_run_name="pmids {key}")
 def pmid_index_task(out: Path, source: str, key: str, path: Path) -> int:
-    """Index one staged MEDLINE input (see :func:`sources.medline.write_pmid_index`)."""
+    """Index one staged MEDLINE input (see :func:`sources.formats.medline.write_pmid_index`)."""
     return medline.write_pmid_index(out, source, key, path)
 
 

@@ -29,7 +29,7 @@ from core.filters.quality import ClassifierReport, train_wikiref_classifier
 from flows._cli import Flag, FlowCLI
 from flows._lazy import NO_CACHE, LazyImport, flow, task
 from flows._source_flow import expand_locations
-from sources.warc import WarcReader
+from sources.formats.warc import WarcReader
 
 if TYPE_CHECKING:
     from prefect.artifacts import create_table_artifact

@@ -27,13 +27,13 @@ from flows._config_parts import LateBoundsConfig
 from flows._lazy import flow
 from flows._source_flow import SourceRunSummary, expand_locations, print_summary, run_source
 from flows.books import NearDedupConfig, near_dedup_phases
-from sources.epub import EpubSettings
-from sources.pdf_text import PdfSettings
+from sources.formats.epub import EpubSettings
+from sources.formats.pdf_text import PdfSettings
 from sources.scibooks import SOURCE, QualitySettings, SciBookSettings, SciBooksRecipe
 
 
 class PdfConfig(BaseModel):
-    """PDF reading (see :class:`sources.pdf_text.PdfSettings`)."""
+    """PDF reading (see :class:`sources.formats.pdf_text.PdfSettings`)."""
 
     model_config = ConfigDict(extra="forbid")
     page_timeout_s: float = Field(20.0, gt=0)
@@ -55,7 +55,7 @@ class PdfConfig(BaseModel):
 
 
 class EpubConfig(BaseModel):
-    """EPUB reading and zip-bomb bounds (see :class:`sources.epub.EpubSettings`)."""
+    """EPUB reading and zip-bomb bounds (see :class:`sources.formats.epub.EpubSettings`)."""
 
     model_config = ConfigDict(extra="forbid")
     max_member_bytes: int = Field(32 * 1024 * 1024, gt=0)

@@ -45,7 +45,7 @@ from loader.tensor_manifest import (
     source_table,
 )
 from loader.tensor_writer import TokenizeSettings, export_megatron_splits, find_input_shards, write_metadata
-from sources.datasets_text import ReadOptions, dataset_share
+from sources.formats.datasets_text import ReadOptions, dataset_share
 from tasks import tokenize_hosts as per_host
 from tasks.tokenization import fetch_hosts, launch_hosts, tokenize_files, tokenize_shards
 from tasks.tokenize_external import ExternalJob

@@ -28,8 +28,8 @@ from flows._source_flow import (
     print_summary,
     run_source,
 )
+from sources.formats.wikipedia_multistream import plan_split, range_key
 from sources.wikipedia import WikipediaRecipe
-from sources.wikipedia_multistream import plan_split, range_key
 
 if TYPE_CHECKING:
     from prefect import get_run_logger

@@ -38,8 +38,8 @@ from typing import IO, Protocol
 from core.bounded import BoundedCleaner
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import MinLength, Record, Step
-from sources.latex import CleanResult, LatexOptions, clean_paper, decode_tex
-from sources.tar_stream import unsafe_member
+from sources.formats.latex import CleanResult, LatexOptions, clean_paper, decode_tex
+from sources.formats.tar_stream import unsafe_member
 
 log = logging.getLogger(__name__)
 

@@ -34,9 +34,9 @@ from core.filters.ccnet import TidyLines
 from core.filters.langid import LanguageID
 from core.steps import Filter, Record, Step
 from sources.commoncrawl import GroupedDedupRecipe, Units, warc_records
-from sources.html_text import ExtractOptions
-from sources.rows import bounded_lines
-from sources.warc import WarcLimits
+from sources.formats.html_text import ExtractOptions
+from sources.formats.rows import bounded_lines
+from sources.formats.warc import WarcLimits
 
 SOURCE = "c4"
 

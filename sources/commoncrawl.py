@@ -44,8 +44,8 @@ from core.pipeline import InputPhase, RunContext, missing_input, run_input_phase
 from core.shards import read_documents
 from core.steps import Record, Step
 from dedupe.lines import DuplicateMasks, UnitFiles, UnitHashWriter, hash_units, keep_unmarked, mark_duplicates
-from sources.html_text import ExtractOptions
-from sources.warc import WarcLimits, WarcReader
+from sources.formats.html_text import ExtractOptions
+from sources.formats.warc import WarcLimits, WarcReader
 
 log = logging.getLogger(__name__)
 

@@ -44,6 +44,7 @@ from typing import IO, Any
 from core.compressed import CODEC_ERRORS, open_binary
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import Record, Step
+from sources.formats.rows import bounded_lines
 from sources.reddit import (
     SOURCE,
     RedditFilters,
@@ -52,7 +53,6 @@ from sources.reddit import (
     is_submissions_file,
     zstd_chunks,
 )
-from sources.rows import bounded_lines
 
 SNIFF_BYTES = 64 * 1024
 READ_BYTES = 1 << 20

@@ -10,7 +10,7 @@ Inputs, each one pipeline input:
   link or a device is refused as ``unsafe_archive``);
 * the notes layout of ``samples_from_all_modules.txt`` (``<split>/<module>.txt:`` header lines,
   tab-indented answers, blank line between sections);
-* Pile shards (``*.jsonl.zst``, read by :mod:`sources.pile`): only lines whose
+* Pile shards (``*.jsonl.zst``, read by :mod:`sources.formats.pile`): only lines whose
   ``pile_set_name`` is ``DM Mathematics`` are kept; the others are counted as
   ``pile_set_not_selected`` (they belong to other sources).
 
@@ -42,9 +42,9 @@ from typing import IO
 from core.compressed import CODEC_ERRORS, TruncatedInputError, open_binary
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import Record, Step
-from sources.pile import PileLine, iter_pile
-from sources.rows import bounded_lines
-from sources.tar_stream import open_tar_stream, unsafe_member
+from sources.formats.pile import PileLine, iter_pile
+from sources.formats.rows import bounded_lines
+from sources.formats.tar_stream import open_tar_stream, unsafe_member
 
 SOURCE = "dm_math"
 LIST_SUFFIX = ".dmmath.json"

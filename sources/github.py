@@ -10,7 +10,7 @@ Two input formats, told apart by file name:
   share one input, so the pipeline runs one task per batch of repos rather than per repo.
 
 For every file the reader yields a Document or a Drop with a reason, in this order: licence of
-the repository not allowed (``license_<id>``, see :mod:`sources.licenses`), licence file or
+the repository not allowed (``license_<id>``, see :mod:`sources.formats.licenses`), licence file or
 certificate (``skipped_license_file``, ``skipped_certificate``), extension not in the whitelist
 (``extension_not_allowed``), ``too_large``, ``binary`` (a NUL byte in the first 8,000 bytes,
 git's own test, or a BigQuery row flagged binary), ``not_utf8``. Symlinks are never followed.
@@ -35,7 +35,13 @@ from core.document import Document, Drop, InputSpec, make_doc_id
 from core.exact import exact_hash
 from core.filters.code_quality import CodeFilterSettings, code_steps
 from core.steps import Record, Step
-from sources.licenses import DEFAULT_ALLOWED, LICENSE_FILE, RepoLicense, detect_repo_license, row_license
+from sources.formats.licenses import (
+    DEFAULT_ALLOWED,
+    LICENSE_FILE,
+    RepoLicense,
+    detect_repo_license,
+    row_license,
+)
 
 SOURCE = "github"
 REPO_LIST_SUFFIX = ".repos.json"

@@ -21,7 +21,7 @@ Per article, in a killable helper process (:mod:`core.bounded`; ``cleaner_timeou
 helper (``max_article_memory``: ``record_too_large``), a gzipped article inflated only up to
 ``max_article_bytes`` (``too_large``: a gzip bomb never expands), no text
 (``empty_text``), and the licence filter (``license_noncommercial`` / ``license_unknown`` when
-``commercial_only``). See :mod:`sources.pubmed_jats` for the text and :mod:`sources.medline`
+``commercial_only``). See :mod:`sources.formats.pubmed_jats` for the text and :mod:`sources.formats.medline`
 for the abstracts.
 """
 
@@ -41,8 +41,8 @@ from core.bounded import BoundedCleaner
 from core.compressed import CODEC_ERRORS, TruncatedInputError
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import MinLength, Record, Step
-from sources import medline
-from sources.pubmed_jats import (
+from sources.formats import medline
+from sources.formats.pubmed_jats import (
     DeadlineError,
     TableMode,
     UnsafeXmlError,
@@ -50,7 +50,7 @@ from sources.pubmed_jats import (
     parse_article,
     render,
 )
-from sources.tar_stream import open_tar_stream, unsafe_member
+from sources.formats.tar_stream import open_tar_stream, unsafe_member
 
 CENTRAL = "pubmed_central"
 ABSTRACTS = medline.SOURCE

@@ -57,7 +57,7 @@ from core.compressed import CODEC_ERRORS, open_binary
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.filters.record_bound import INLINE_CHARS
 from core.steps import Record, Step
-from sources.rows import Oversized, RowError, bounded_lines, open_parquet, parquet_rows
+from sources.formats.rows import Oversized, RowError, bounded_lines, open_parquet, parquet_rows
 
 SOURCE = "reasoning"
 WORK_OPEN = "<work>"

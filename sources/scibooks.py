@@ -3,11 +3,11 @@
 The extension source A.2 of G.2 (LLaMA's authors note they may lose to Minerva for lack of
 technical books and papers). Each input is one file:
 
-* ``.pdf``: :mod:`sources.pdf_text` (pdfium text layer in reading order, OCR for scanned pages,
+* ``.pdf``: :mod:`sources.formats.pdf_text` (pdfium text layer in reading order, OCR for scanned pages,
   headers/footers and page numbers removed, hyphenation joined, ligatures spelt out). Every page
   that yields no text is a counted drop naming the file and page (``ocr_unavailable``,
   ``page_timeout``, ``blank_page``, ...), followed by the book's Document.
-* ``.epub``: :mod:`sources.epub` (spine order from the OPF found through ``container.xml``,
+* ``.epub``: :mod:`sources.formats.epub` (spine order from the OPF found through ``container.xml``,
   navigation and boilerplate left out, MathML kept as linear text). A chapter that cannot be read
   (``cleaner_timeout``, ``cleaner_crashed``, ``broken_chapter``) is a counted drop naming the file
   and chapter, followed by the book's Document.
@@ -33,8 +33,8 @@ from core.atomic import sha256_file
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.filters.langid import LanguageID
 from core.steps import Filter, Record, Step
-from sources.epub import EpubError, EpubSettings, read_epub
-from sources.pdf_text import PageText, PdfInfo, PdfSettings, assemble, pages_in_process, shared_worker
+from sources.formats.epub import EpubError, EpubSettings, read_epub
+from sources.formats.pdf_text import PageText, PdfInfo, PdfSettings, assemble, pages_in_process, shared_worker
 
 SOURCE = "science_books"
 SUFFIXES = (".pdf", ".epub")

@@ -15,7 +15,7 @@ memory does not grow with the file. Every row becomes a Document or a Drop, in t
 checks, the same as the LLaMA GitHub recipe (:mod:`sources.github`) so the two sources agree:
 
 1. licence (``license_<id>``; ``license_none`` for a row without licence), with the GitHub
-   recipe's allow-list and :func:`sources.licenses.judge`: a the-stack row listing several
+   recipe's allow-list and :func:`sources.formats.licenses.judge`: a the-stack row listing several
    licences is kept only when *all* are allowed (ambiguity is a reason to drop);
 2. licence files and certificates by name (``skipped_license_file``, ``skipped_certificate``);
 3. language (``extension_not_allowed``): the GitHub recipe's extension whitelist decides first
@@ -25,7 +25,7 @@ checks, the same as the LLaMA GitHub recipe (:mod:`sources.github`) so the two s
 4. ``too_large`` (before any text work: the size bound of every per-record cleaner), ``binary``
    (NUL byte), then the GitHub recipe's steps (:func:`core.filters.code_quality.code_steps`).
 
-Rows are bounded before they are built (:mod:`sources.rows`): a Parquet batch is sized from the
+Rows are bounded before they are built (:mod:`sources.formats.rows`): a Parquet batch is sized from the
 footer, a row's content size is read from the Arrow offsets so an oversized row is a ``too_large``
 drop without becoming a Python string, and a JSON line over ``max_line_bytes`` is a ``too_large``
 drop skipped in bounded pieces. A row whose strings are not valid UTF-8 is one ``invalid_utf8``
@@ -56,9 +56,16 @@ from core.compressed import CODEC_ERRORS, open_binary
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.filters.code_quality import CodeFilterSettings, code_steps
 from core.steps import Record, Step
+from sources.formats.licenses import (
+    DEFAULT_ALLOWED,
+    NO_LICENSE,
+    RepoLicense,
+    judge,
+    normalize_license,
+    row_license,
+)
+from sources.formats.rows import Oversized, RowError, bounded_lines, open_parquet, parquet_rows
 from sources.github import github_url, is_binary, language_for, skip_reason
-from sources.licenses import DEFAULT_ALLOWED, NO_LICENSE, RepoLicense, judge, normalize_license, row_license
-from sources.rows import Oversized, RowError, bounded_lines, open_parquet, parquet_rows
 
 SOURCE = "stack_code"
 STACK = "the-stack"

@@ -45,7 +45,7 @@ from core.bounded import DEFAULT_TIMEOUT_S, BoundedCleaner
 from core.compressed import CODEC_ERRORS, open_binary, read_blocks
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import Filter, Record, Step
-from sources.html_text import html_to_text
+from sources.formats.html_text import html_to_text
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def is_meta_site(site: str) -> bool:
     return site.startswith("meta.") or ".meta." in site
 
 
-# Post bodies go through the shared :func:`sources.html_text.html_to_text`, which keeps the text
+# Post bodies go through the shared :func:`sources.formats.html_text.html_to_text`, which keeps the text
 # after an HTML comment (the reader's own converter dropped the rest of the enclosing element
 # after ``<!-- ... -->``); that output change is recipe version 0.2.0 (core.version), so finished
 # StackExchange work from 0.1.0 is redone rather than trusted.

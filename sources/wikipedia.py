@@ -1,7 +1,7 @@
 """Wikipedia: stream MediaWiki ``pages-articles`` XML dumps and clean wikitext to plain text.
 
 Reading: the dump is decompressed in 1 MiB blocks (bz2/xz/gz or plain; multistream bz2 too, or
-only a byte range of its streams: :mod:`sources.wikipedia_multistream`) and cut into
+only a byte range of its streams: :mod:`sources.formats.wikipedia_multistream`) and cut into
 ``<page>…</page>`` chunks with ``bytes.find``, each parsed on its own. Dumps write those tags on
 their own lines and escape ``<`` inside text, so the cut is exact; parsing page by page keeps
 memory constant (a page past ``MAX_PAGE_BYTES`` is skipped unread), makes one malformed page
@@ -10,10 +10,10 @@ and 0.11 read alike. The page's text is cut out and unescaped directly when it i
 character data; ElementTree parses the rest (and the whole page otherwise). Entities are never
 resolved beyond XML's five.
 
-Cleaning: :class:`sources.wikitext.FastWikitextCleaner`, linear regex stages that keep prose,
+Cleaning: :class:`sources.formats.wikitext.FastWikitextCleaner`, linear regex stages that keep prose,
 link text and headings as plain lines and drop templates, refs, comments, tables,
 file/image/category links and language interwiki links (local names from siteinfo plus
-:mod:`sources.wikipedia_names`), under a size and time bound per page (:mod:`core.bounded`); then
+:mod:`sources.formats.wikipedia_names`), under a size and time bound per page (:mod:`core.bounded`); then
 whitespace is collapsed. The mwparserfromhell tree walk used before is kept as
 ``WikitextCleaner(engine="tree")``, the reference the benchmark compares against.
 """
@@ -45,9 +45,9 @@ from core.bounded import BoundedCleaner
 from core.compressed import CODEC_ERRORS, open_binary, read_blocks
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import MinLength, Record, Step
-from sources.wikipedia_multistream import first_stream_end, parse_range_key, read_streams
-from sources.wikipedia_names import drop_prefixes
-from sources.wikitext import (
+from sources.formats.wikipedia_multistream import first_stream_end, parse_range_key, read_streams
+from sources.formats.wikipedia_names import drop_prefixes
+from sources.formats.wikitext import (
     DROPPED_TAGS,
     LINE_BREAK_TAGS,
     Bounds,
@@ -365,7 +365,7 @@ def iter_chunks(pieces: Iterable[bytes], max_bytes: int = MAX_PAGE_BYTES) -> Ite
 class WikitextCleaner:
     """Turns wikitext into plain prose (see the module docstring for what is kept).
 
-    ``engine="fast"`` (the default) runs :class:`sources.wikitext.FastWikitextCleaner`, linear
+    ``engine="fast"`` (the default) runs :class:`sources.formats.wikitext.FastWikitextCleaner`, linear
     regex stages under a size and time bound per page; ``engine="tree"`` is the mwparserfromhell
     tree walk the reader used before, kept as the reference the fast path is compared against
     (benchmarks/wikipedia.py's quality table). The tree walk has no bound of its own: its C
@@ -536,7 +536,7 @@ class WikipediaReader:
     site: SiteInfo = field(default_factory=SiteInfo)
     bounds: Bounds = field(default_factory=Bounds)
     #: Only the bz2 streams in ``[start, end)`` of a multistream dump (a page-range task, see
-    #: :mod:`sources.wikipedia_multistream`); the site info then comes from ``[0, header_end)``.
+    #: :mod:`sources.formats.wikipedia_multistream`); the site info then comes from ``[0, header_end)``.
     byte_range: tuple[int, int] | None = None
     header_end: int | None = None
 
@@ -653,7 +653,7 @@ class WikipediaRecipe:
 
     def _reader(self, spec: InputSpec) -> WikipediaReader:
         """The dump's reader; for a page-range task (key ``<dump>#<start>-<end>``, see
-        :mod:`sources.wikipedia_multistream`) one that reads only that range of streams.
+        :mod:`sources.formats.wikipedia_multistream`) one that reads only that range of streams.
 
         A range's documents name the dump itself (``meta.dump``), exactly as the one-task run
         does; its drops name the range (``location#start-end``), which says where to look.

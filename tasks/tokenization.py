@@ -17,7 +17,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from loader.tensor_writer import InputShard, TokenizeSettings, tokenize_shard
-from sources.datasets_text import DatasetFile
+from sources.formats.datasets_text import DatasetFile
 from tasks.tokenize_external import ExternalJob, tokenize_file_task
 from tasks.tokenize_hosts import HostPlan, fetch_metadata_task, host_command, run_host_task
 

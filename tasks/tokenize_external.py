@@ -1,7 +1,7 @@
 """Tokenize one file of an external dataset (Parquet / JSONL) into train/holdout data tensors.
 
 The same format and holdout rule as our own shards (:func:`loader.tensor_writer.write_tensors`),
-fed by :mod:`sources.datasets_text`. One Prefect task per file: Prefect costs milliseconds per
+fed by :mod:`sources.formats.datasets_text`. One Prefect task per file: Prefect costs milliseconds per
 task run, a file costs seconds to minutes. Resume is by marker, as for shards: a file whose
 marker matches its SHA256, the tokenizer hash and every setting that shapes the bytes, and
 whose tensor files are intact, is skipped; a killed run leaves no marker and no partial file
@@ -31,7 +31,7 @@ from loader.tensor_writer import (
     token_dtype,
     write_tensors,
 )
-from sources.datasets_text import DatasetFile, DropLog, ReadOptions, file_fingerprint, read_texts
+from sources.formats.datasets_text import DatasetFile, DropLog, ReadOptions, file_fingerprint, read_texts
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Tokenize a dataset across hosts from one machine: run each host's share, then collect.
 
 Each host runs the ordinary single-host command with ``--host-count N --host-index i`` (its
-files: :func:`sources.datasets_text.host_of`) and writes tensors, ``metadata.json`` and its own
+files: :func:`sources.formats.datasets_text.host_of`) and writes tensors, ``metadata.json`` and its own
 manifest to a root on its local disk. The launcher reaches a host through a command prefix
 (``ssh {host}`` by default; ``sh -c`` runs the "hosts" as local processes, as the tests do), so
 nothing but a shell and the repository is needed on a host. Collecting reads each host's
@@ -25,7 +25,7 @@ from prefect.cache_policies import NO_CACHE
 
 from core.atomic import write_json_atomic
 from core.manifest import InputRecord
-from sources.datasets_text import host_of
+from sources.formats.datasets_text import host_of
 
 #: A host name as a folder name under ``<out>/hosts/``.
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

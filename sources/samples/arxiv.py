@@ -1,7 +1,7 @@
 """A small offline arXiv sample: one bulk source tar, ``arXiv_src_2301_001.tar``, as arXiv's S3
 bucket ships them (a plain tar of ``2301/<id>.gz`` e-prints and ``.pdf`` for PDF-only papers).
 
-What it holds, so every rule of :mod:`sources.arxiv` and :mod:`sources.latex` does real work:
+What it holds, so every rule of :mod:`sources.arxiv` and :mod:`sources.formats.latex` does real work:
 
 - ``2301.00001``: a gzipped tar e-print split over a multi-file ``\\input`` tree
   (``main.tex`` -> ``sections/intro.tex``, ``sections/method.tex`` -> ``sections/proof.tex``), user

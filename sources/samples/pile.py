@@ -24,7 +24,7 @@ import zstandard
 
 from core.atomic import atomic_path
 from core.document import Document, InputSpec, make_doc_id
-from sources.latex import clean_paper
+from sources.formats.latex import clean_paper
 from sources.samples import arxiv as arxiv_sample
 from sources.samples import github_files, prose
 from sources.samples import gutenberg as gutenberg_sample
@@ -58,8 +58,8 @@ def near_copy(text: str) -> str:
 def wikipedia_texts(pages: int = 12) -> dict[str, str]:
     """English sample pages cleaned by the Wikipedia reader: doc id -> text (first ``pages`` pages,
     which are the same whatever page count the sample run uses)."""
+    from sources.samples.wikipedia import write_sample_dumps
     from sources.wikipedia import WikipediaRecipe
-    from sources.wikipedia_sample import write_sample_dumps
 
     with tempfile.TemporaryDirectory(prefix="pile-sample-") as tmp:
         english = next(p for p in write_sample_dumps(Path(tmp), pages=pages) if p.name.startswith("en"))
@@ -68,7 +68,7 @@ def wikipedia_texts(pages: int = 12) -> dict[str, str]:
 
 
 def arxiv_texts() -> dict[str, str]:
-    """The arXiv sample's kept papers cleaned by :func:`sources.latex.clean_paper`: doc id -> text."""
+    """The arXiv sample's kept papers cleaned by :func:`sources.formats.latex.clean_paper`: doc id -> text."""
     papers = {"2301.00001": arxiv_sample.paper_files(), "2301.00002": {"note.tex": arxiv_sample.NOTE_TEX}}
     texts = {}
     for arxiv_id, files in papers.items():

@@ -17,7 +17,7 @@ import pytest
 from core.manifest import RELEASED_SQL, Manifest
 from flows.wikipedia import parse_args, run
 from kinda.cli import main
-from sources.wikipedia_sample import write_sample_dumps
+from sources.samples.wikipedia import write_sample_dumps
 
 pytestmark = pytest.mark.prefect
 

@@ -14,8 +14,8 @@ from core.document import InputSpec
 from core.layout import state_path
 from core.manifest import InputRecord
 from core.shards import ShardLimits
+from sources.samples.wikipedia import SamplePage, dump_xml, sample_pages
 from sources.wikipedia import WikipediaRecipe
-from sources.wikipedia_sample import SamplePage, dump_xml, sample_pages
 
 RECIPE = WikipediaRecipe()
 

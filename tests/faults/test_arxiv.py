@@ -153,7 +153,7 @@ def test_paper_over_the_cleaner_size_bound(tmp_path: Path) -> None:
 
 def test_unclosed_macro_arguments_clean_in_linear_time(cpu_clock) -> None:
     """``\\f{`` x 20,000 after a one-argument ``\\f`` took 238 s (a scan to the end per call)."""
-    from sources.latex import clean_tex
+    from sources.formats.latex import clean_tex
 
     tex = (r"\documentclass{article}\newcommand{\f}[1]{#1#1}\begin{document}\section{A}" "\n"
            + r"\f{" * 20_000 + "\n" + r"\f{ok}" + "\n")

@@ -31,10 +31,10 @@ from core.filters.ccnet import TidyLines, tidy_lines
 from core.filters.code_quality import CopyrightHeaderRemover, strip_header
 from core.filters.record_bound import TextBound
 from core.pile_format import iter_pile
-from sources.epub import EpubSettings, read_epub
+from sources.formats.epub import EpubSettings, read_epub
+from sources.formats.medline import CitationBounds, iter_medline
 from sources.gutenberg import BookSettings, GutenbergRecipe, book_list_payload
-from sources.medline import CitationBounds, iter_medline
-from sources.scibooks_sample import write_sample_epub3
+from sources.samples.scibooks import write_sample_epub3
 
 BOUND_S = 0.5
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from core.document import Document, Drop, InputSpec
 from sources.c4 import C4Recipe, read_c4_json
-from sources.pile import PileRecipe
+from sources.formats.pile import PileRecipe
 
 LINES = 2500
 

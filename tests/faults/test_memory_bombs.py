@@ -7,7 +7,7 @@ settings the peak stays under :data:`tests.faults.rss.MAX_RSS_BYTES` (2 GB), the
 counted drop naming its record, and the records beside it are kept.
 
 The files are real: PDFs written by pypdfium2 (pages, images) and pypdf (flate-compressed
-content streams), PMC packages as gzip'd tars of JATS articles (``sources.pubmed_sample``).
+content streams), PMC packages as gzip'd tars of JATS articles (``sources.samples.pubmed``).
 
 * A page of 14,400 x 14,400 pt without a text layer: OCR would render it at 300 dpi to
   3.6 G pixels. The pixel cap (``pdf.max_ocr_pixels``) is checked before rendering, so the drop
@@ -33,12 +33,12 @@ import pytest
 
 from core.document import Document, Drop, InputSpec
 from core.manifest import Manifest
-from sources import pdf_text
-from sources.epub import EpubSettings, read_epub
+from sources.formats import pdf_text
+from sources.formats.epub import EpubSettings, read_epub
 from sources.pubmed import CentralSettings, gunzip_bounded, iter_central
-from sources.pubmed_sample import jats_article, write_package
+from sources.samples.pubmed import jats_article, write_package
+from sources.samples.scibooks import prose, wrap, write_sample_epub3, write_sample_pdf
 from sources.scibooks import SciBookSettings, SciBooksRecipe
-from sources.scibooks_sample import prose, wrap, write_sample_epub3, write_sample_pdf
 from tests.faults.rss import MAX_RSS_BYTES, run_measured
 
 REPO = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ import pytest
 
 from core.document import Document, Drop
 from core.manifest import Manifest
-from sources.medline import deleted_pmids, iter_medline
+from sources.formats.medline import deleted_pmids, iter_medline
 from tests.faults.rss import MAX_RSS_BYTES, run_measured
 
 REPO = Path(__file__).resolve().parents[2]

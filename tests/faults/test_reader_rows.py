@@ -18,7 +18,7 @@ import pytest
 
 from core.document import Document, Drop, InputSpec
 from core.manifest import Manifest
-from sources.datasets_text import DatasetFile, DropLog, ReadOptions, read_texts
+from sources.formats.datasets_text import DatasetFile, DropLog, ReadOptions, read_texts
 from sources.reasoning import ReasoningRecipe
 from sources.stack_code import StackCodeRecipe
 from tests.faults.rss import MAX_RSS_BYTES, run_measured

@@ -1,4 +1,4 @@
-"""Fault injection, tar packages read through :mod:`sources.tar_stream` (issue 24 item 11).
+"""Fault injection, tar packages read through :mod:`sources.formats.tar_stream` (issue 24 item 11).
 
 docs/reliability.md promises that an archive member with a hostile path (``../``, absolute, a
 link or a device) is refused as ``unsafe_archive``. The package is a real ``.tar.gz`` written by

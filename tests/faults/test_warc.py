@@ -19,8 +19,8 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from core.document import Document, Drop
-from sources.html_text import ExtractOptions
-from sources.warc import COUNTED_TYPES, WarcLimits, WarcReader, WarcRecords
+from sources.formats.html_text import ExtractOptions
+from sources.formats.warc import COUNTED_TYPES, WarcLimits, WarcReader, WarcRecords
 
 PARAGRAPH = ("The lighthouse keepers of the northern coast kept logbooks of storms and shipwrecks, and "
              "their families trimmed wicks and wound the clockwork through the long winters. ")

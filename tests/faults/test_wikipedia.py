@@ -1,6 +1,6 @@
 """Fault injection, Wikipedia XML dumps: cuts anywhere, a bad page, a huge page, pathological markup.
 
-Dumps are the project's offline sample (``sources.wikipedia_sample``: the ``pages-articles``
+Dumps are the project's offline sample (``sources.samples.wikipedia``: the ``pages-articles``
 export schema) compressed with the codecs' own libraries. The truth for a cut dump is what the
 codec can still decode: each ``</page>`` in it is one record, plus exactly one
 ``truncated_input`` for the cut (the cut page, or the end of the readable data).
@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.document import Document, Drop, InputSpec
+from sources.samples.wikipedia import SamplePage, dump_xml, sample_pages
 from sources.wikipedia import WikipediaRecipe
-from sources.wikipedia_sample import SamplePage, dump_xml, sample_pages
 
 
 def read(path: Path) -> tuple[list[Document], list[Drop]]:

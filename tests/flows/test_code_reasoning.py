@@ -17,7 +17,8 @@ from flows.reasoning import run as run_reasoning
 from flows.stack_code import StackCodeConfig
 from flows.stack_code import parse_args as stack_args
 from flows.stack_code import run as run_stack
-from sources import reasoning_sample, stack_code_sample
+from sources.samples import reasoning as reasoning_sample
+from sources.samples import stack_code as stack_code_sample
 
 pytestmark = pytest.mark.prefect
 

@@ -30,10 +30,10 @@ from core.shards import ShardWriter, shard_metadata
 from dedupe.explain import attributes_path, explain, format_explanation
 from dedupe.labels import REFERENCE_EXCLUDED, membership_class
 from flows.label import LabelConfig
-from sources.dmmath_sample import gcd_pairs, linear_pairs, write_pile_shard
 from sources.gutenberg import BookSettings, read_book
 from sources.pubmed import CentralSettings, article_record
-from sources.pubmed_sample import jats_article
+from sources.samples.dmmath import gcd_pairs, linear_pairs, write_pile_shard
+from sources.samples.pubmed import jats_article
 
 
 def _words(rnd: random.Random, n: int = 200) -> str:

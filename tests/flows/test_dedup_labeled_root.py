@@ -32,8 +32,8 @@ from core.manifest import Manifest
 from core.shards import ShardWriter
 from dedupe.explain import attributes_path
 from kinda.cli import main as kinda_main
-from sources.dmmath_sample import write_pile_shard
 from sources.gutenberg import BookSettings, read_book
+from sources.samples.dmmath import write_pile_shard
 
 
 def _words(rnd: random.Random, n: int = 200) -> str:

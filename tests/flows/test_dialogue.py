@@ -12,7 +12,7 @@ from core.manifest import Manifest
 from core.shards import read_documents
 from flows.dialogue import DialogueConfig, parse_args
 from flows.dialogue import run as run_dialogue
-from sources.dialogue_sample import write_sample_inputs
+from sources.samples.dialogue import write_sample_inputs
 
 pytestmark = pytest.mark.prefect
 

@@ -20,9 +20,9 @@ import zstandard
 from core.document import Document, Drop, InputSpec
 from dedupe.reference import part_marker
 from flows import books, pile_index, pubmed, science_books
-from sources.epub import chapter_cleaner
+from sources.formats.epub import chapter_cleaner
+from sources.formats.pile import PileRecipe
 from sources.gutenberg import book_cleaner
-from sources.pile import PileRecipe
 
 
 def _config(module: Any, overrides: dict[str, Any] | None = None) -> Any:

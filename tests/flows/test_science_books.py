@@ -12,8 +12,8 @@ from core.manifest import Manifest
 from core.shards import read_documents
 from flows.science_books import ScienceBooksConfig
 from flows.science_books import run as run_science_books
-from sources import pdf_text
-from sources.scibooks_sample import write_sample_inputs
+from sources.formats import pdf_text
+from sources.samples.scibooks import write_sample_inputs
 
 pytestmark = pytest.mark.prefect
 

@@ -14,7 +14,8 @@ from flows.dm_math import parse_args as dm_args
 from flows.dm_math import run as run_dm
 from flows.pubmed import parse_args as pubmed_args
 from flows.pubmed import run as run_pubmed
-from sources import dmmath_sample, pubmed_sample
+from sources.samples import dmmath as dmmath_sample
+from sources.samples import pubmed as pubmed_sample
 
 pytestmark = pytest.mark.prefect
 

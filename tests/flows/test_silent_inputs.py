@@ -32,8 +32,11 @@ import pytest
 from warcio.warcwriter import WARCWriter
 
 from flows.llama import SOURCE_FLOWS
-from sources import dialogue_sample, pubmed_sample, reasoning_sample, stack_code_sample
-from sources.wikipedia_sample import dump_xml, write_sample_dumps
+from sources.samples import dialogue as dialogue_sample
+from sources.samples import pubmed as pubmed_sample
+from sources.samples import reasoning as reasoning_sample
+from sources.samples import stack_code as stack_code_sample
+from sources.samples.wikipedia import dump_xml, write_sample_dumps
 
 
 def _gzip(path: Path, data: bytes) -> Path:
@@ -209,7 +212,7 @@ def good_parquet(directory: Path) -> list[str]:
 
 
 def good_pdf(directory: Path) -> list[str]:
-    from sources.scibooks_sample import write_sample_pdf
+    from sources.samples.scibooks import write_sample_pdf
 
     path = directory / "paper.pdf"
     write_sample_pdf(path, scanned_page=False)

@@ -21,7 +21,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from core.manifest import Manifest
 from loader.tensor_writer import TokenizeSettings, in_holdout, open_tokens
-from sources.datasets_text import (
+from sources.formats.datasets_text import (
     DatasetFile,
     DatasetInputError,
     DropLog,

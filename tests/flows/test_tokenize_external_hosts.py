@@ -21,7 +21,7 @@ import pytest
 
 from core.manifest import Manifest
 from flows.tokenization import main
-from sources.datasets_text import expand_inputs, host_of
+from sources.formats.datasets_text import expand_inputs, host_of
 
 from .test_tokenize_external import train_tokenizer, write_dataset  # type: ignore[import-not-found,unused-ignore]
 

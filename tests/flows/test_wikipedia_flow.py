@@ -17,7 +17,7 @@ import pytest
 from core.manifest import Manifest
 from flows.wikipedia import WikipediaConfig, parse_args, run
 from kinda.cli import main as kinda_main
-from sources.wikipedia_sample import write_sample_dumps
+from sources.samples.wikipedia import write_sample_dumps
 
 pytestmark = pytest.mark.prefect
 REPO = Path(__file__).resolve().parents[2]

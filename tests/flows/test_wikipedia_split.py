@@ -16,8 +16,8 @@ import pytest
 from core.layout import staging_dir, state_path
 from core.manifest import Manifest
 from flows.wikipedia import parse_args, run
-from sources.wikipedia_multistream import plan_split, read_index
-from sources.wikipedia_sample import write_multistream, write_sample_dumps, write_sample_multistream
+from sources.formats.wikipedia_multistream import plan_split, read_index
+from sources.samples.wikipedia import write_multistream, write_sample_dumps, write_sample_multistream
 
 pytestmark = pytest.mark.prefect
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from loader.tensor_writer import TokenizeSettings, find_input_shards, marker_path, tokenize_shard
-from sources.datasets_text import ReadOptions, expand_inputs
+from sources.formats.datasets_text import ReadOptions, expand_inputs
 from tasks.tokenize_external import ExternalJob, tokenize_file
 from tasks.tokenize_external import marker_path as external_marker_path
 

@@ -85,7 +85,7 @@ def tail(proc: subprocess.CompletedProcess[str], lines: int = 40) -> str:
 #: The Common Crawl extractor on one page, as the installed product runs it: without lxml_html_clean,
 #: trafilatura cannot import and every page was an extract_error (the sample may not hold a WARC yet).
 EXTRACT_PAGE = """
-from sources.html_text import ExtractOptions, extract_text
+from sources.formats.html_text import ExtractOptions, extract_text
 prose = " ".join(["The harbour town rebuilt its stone bridge after the spring floods of that year."] * 6)
 page = f"<html><body><nav>Home | About</nav><article><h1>Bridge</h1><p>{prose}</p><p>{prose}</p></article></body></html>"
 print(extract_text(page, ExtractOptions()))

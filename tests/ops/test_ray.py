@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from core.manifest import Manifest
-from sources.wikipedia_sample import write_sample_dumps
+from sources.samples.wikipedia import write_sample_dumps
 
 pytestmark = pytest.mark.prefect
 try:

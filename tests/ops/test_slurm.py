@@ -32,7 +32,7 @@ import pytest
 
 from core.manifest import Manifest
 from flows.wikipedia import WikipediaConfig, run
-from sources.wikipedia_sample import write_sample_dumps
+from sources.samples.wikipedia import write_sample_dumps
 
 pytestmark = pytest.mark.prefect
 pytest.importorskip("prefect_dask")

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from core.document import Document, Drop
 from sources.dmmath import DmMathSettings, Pair, chunk_documents, iter_dmmath
-from sources.dmmath_sample import write_pile_shard
+from sources.samples.dmmath import write_pile_shard
 
 TRAIN = DmMathSettings()
 ALL = DmMathSettings(splits=("train-easy", "train-medium", "train-hard", "interpolate", "extrapolate"))

@@ -13,8 +13,8 @@ import pytest
 
 from core.document import Document, Drop
 from flows import commoncrawl as cc_flow
-from sources.html_text import ExtractOptions, extract_text
-from sources.warc import WarcReader
+from sources.formats.html_text import ExtractOptions, extract_text
+from sources.formats.warc import WarcReader
 
 pytest.importorskip("resiliparse")
 

@@ -1,4 +1,4 @@
-"""Post bodies to readable text (sources.html_text.html_to_text): lists, code, links kept."""
+"""Post bodies to readable text (sources.formats.html_text.html_to_text): lists, code, links kept."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from sources.html_text import html_to_text
+from sources.formats.html_text import html_to_text
 
 
 @pytest.mark.parametrize(

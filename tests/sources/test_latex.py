@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sources.latex import (
+from sources.formats.latex import (
     LatexOptions,
     Macro,
     MacroExpander,

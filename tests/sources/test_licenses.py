@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sources.licenses import (
+from sources.formats.licenses import (
     detect_license_text,
     detect_repo_license,
     expression_verdict,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from core.document import Document, Drop, InputSpec
 from core.steps import StepStats, run_steps
-from sources.pile import PileLine, PileRecipe, iter_pile
+from sources.formats.pile import PileLine, PileRecipe, iter_pile
 
 
 def write_pile(path: Path, lines: list[bytes], frames: int = 1) -> Path:

@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 from lxml import etree
 
 from core.document import Document, Drop
-from sources import medline, pubmed_sample
+from sources.formats import medline
+from sources.formats.pubmed_jats import parse_article, tex_formula
 from sources.pubmed import CentralSettings, article_record, iter_central
-from sources.pubmed_jats import parse_article, tex_formula
+from sources.samples import pubmed as pubmed_sample
 
 TAG = re.compile(r"</?[A-Za-z][\w:.-]*(\s[^<>]*)?/?>")
 TITLES = {

@@ -25,7 +25,7 @@ from sources.reasoning import (
     parse_answer,
     row_record,
 )
-from sources.reasoning_sample import write_sample_inputs
+from sources.samples.reasoning import write_sample_inputs
 
 DOC = re.compile(r"\AQuestion: (?P<q>.+?)\n\n<work>\n(?P<work>.*?)\n</work>\n\nAnswer: (?P<a>[^\n]+)\Z", re.DOTALL)
 

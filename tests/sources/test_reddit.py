@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.document import Document, Drop, InputSpec
-from sources.dialogue_sample import write_ndjson_zst
 from sources.reddit import RedditFilters, RedditReader, build_thread, clean_body, label_speakers, zstd_chunks
+from sources.samples.dialogue import write_ndjson_zst
 
 REAL = "dialogue/reddit/RC_2005-12.zst"
 ALL_PATHS = {"max_paths_per_root": 0}

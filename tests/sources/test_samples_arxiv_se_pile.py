@@ -25,9 +25,9 @@ from sources.samples import github as github_sample
 from sources.samples import gutenberg as gutenberg_sample
 from sources.samples import pile as pile_sample
 from sources.samples import stackexchange as se_sample
+from sources.samples.wikipedia import write_sample_dumps
 from sources.stackexchange import StackExchangeRecipe
 from sources.wikipedia import WikipediaRecipe
-from sources.wikipedia_sample import write_sample_dumps
 
 
 def _read(recipe: ArxivRecipe | StackExchangeRecipe | WikipediaRecipe | GutenbergRecipe | GithubRecipe,

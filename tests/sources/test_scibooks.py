@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 from core.document import Document, Drop, InputSpec
 from core.steps import StepStats, run_steps
-from sources import pdf_text
-from sources.epub import EpubError, EpubSettings, mathml_text, read_epub, resolve_href
+from sources.formats import pdf_text
+from sources.formats.epub import EpubError, EpubSettings, mathml_text, read_epub, resolve_href
+from sources.samples.scibooks import _put_text, write_sample_epub3, write_sample_pdf
 from sources.scibooks import SciBookSettings, SciBooksRecipe, text_quality
-from sources.scibooks_sample import _put_text, write_sample_epub3, write_sample_pdf
 
 N18 = "scibooks/pdf/N18-3011.pdf"
 

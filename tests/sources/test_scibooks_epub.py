@@ -19,10 +19,10 @@ from lxml import etree
 
 from core.document import Document, InputSpec
 from core.steps import StepStats, run_steps
-from sources.epub import EpubSettings, read_epub
-from sources.mathml import reading, useful_alttext
+from sources.formats.epub import EpubSettings, read_epub
+from sources.formats.mathml import reading, useful_alttext
+from sources.samples.scibooks import CONTAINER_XML
 from sources.scibooks import SciBookSettings, SciBooksRecipe
-from sources.scibooks_sample import CONTAINER_XML
 
 PLACEHOLDER = "Alternative text not available"
 MML = 'xmlns="http://www.w3.org/1998/Math/MathML"'

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from core.document import Document, Drop, InputSpec
 from core.steps import StepStats, run_steps
+from sources.samples.stack_code import github_code_table, stack_table, write_sample_inputs
 from sources.stack_code import (
     StackCodeRecipe,
     StackCodeSettings,
@@ -25,7 +26,6 @@ from sources.stack_code import (
     list_license,
     stack_row,
 )
-from sources.stack_code_sample import github_code_table, stack_table, write_sample_inputs
 
 
 def run(path: Path, recipe: StackCodeRecipe | None = None) -> tuple[list[Document], StepStats]:

@@ -15,15 +15,15 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from core.document import Document, Drop
-from sources import html_text
-from sources.html_text import (
+from sources.formats import html_text
+from sources.formats.html_text import (
     BoundedExtractor,
     ExtractionTimeout,
     ExtractOptions,
     decode_html,
     normalize_charset,
 )
-from sources.warc import (
+from sources.formats.warc import (
     WarcLimits,
     WarcReader,
     WarcRecords,

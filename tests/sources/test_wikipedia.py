@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 import sources.wikipedia as wikipedia
 from core.document import Document, Drop, InputSpec
 from core.steps import StepStats, run_steps
+from sources.formats.wikipedia_names import drop_prefixes
+from sources.samples.wikipedia import SamplePage, article_wikitext, dump_xml, sample_pages
 from sources.wikipedia import (
     WikipediaRecipe,
     WikitextCleaner,
@@ -23,8 +25,6 @@ from sources.wikipedia import (
     language_from_filename,
     parse_page,
 )
-from sources.wikipedia_names import drop_prefixes
-from sources.wikipedia_sample import SamplePage, article_wikitext, dump_xml, sample_pages
 
 
 def _write(path: Path, xml: str | bytes) -> Path:

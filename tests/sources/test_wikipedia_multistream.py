@@ -10,8 +10,7 @@ import pytest
 
 from core.compressed import TruncatedInputError
 from core.document import Document, Drop, InputSpec
-from sources.wikipedia import WikipediaReader
-from sources.wikipedia_multistream import (
+from sources.formats.wikipedia_multistream import (
     first_stream_end,
     index_path,
     parse_range_key,
@@ -21,7 +20,8 @@ from sources.wikipedia_multistream import (
     read_index,
     read_streams,
 )
-from sources.wikipedia_sample import write_multistream, write_sample_multistream
+from sources.samples.wikipedia import write_multistream, write_sample_multistream
+from sources.wikipedia import WikipediaReader
 
 PAGES_PER_STREAM = 20  # real dumps put 100 pages in a stream; fewer here gives more streams to cut
 PAGES = 150

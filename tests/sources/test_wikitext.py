@@ -15,6 +15,9 @@ from hypothesis import strategies as st
 
 from core.compressed import open_binary
 from core.document import Document, Drop, InputSpec
+from sources.formats.wikipedia_names import drop_prefixes
+from sources.formats.wikitext import Bounds, CleanerTimeout, RecordTooLarge, remove_balanced
+from sources.samples.wikipedia import SamplePage, dump_xml
 from sources.wikipedia import (
     WikipediaReader,
     WikitextCleaner,
@@ -22,9 +25,6 @@ from sources.wikipedia import (
     parse_page,
     parse_siteinfo,
 )
-from sources.wikipedia_names import drop_prefixes
-from sources.wikipedia_sample import SamplePage, dump_xml
-from sources.wikitext import Bounds, CleanerTimeout, RecordTooLarge, remove_balanced
 
 #: Markup that must not survive cleaning (the residue scanner of benchmarks/wikipedia.py).
 RESIDUE = re.compile(r"\{\{|\}\}|\[\[|\]\]|<ref|</ref|<!--|\{\||'''|''|\[https?:")

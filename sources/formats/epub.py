@@ -15,7 +15,7 @@ XHTML becomes text block by block (headings, paragraphs, list items, table rows,
 verbatim), without navigation inside pages (``epub:type`` toc/landmarks/page-list/pagebreak, ARIA
 navigation roles, ``<nav>``, generators' bar classes such as DITA's ``related-links``) and without
 a heading that repeats the block before it. ``<math>`` (MathML) becomes linear text
-(:mod:`sources.mathml`: ``x_2^3``, ``4x_1 + 5x_2``, ``(a)/(b)``, ``sqrt(x)``); its ``alttext`` is
+(:mod:`sources.formats.mathml`: ``x_2^3``, ``4x_1 + 5x_2``, ``(a)/(b)``, ``sqrt(x)``); its ``alttext`` is
 used only when it is real text, never a publisher's placeholder such as "Alternative text not
 available" (a known phrase, an alttext shared by formulas that read differently, or one sharing
 no symbol with its formula).
@@ -47,7 +47,7 @@ from lxml import html as lxml_html
 
 from core.bounded import BoundedCleaner, CleanerError
 from core.document import Drop
-from sources.mathml import local, reading, repeated_alttexts, useful_alttext
+from sources.formats.mathml import local, reading, repeated_alttexts, useful_alttext
 
 CONTAINER = "META-INF/container.xml"
 OPF_NS = "http://www.idpf.org/2007/opf"
@@ -306,7 +306,7 @@ def read_package(book: BoundedZip, settings: EpubSettings, result: EpubText) -> 
 def mathml_text(element: Any, placeholders: frozenset[str] | set[str] = frozenset()) -> str:
     """MathML as linear text: the author's ``alttext`` when it is real, else the markup read out.
 
-    ``alttext`` is skipped when it is boilerplate (:func:`sources.mathml.useful_alttext`: a known
+    ``alttext`` is skipped when it is boilerplate (:func:`sources.formats.mathml.useful_alttext`: a known
     placeholder phrase, one of ``placeholders``, or text sharing no symbol with the formula); the
     reading prefers a TeX ``annotation`` and otherwise linearises the presentation markup.
     """

@@ -1,7 +1,7 @@
 """Presentation MathML as linear text, and when a formula's ``alttext`` can stand in for it.
 
-One reading shared by the EPUB reader (:mod:`sources.epub`) and the PMC/JATS renderer
-(:mod:`sources.pubmed_jats`), so both write a formula the same way:
+One reading shared by the EPUB reader (:mod:`sources.formats.epub`) and the PMC/JATS renderer
+(:mod:`sources.formats.pubmed_jats`), so both write a formula the same way:
 
 * ``msub``/``msup``/``msubsup`` -> ``x_2``, ``x^3``, ``x_2^3`` (a script of more than one token is
   bracketed: ``x_(i+1)``); ``munder``/``mover``/``munderover`` likewise (``∑_(i = 1)^n``), except

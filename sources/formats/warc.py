@@ -37,7 +37,7 @@ from core.bounded import BoundedCleaner
 from core.compressed import CODEC_ERRORS, TruncatedInputError
 from core.document import Document, Drop, make_doc_id
 from core.steps import Record
-from sources.html_text import ExtractOptions, decode_html, extract_text
+from sources.formats.html_text import ExtractOptions, decode_html, extract_text
 
 log = logging.getLogger(__name__)
 

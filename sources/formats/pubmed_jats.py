@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from lxml import etree
 
-from sources.mathml import local, reading, tex_formula
+from sources.formats.mathml import local, reading, tex_formula
 
 MML = "{http://www.w3.org/1998/Math/MathML}"
 XLINK_HREF = "{http://www.w3.org/1999/xlink}href"

@@ -34,7 +34,7 @@ from typing import IO, Any, Literal
 import pyarrow as pa
 
 from core.compressed import open_binary
-from sources.rows import Oversized, RowError, bounded_lines, open_parquet, parquet_rows
+from sources.formats.rows import Oversized, RowError, bounded_lines, open_parquet, parquet_rows
 
 Format = Literal["parquet", "jsonl"]
 #: Suffixes read as JSON Lines; each may carry .gz or .zst (and .bz2/.xz: core.compressed).
