@@ -126,10 +126,11 @@ def _abstract(container: Any) -> tuple[list[tuple[str | None, str]], str | None]
 
 
 def parse_citation(record: Any) -> Citation:
-    """A ``PubmedArticle``, ``PubmedBookArticle`` or bare ``MedlineCitation`` element as a Citation."""
+    """A ``PubmedArticle``, ``PubmedBookArticle`` (or bare ``BookDocument``, as a ``BookDocumentSet``
+    holds them) or bare ``MedlineCitation`` element as a Citation."""
     tag = record.tag
-    if tag == "PubmedBookArticle":
-        book = record.find("BookDocument")
+    if tag in ("PubmedBookArticle", "BookDocument"):
+        book = record if tag == "BookDocument" else record.find("BookDocument")
         pmid_node = book.find("PMID")
         title = _text(book.find("ArticleTitle")) or _text(book.find("Book/BookTitle"))
         parts, copyright_ = _abstract(book)
@@ -451,9 +452,9 @@ class _Walk:
                     self.record_tag, self.pmid = str(elem.tag), None
                 continue
             depth -= 1
-            if depth == 1 or (depth == 2 and elem.tag == "BookDocument"):
+            if depth == 1:
                 yield from self._record(elem, stream)
-                stream.record_start = None if depth == 1 else stream.record_start
+                stream.record_start = None
             elif depth > 1 and elem.tag == "PMID" and self.pmid is None:
                 self.pmid = (elem.text or "").strip()
 
@@ -499,7 +500,7 @@ def _record(elem: Any, state: _FileState, file: str, root: str, number: int, req
             if removed is not None:
                 yield removed
         return
-    if tag not in RECORD_TAGS or tag == "BookDocument":
+    if tag not in RECORD_TAGS:
         yield Drop("unknown_record", where, f"{where}: unexpected <{tag}>")
         return
     try:

@@ -296,3 +296,37 @@ def test_translated_title_brackets_removed(tmp_path: Path) -> None:
     path.write_bytes(gzip.compress(pubmed_sample.pubmed_2024(38000000)))
     docs, _ = _medline(path)
     assert docs[0].meta["title"] == "Back pain in adolescents." and "Referenceauthor" not in docs[0].text
+
+
+def _book_document(pmid: str) -> Any:
+    """A ``BookDocument`` as PubMed exports NCBI Bookshelf chapters (e.g. GeneReviews)."""
+    book = etree.Element("BookDocument")
+    etree.SubElement(book, "PMID", Version="1").text = pmid
+    whole = etree.SubElement(book, "Book")
+    etree.SubElement(whole, "BookTitle").text = "GeneReviews"
+    etree.SubElement(etree.SubElement(whole, "PubDate"), "Year").text = "2021"
+    etree.SubElement(book, "ArticleTitle").text = "Hereditary haemochromatosis."
+    etree.SubElement(book, "Language").text = "eng"
+    etree.SubElement(etree.SubElement(book, "Abstract"), "AbstractText").text = "Iron overload from HFE variants."
+    return book
+
+
+@pytest.mark.parametrize("wrapped", [True, False], ids=["PubmedBookArticle", "BookDocumentSet"])
+def test_book_records_are_kept_between_articles(tmp_path: Path, wrapped: bool) -> None:
+    """A book chapter is one citation: once it cost an ``unknown_record`` and a ``bad_record`` drop."""
+    root = etree.fromstring(pubmed_sample.pubmed_2024(38000000))
+    if wrapped:
+        article = etree.Element("PubmedBookArticle")
+        article.append(_book_document("20301613"))
+        etree.SubElement(etree.SubElement(article, "PubmedBookData"), "PublicationStatus").text = "ppublish"
+        root.insert(1, article)
+    else:
+        root = etree.Element("BookDocumentSet")
+        root.append(_book_document("20301613"))
+    path = tmp_path / "pubmed24n0003.xml.gz"
+    path.write_bytes(gzip.compress(etree.tostring(root, xml_declaration=True, encoding="UTF-8")))
+    docs, drops = _medline(path)
+    pmids = ["38000000", "20301613", "38000001"] if wrapped else ["20301613"]
+    assert [d.meta["pmid"] for d in docs] == pmids and drops == {}
+    book = docs[pmids.index("20301613")]
+    assert book.text.startswith("Hereditary haemochromatosis.") and "HFE variants" in book.text
