@@ -187,6 +187,8 @@ class FlowCLI(Generic[C]):
         and given back, two commands started together would both pass and race inside their
         flows, where the loser's refusal comes with Prefect's traceback.
         """
+        if config.dask_address and config.runner != "dask":  # it would be ignored: the run stays on this machine
+            raise UsageError(f"--dask-address {config.dask_address} needs --runner dask (the runner is {config.runner})")
         if config.lacks_input():
             raise UsageError("no input: give " + " and/or ".join(self._flag_name(f) for f in config.INPUT_FIELDS))
         missing = config.missing_inputs()

