@@ -280,10 +280,17 @@ def band_pairs_within(directory: Path, target: Path, settings: JoinSettings) -> 
         con.close()
 
 
-def band_pairs_against(query_dir: Path, reference_dir: Path, target: Path, settings: JoinSettings) -> int:
-    """Candidate pairs (query doc ``a``, reference doc ``b``) sharing a key in one band."""
-    if not any(query_dir.glob("*.parquet")) or not any(reference_dir.glob("*.parquet")):
+def band_pairs_against(query_dir: Path, reference_files: Sequence[Path], target: Path,
+                       settings: JoinSettings) -> int:
+    """Candidate pairs (query doc ``a``, reference doc ``b``) sharing a key in one band.
+
+    ``reference_files`` are named one by one (the committed parts' files), not globbed: a build
+    killed between writing a part's band files and committing the part leaves files whose
+    documents have no signatures in the index yet (or, re-planned, share numbers with another part).
+    """
+    if not any(query_dir.glob("*.parquet")) or not reference_files:
         return _write_empty_pairs(target)
+    references = json.dumps([p.as_posix() for p in reference_files])
     con = settings.connect()
     try:
         with atomic_path(target) as tmp:
@@ -291,7 +298,7 @@ def band_pairs_against(query_dir: Path, reference_dir: Path, target: Path, setti
                 f"""
                 COPY (
                   SELECT DISTINCT q.doc AS a, r.doc AS b
-                  FROM read_parquet('{_glob(query_dir)}') q JOIN read_parquet('{_glob(reference_dir)}') r
+                  FROM read_parquet('{_glob(query_dir)}') q JOIN read_parquet({references}) r
                   USING (key)
                 ) TO '{tmp.as_posix()}' (FORMAT parquet, COMPRESSION zstd)
                 """

@@ -302,7 +302,9 @@ def reference_band_pairs(query_root: Path, index: ReferenceIndex, layout: BandLa
                          work: Path, settings: JoinSettings) -> Path:
     """Candidate (query doc, reference doc) pairs of one band (one task per band in the flow)."""
     target = work / "reference" / layout.name / f"pairs-band{band:02d}.parquet"
-    band_pairs_against(band_dir(query_root / "bands", layout, band), band_dir(index.root / "bands", layout, band),
+    references = band_dir(index.root / "bands", layout, band)
+    band_pairs_against(band_dir(query_root / "bands", layout, band),
+                       [references / f"{p['part']}.parquet" for p in index.parts],
                        target, settings)
     return target
 
