@@ -5,16 +5,18 @@ recipe object (:class:`core.pipeline.SourceRecipe`) and a list of input location
 does the rest, the same way for every source:
 
 1. resolve inputs (local globs, or URLs fetched by a retrying ``download`` task into the cache);
-2. ``stage-input`` task per input (read, clean, filter, staging shards + dedup keys);
-3. one ``exact-dedup`` task over the whole run;
-4. ``finalize-input`` task per input (final shards under ``<out>/docs/<source>/<partition>/``);
-5. the flow process alone writes the manifest (through :class:`flows._recorder.RunRecorder`),
+2. hand them to the driver, :func:`core.driver.drive_source`, with the Prefect executor
+   (:class:`tasks.executor.PrefectExecutor`): resume, a ``stage-input`` task per input, one
+   ``exact-dedup`` task over the whole run, a ``finalize-input`` task per input (final shards
+   under ``<out>/docs/<source>/<partition>/``), clean staging;
+3. the flow process alone writes the manifest (through :class:`flows._recorder.RunRecorder`),
    then publishes a table artifact with counts per language and a markdown artifact pointing
    to the shards and the manifest.
 
-A source that needs more declares it with :class:`SourcePhases`, the one hook: work before
-staging (Common Crawl's extraction and paragraph dedup, StackExchange's site ranking) and
-drops added after exact dedup (book near-dedup), each with its own reason in the data.
+A source that needs more declares it with :class:`core.driver.SourcePhases` (importable from
+here too), the one hook: work before staging (Common Crawl's extraction and paragraph dedup,
+StackExchange's site ranking) and drops added after exact dedup (book near-dedup), each with
+its own reason in the data.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import glob
 import json
 import shutil
 import sys
-import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -47,12 +48,13 @@ if TYPE_CHECKING:
         create_table_artifact,
         update_progress_artifact,
     )
-    from prefect.futures import PrefectFuture, as_completed
 
     from core import pipeline
+    from core.driver import SourcePhases, Splitter, drive_source
     from core.manifest import InputRecord, Manifest
     from flows._recorder import RunRecorder
-    from tasks.pipeline import dedup_task, download_task, finalize_task, stage_task
+    from tasks.executor import PrefectExecutor
+    from tasks.pipeline import download_task
 else:  # what only a run needs (Prefect, pyarrow): not imported by --help or a refused command
     Manifest = LazyImport("core.manifest", "Manifest")
     get_run_logger = LazyImport("prefect", "get_run_logger")
@@ -60,13 +62,12 @@ else:  # what only a run needs (Prefect, pyarrow): not imported by --help or a r
     create_progress_artifact = LazyImport("prefect.artifacts", "create_progress_artifact")
     create_table_artifact = LazyImport("prefect.artifacts", "create_table_artifact")
     update_progress_artifact = LazyImport("prefect.artifacts", "update_progress_artifact")
-    as_completed = LazyImport("prefect.futures", "as_completed")
     pipeline = LazyImport("core.pipeline")
+    SourcePhases = LazyImport("core.driver", "SourcePhases")
+    drive_source = LazyImport("core.driver", "drive_source")
     RunRecorder = LazyImport("flows._recorder", "RunRecorder")
-    dedup_task = LazyImport("tasks.pipeline", "dedup_task")
+    PrefectExecutor = LazyImport("tasks.executor", "PrefectExecutor")
     download_task = LazyImport("tasks.pipeline", "download_task")
-    finalize_task = LazyImport("tasks.pipeline", "finalize_task")
-    stage_task = LazyImport("tasks.pipeline", "stage_task")
 
 
 @dataclass
@@ -135,57 +136,32 @@ def resolve_inputs(
 
 
 class Progress:
-    """A progress artifact in Prefect and, on a terminal, a tqdm bar."""
+    """The driver's progress callback: a progress artifact in Prefect and, on a terminal, a tqdm bar.
 
-    def __init__(self, total: int, label: str, enabled: bool) -> None:
-        self.total, self.done = max(total, 1), 0
-        # sync context: Prefect returns the id itself, not a coroutine (its return type covers both)
-        self.artifact = cast(UUID, create_progress_artifact(0.0, description=label))
-        self.bar = None
-        if enabled and sys.stderr.isatty():
-            from tqdm import tqdm
+    Created on the first call (``done=0``, when the driver knows how many input tasks there are).
+    """
 
-            self.bar = tqdm(total=total, desc=label, unit="input")
+    def __init__(self, label: str, enabled: bool) -> None:
+        self.label, self.enabled = label, enabled
+        self.artifact: UUID | None = None
+        self.bar: Any = None
 
-    def step(self) -> None:
-        self.done += 1
-        update_progress_artifact(self.artifact, progress=100.0 * self.done / self.total)
-        if self.bar is not None:
-            self.bar.update(1)
+    def __call__(self, done: int, total: int) -> None:
+        if self.artifact is None:
+            # sync context: Prefect returns the id itself, not a coroutine (its return type covers both)
+            self.artifact = cast(UUID, create_progress_artifact(0.0, description=self.label))
+            if self.enabled and sys.stderr.isatty():
+                from tqdm import tqdm
+
+                self.bar = tqdm(total=total, desc=self.label, unit="input")
+        if done:
+            update_progress_artifact(self.artifact, progress=100.0 * done / max(total, 1))
+            if self.bar is not None:
+                self.bar.update(1)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
-
-
-def gather(futures: dict[PrefectFuture, str], progress: Progress) -> dict[str, Any]:
-    results: dict[str, Any] = {}
-    for future in as_completed(list(futures)):
-        results[futures[future]] = future.result()
-        progress.step()
-    return results
-
-
-@dataclass
-class SourcePhases:
-    """The one hook a source uses to add phases around stage -> exact dedup -> finalize.
-
-    Each callable runs in the flow process and submits its own tasks (one per input or group).
-
-    - ``before_stage(ctx, specs)``: work before staging. Returns records by input key: a
-      ``failed`` or ``skipped`` record ends that input there (it is not staged); a ``done`` or
-      ``partial`` one is merged into the input's final record (its reads and drops add up, so
-      ``records_in == kept + dropped`` still holds). Inputs it returns nothing for go on as usual.
-    - ``after_dedup(ctx, keys)``: after the run-wide exact dedup, before finalize; adds rows,
-      each with its own step and reason, to the run's drop list (:func:`core.pipeline.add_drops`).
-    - ``cleanup(ctx, keys)``: remove the phase's own files once the run finished.
-    - ``tables()``: extra table artifacts of the run, as ``(key, rows, description)``.
-    """
-
-    before_stage: Callable[[pipeline.RunContext, list[InputSpec]], dict[str, InputRecord]] | None = None
-    after_dedup: Callable[[pipeline.RunContext, list[str]], None] | None = None
-    cleanup: Callable[[pipeline.RunContext, list[str]], None] | None = None
-    tables: Callable[[], list[tuple[str, list[dict[str, Any]], str]]] | None = None
 
 
 def run_scratch(out: Path, name: str) -> Path:
@@ -249,9 +225,14 @@ def write_input_lists(
 
 def run_source(
     flow_name: str, config: PipelineConfig, recipe: pipeline.SourceRecipe, locations: Sequence[str],
-    checksums: Sequence[str] = (), phases: SourcePhases | None = None,
+    checksums: Sequence[str] = (), phases: SourcePhases | None = None, split: Splitter | None = None,
 ) -> SourceRunSummary:
-    """Run one source over its inputs; call from inside a Prefect flow."""
+    """Run one source over its inputs; call from inside a Prefect flow.
+
+    The flow's part: record the run, check it can start, resolve (download) the inputs, then
+    hand them to the driver (:func:`core.driver.drive_source`) with the Prefect executor, and
+    publish what came out. ``split`` cuts an input into range tasks (Wikipedia's multistream dumps).
+    """
     logger = get_run_logger()
     out = Path(config.out).resolve()
     with RunRecorder(out, flow_name, recipe.name, config) as run:
@@ -259,7 +240,12 @@ def run_source(
         specs = resolve_inputs(config, locations, checksums)
         ctx = pipeline.RunContext(out, recipe.name, config.config_hash(), config.shards.limits(), recipe.name,
                                   config.exact_dedup_memory, config.spill_dir)
-        records = _process(recipe, specs, ctx, config, phases or SourcePhases(), logger)
+        progress = Progress(f"{recipe.name}: stage + finalize", config.progress)
+        try:
+            records = drive_source(recipe, specs, ctx, PrefectExecutor(), phases=phases, split=split,
+                                   keep_staging=config.keep_staging, progress=progress, logger=logger)
+        finally:
+            progress.close()
         run.inputs(records, recipe=flow_name)
         summary = SourceRunSummary(run.run_id, out, records)
         publish_summary(summary, run.manifest)
@@ -270,53 +256,6 @@ def run_source(
         logger.info("%s: %d inputs, %d documents kept -> %s", flow_name, len(records), summary.kept,
                     out / "docs" / recipe.name)
         return summary
-
-
-def _process(
-    recipe: pipeline.SourceRecipe, specs: list[InputSpec], ctx: pipeline.RunContext,
-    config: PipelineConfig, phases: SourcePhases, logger: Any,
-) -> list[InputRecord]:
-    keys = [s.key for s in specs]
-    scope = pipeline.scope_hash(keys, ctx.config_hash)
-    done = {s.key: pipeline.load_done(s, ctx, scope) for s in specs}
-    if specs and all(done.values()):
-        logger.info("all %d inputs already finished for this config; nothing to do", len(specs))
-        return [r for r in done.values() if r is not None]
-    started = time.perf_counter()
-    before = phases.before_stage(ctx, specs) if phases.before_stage is not None else {}
-    ended = {k: r for k, r in before.items() if r.status in ("failed", "skipped")}
-    active = [s for s in specs if s.key not in ended]
-    progress = Progress(2 * len(active), f"{recipe.name}: stage + finalize", config.progress)
-    try:
-        # inputs staged before (a resumed run, a split dump joined by before_stage) cost no task
-        resumed = {s.key: r for s in active if (r := pipeline.load_staged(s, ctx)) is not None}
-        staged = gather({stage_task.submit(recipe, s, ctx): s.key for s in active if s.key not in resumed},
-                        progress)
-        for key, record in resumed.items():
-            staged[key] = record
-            progress.step()
-        staged = {k: pipeline.merge_records(before[k], r) if k in before else r for k, r in staged.items()}
-        for record in [*ended.values(), *staged.values()]:
-            if record.status == "failed":
-                logger.error("input failed: %s", record.error)
-        ok_keys = [s.key for s in active if staged[s.key].status != "failed"]
-        duplicates = dedup_task.submit(ctx, ok_keys).result()
-        logger.info("exact dedup across %d inputs: %d duplicates", len(ok_keys), sum(duplicates.values()))
-        if phases.after_dedup is not None:
-            phases.after_dedup(ctx, ok_keys)
-        finals = gather(
-            {finalize_task.submit(recipe, s, ctx, scope, staged[s.key]): s.key for s in active}, progress
-        )
-    finally:
-        progress.close()
-    finals.update(ended)
-    records = [finals[k] for k in keys]
-    if not config.keep_staging and all(r.status != "failed" for r in records):
-        pipeline.clean_staging(ctx, keys)
-        if phases.cleanup is not None:
-            phases.cleanup(ctx, keys)
-    logger.info("processed %d inputs in %.1fs", len(specs), time.perf_counter() - started)
-    return records
 
 
 def silent_input_lines(records: Sequence[InputRecord]) -> list[str]:

@@ -19,30 +19,17 @@ from pydantic import Field
 
 from core.config import PipelineConfig
 from core.document import InputSpec
-from core.manifest import InputRecord
 from flows._cli import Flag, FlowCLI
 from flows._lazy import LazyImport, flow
-from flows._source_flow import (
-    SourcePhases,
-    SourceRunSummary,
-    print_summary,
-    run_source,
-)
+from flows._source_flow import SourceRunSummary, print_summary, run_source
 from sources.formats.wikipedia_multistream import plan_split, range_key
 from sources.wikipedia import WikipediaRecipe
 
 if TYPE_CHECKING:
-    from prefect import get_run_logger
-    from prefect.futures import as_completed
-
-    from core import pipeline, splits
-    from tasks.pipeline import stage_task
-else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
+    from core import splits
+    from core.driver import Splitter
+else:  # only a run needs it (pyarrow): not --help or a refused command
     splits = LazyImport("core.splits")
-    get_run_logger = LazyImport("prefect", "get_run_logger")
-    as_completed = LazyImport("prefect.futures", "as_completed")
-    pipeline = LazyImport("core.pipeline")
-    stage_task = LazyImport("tasks.pipeline", "stage_task")
 
 
 class WikipediaConfig(PipelineConfig):
@@ -95,45 +82,22 @@ class WikipediaConfig(PipelineConfig):
         return []
 
 
-def _ranges_to_stage(spec: InputSpec, ctx: pipeline.RunContext, scope: str, split_bytes: int) -> list[InputSpec]:
-    """The page-range inputs of a dump, or none when it is read whole or already staged/finished."""
-    if pipeline.load_done(spec, ctx, scope) is not None or pipeline.stage_marker(spec, ctx).load(ctx.out):
-        return []
-    ranges = plan_split(spec.path, split_bytes)
-    size = spec.path.stat().st_size
-    return [splits.range_spec(spec, range_key(spec.key, start, end, size)) for start, end in ranges or []]
+def page_ranges(split_bytes: int) -> Splitter:
+    """The driver's splitter: a multistream dump's page-range inputs of about ``split_bytes`` each.
 
-
-def split_phases(recipe: WikipediaRecipe, split_bytes: int) -> SourcePhases:
-    """Stage each splittable dump as page-range tasks, then join them into the dump's staging.
-
-    Runs before the usual staging: a joined dump has a valid stage marker, so its stage task
-    returns at once, and dedup and finalize see one input per dump, as in the one-task run.
-    Only a failed range is reported back (it fails its dump); range staging is removed once
-    the run has finished.
+    None for a dump read whole (no index beside it, splitting off, one range only). The driver
+    stages the ranges as tasks of their own and joins them into the dump's staging, so dedup
+    and finalize see one input per dump and the output is the one-task run's, byte for byte.
     """
 
-    def before_stage(ctx: pipeline.RunContext, specs: list[InputSpec]) -> dict[str, InputRecord]:
-        scope = pipeline.scope_hash([s.key for s in specs], ctx.config_hash)
-        plans = {s.key: (s, _ranges_to_stage(s, ctx, scope, split_bytes)) for s in specs}
-        plans = {key: plan for key, plan in plans.items() if plan[1]}
-        if not plans:
-            return {}
-        futures = {stage_task.submit(recipe, part, ctx, hash_input=number == 0): part.key
-                   for _, parts in plans.values() for number, part in enumerate(parts)}
-        get_run_logger().info("staging %d dumps as %d page-range tasks", len(plans), len(futures))
-        staged = {futures[f]: f.result() for f in as_completed(list(futures))}
-        failed = {}
-        for key, (spec, parts) in plans.items():
-            record = splits.join_ranges(ctx, spec, [splits.RangeInput(p, staged[p.key]) for p in parts])
-            if record.status == "failed":
-                failed[key] = record
-        return failed
+    def ranges(spec: InputSpec) -> list[InputSpec]:
+        planned = plan_split(spec.path, split_bytes)
+        if not planned:
+            return []
+        size = spec.path.stat().st_size
+        return [splits.range_spec(spec, range_key(spec.key, start, end, size)) for start, end in planned]
 
-    def cleanup(ctx: pipeline.RunContext, keys: list[str]) -> None:
-        splits.remove_ranges(ctx, keys)
-
-    return SourcePhases(before_stage=before_stage, cleanup=cleanup)
+    return ranges
 
 
 @flow(name="wikipedia", log_prints=True)
@@ -141,7 +105,7 @@ def wikipedia_flow(config: WikipediaConfig) -> SourceRunSummary:
     """Read, clean and deduplicate Wikipedia dumps (see the module docstring)."""
     recipe = config.recipe()
     return run_source("wikipedia", config, recipe, config.inputs(), config.checksum_lists(),
-                      phases=split_phases(recipe, config.split_bytes))
+                      split=page_ranges(config.split_bytes))
 
 
 cli = FlowCLI(wikipedia_flow, WikipediaConfig, "wikipedia.yaml", __doc__, report=print_summary, flags=[
