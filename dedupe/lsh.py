@@ -102,24 +102,38 @@ def band_keys(signatures: np.ndarray, layout: BandLayout) -> np.ndarray:
 
 
 # -- signatures on disk -----------------------------------------------------------------------
+#: Bits kept per signature value: 32 (the whole value) or 16 (its low half; b-bit MinHash).
+SIGNATURE_BITS = (32, 16)
+
+
+def signature_dtype(bits: int) -> str:
+    """The little-endian dtype of a signature file holding ``bits`` bits per value."""
+    if bits not in SIGNATURE_BITS:
+        raise ValueError(f"signatures keep 32 or 16 bits per value, not {bits}")
+    return "<u4" if bits == 32 else "<u2"
+
+
 @dataclass(frozen=True)
 class SignaturePart:
-    """A raw little-endian uint32 file of ``count`` signatures, global numbers ``first ..``.
+    """A raw little-endian file of ``count`` signatures, global numbers ``first ..``.
 
     Raw files (not ``.npy``) can be written streaming, before the count is known, which a
     7-million-document Pile shard needs; the count lives in the part's metadata instead.
+    ``bits``: 32 (uint32 values) or 16 (the values' low 16 bits, what the reference index keeps).
     """
 
     path: Path
     first: int
     count: int
     num_perm: int = 128
+    bits: int = 32
 
     def open(self) -> np.ndarray:
         """A read-only memory map of the part, shape ``(count, num_perm)``."""
+        dtype = signature_dtype(self.bits)
         if self.count == 0:
-            return np.empty((0, self.num_perm), dtype="<u4")
-        return np.memmap(self.path, dtype="<u4", mode="r", shape=(self.count, self.num_perm))
+            return np.empty((0, self.num_perm), dtype=dtype)
+        return np.memmap(self.path, dtype=dtype, mode="r", shape=(self.count, self.num_perm))
 
 
 class SignatureStore:
@@ -133,6 +147,8 @@ class SignatureStore:
         self.parts = sorted(parts, key=lambda p: p.first)
         self._firsts = np.array([p.first for p in self.parts], dtype=np.int64)
         self.num_perm = self.parts[0].num_perm if self.parts else 128
+        #: bits every gathered value can be compared on (16 as soon as one part keeps only 16)
+        self.bits = min((p.bits for p in self.parts), default=32)
 
     def gather(self, docs: np.ndarray) -> np.ndarray:
         """Signatures of the given global document numbers, in that order."""
@@ -153,15 +169,19 @@ class SignatureStore:
 
 
 class SignatureWriter:
-    """Append signature blocks to a raw part file, atomically renamed on :meth:`close`."""
+    """Append signature blocks to a raw part file, atomically renamed on :meth:`close`.
 
-    def __init__(self, path: Path) -> None:
+    With ``bits=16`` each value is cut to its low 16 bits (numpy's wrapping cast) on the way out.
+    """
+
+    def __init__(self, path: Path, bits: int = 32) -> None:
+        self._dtype = signature_dtype(bits)
         self._output = AtomicOutput(path)
         self._handle = open(self._output.path, "wb")  # noqa: SIM115 - closed in close/abort
         self.count = 0
 
     def write(self, signatures: np.ndarray) -> None:
-        self._handle.write(np.ascontiguousarray(signatures, dtype="<u4").tobytes())
+        self._handle.write(np.ascontiguousarray(signatures).astype(self._dtype, copy=False).tobytes())
         self.count += len(signatures)
 
     def close(self) -> int:
@@ -342,14 +362,21 @@ def verify_pairs(
     threshold: float,
     batch: int = 65_536,
 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Yield ``(a, b, jaccard)`` batches of candidate pairs whose estimated Jaccard reaches ``threshold``."""
+    """Yield ``(a, b, jaccard)`` batches of candidate pairs whose estimated Jaccard reaches ``threshold``.
+
+    When either side keeps 16 bits per value (the reference index), both are compared on their
+    low 16 bits: two different values agree by chance with probability 2**-16, so the estimate
+    rises by at most (1 - J) / 65,536 on average (b-bit MinHash, Li and Koenig 2010), far below
+    the 1/num_perm step of the estimate itself.
+    """
     num_perm = left.num_perm
+    mask = np.uint32(0xFFFF if min(left.bits, right.bits) == 16 else 0xFFFFFFFF)
     for record_batch in pq.ParquetFile(pairs).iter_batches(batch_size=batch, columns=["a", "b"]):
         a = record_batch.column("a").to_numpy()
         b = record_batch.column("b").to_numpy()
         if len(a) == 0:
             continue
-        agree = np.count_nonzero(left.gather(a) == right.gather(b), axis=1)
+        agree = np.count_nonzero((left.gather(a) & mask) == (right.gather(b) & mask), axis=1)
         jaccard = (agree / num_perm).astype(np.float32)
         keep = jaccard >= np.float32(threshold)
         yield a[keep], b[keep], jaccard[keep]

@@ -45,9 +45,9 @@ class PileIndexConfig(DedupConfig):
 
 @task(name="pile-index-shard", cache_policy=NO_CACHE, task_run_name="index {part}")
 def index_task(shard: Path, root: Path, part_no: int, part: str, minhash: MinHashConfig,
-               layouts: list[BandLayout], max_line_bytes: int) -> dict[str, Any]:
+               layouts: list[BandLayout], max_line_bytes: int, signature_bits: int) -> dict[str, Any]:
     """Index one Pile shard as one part."""
-    return index_pile_shard(shard, root, part_no, part, minhash, layouts, max_line_bytes)
+    return index_pile_shard(shard, root, part_no, part, minhash, layouts, max_line_bytes, signature_bits)
 
 
 @flow(name="pile-index", log_prints=True)
@@ -61,7 +61,8 @@ def pile_index_flow(config: PileIndexConfig) -> ReferenceIndex:
     shards = [Path(p) for p in expand_locations(config.inputs)]
     planned = index.plan(shards)
     logger.info("%d of %d shards are new to %s", len(planned), len(shards), config.index)
-    futures = [index_task.submit(shard, index.root, no, name, index.minhash, index.layouts, config.pile_max_line_bytes)
+    futures = [index_task.submit(shard, index.root, no, name, index.minhash, index.layouts, config.pile_max_line_bytes,
+                                 index.signature_bits)
                for shard, no, name in planned]
     parts = []
     for future in futures:

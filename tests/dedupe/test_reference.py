@@ -16,8 +16,8 @@ from core.document import Document
 from core.exact import exact_hash
 from core.shards import ShardWriter
 from dedupe import reference, shingles
-from dedupe.lsh import BandLayout, JoinSettings, SignaturePart, SignatureStore, save_signatures
-from dedupe.minhash import MinHashConfig, is_empty
+from dedupe.lsh import BandLayout, JoinSettings, SignaturePart, SignatureStore, save_signatures, verify_pairs
+from dedupe.minhash import MinHashConfig, MinHasher, is_empty
 from dedupe.reference import (
     PartBuilder,
     ReferenceIndex,
@@ -89,7 +89,7 @@ def test_resume_reuses_a_finished_part(corpus) -> None:
     index = ReferenceIndex.open_or_create(tmp_path / "index", MinHashConfig(), LAYOUTS)
     (shard, no, name), = index.plan([shard_a])
     first = index_pile_shard(shard, index.root, no, name, index.minhash, index.layouts)
-    signatures = index.root / "signatures" / f"{name}.u32"
+    signatures = index.root / "signatures" / f"{name}.u16"
     before = signatures.stat().st_mtime_ns
     again = index_pile_shard(shard, index.root, no, name, index.minhash, index.layouts)
     assert again == first and signatures.stat().st_mtime_ns == before
@@ -174,3 +174,54 @@ def test_part_bytes_equal_the_per_text_oracle(tmp_path: Path, monkeypatch) -> No
     for name in old_files:
         if name.suffix != ".json":  # markers and records hold timings
             assert (tmp_path / "new" / name).read_bytes() == (tmp_path / "old" / name).read_bytes(), name
+
+
+def test_index_keeps_the_low_16_bits_and_verifies_as_the_whole_values(corpus) -> None:
+    """The index stores each signature value's low 16 bits (half the disk); verification on them
+    keeps exactly the pairs, and the Jaccard estimates, that the whole 32-bit values give."""
+    tmp_path, pile_texts, shard_a, shard_b = corpus
+    index = ReferenceIndex.open_or_create(tmp_path / "index", MinHashConfig(), LAYOUTS)
+    build(index, [shard_a, shard_b])
+    assert index.signature_bits == 16 and ReferenceIndex.open(index.root).signature_bits == 16
+    whole = MinHasher(index.minhash).signatures(pile_texts[30:])
+    part = index.parts[1]
+    stored = np.fromfile(index.root / "signatures" / f"{part['part']}.u16", dtype="<u2").reshape(30, 128)
+    np.testing.assert_array_equal(stored, whole & 0xFFFF)
+
+    rnd = random.Random(2)
+    near = [" ".join(w if rnd.random() > rate else "x" for w in text.split())
+            for text, rate in zip(pile_texts[30:], np.linspace(0, 0.2, 30), strict=True)]
+    query = save_signatures(tmp_path / "q.u32", MinHasher(index.minhash).signatures(near))
+    pairs = tmp_path / "pairs.parquet"
+    a = np.repeat(np.arange(30), 30)
+    b = np.tile(np.arange(30), 30) + part["first"]
+    pq.write_table(pa.table({"a": a, "b": b}), pairs)
+    whole_store = SignatureStore([SignaturePart(save_signatures(tmp_path / "w.u32", whole).path, part["first"], 30)])
+
+    def verified(store: SignatureStore) -> list[np.ndarray]:
+        return [np.concatenate(x) for x in zip(*verify_pairs(pairs, SignatureStore([query]), store, 0.5), strict=True)]
+
+    narrow, wide = verified(index.store()), verified(whole_store)
+    assert len(wide[0]) > 10
+    for got, expected in zip(narrow, wide, strict=True):
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_an_index_of_whole_signatures_still_opens_and_grows_alike(corpus) -> None:
+    """An index written before signatures were cut (no ``signature_bits`` in index.json) keeps
+    32-bit parts when shards are added to it, and matches through them."""
+    tmp_path, pile_texts, shard_a, shard_b = corpus
+    old = ReferenceIndex(tmp_path / "index", MinHashConfig(), LAYOUTS)  # as the older code created it
+    old.commit([])
+    meta = json.loads((old.root / "index.json").read_text())
+    del meta["signature_bits"]
+    (old.root / "index.json").write_text(json.dumps(meta))
+    index = ReferenceIndex.open_or_create(old.root, MinHashConfig(), LAYOUTS)
+    assert index.signature_bits == 32
+    parts = [index_pile_shard(s, index.root, no, name, index.minhash, index.layouts, signature_bits=index.signature_bits)
+             for s, no, name in index.plan([shard_a, shard_b])]
+    index.commit(parts)
+    assert sorted(p.name for p in (index.root / "signatures").iterdir()) == [f"{p['part']}.u32" for p in parts]
+    assert index.store().bits == 32
+    np.testing.assert_array_equal(index.store().gather(np.array([1 << 32])),
+                                  MinHasher(index.minhash).signatures([pile_texts[30]]))

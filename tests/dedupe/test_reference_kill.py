@@ -118,8 +118,8 @@ def test_killed_build_resumes_to_the_same_bytes(tmp_path: Path, monkeypatch) -> 
     cut = _kill_mid_part(killed, shards, tmp_path)
     left = {p.relative_to(killed).as_posix() for p in killed.rglob("*") if p.is_file()}
     assert "parts/00000-00.jsonl.zst.json" in left and f"parts/{cut}.json" not in left
-    assert f"signatures/{cut}.u32{TMP_SUFFIX}" in left  # killed with the part half written
-    assert (killed / f"signatures/{cut}.u32{TMP_SUFFIX}").stat().st_size == 2 * BATCH * 128 * 4
+    assert f"signatures/{cut}.u16{TMP_SUFFIX}" in left  # killed with the part half written
+    assert (killed / f"signatures/{cut}.u16{TMP_SUFFIX}").stat().st_size == 2 * BATCH * 128 * 2
     assert ReferenceIndex.open(killed).parts == []  # nothing committed: the flow commits at the end
 
     first_part = (killed / "parts" / "00000-00.jsonl.zst.json").stat().st_mtime_ns
