@@ -17,7 +17,7 @@ from flows._llama_stages import LlamaSummary
 
 def publish(summary: LlamaSummary, dataset: str) -> None:
     """Tables of stages and sources, and where everything is."""
-    from kinda.cli_report import report_tables
+    from core.report import report_tables
 
     create_table_artifact([vars(s) | {"seconds": round(s.seconds, 2)} for s in summary.stages],
                           key="llama-stages", description=f"{dataset}: stages of this run")
@@ -38,7 +38,7 @@ def publish(summary: LlamaSummary, dataset: str) -> None:
 
 def print_report(summary: LlamaSummary) -> int:
     """The stage table and where the report is."""
-    from kinda.summary import format_table
+    from core.report import format_table
 
     rows = [(s.stage, s.status, f"{s.seconds:.1f}", s.detail[:100]) for s in summary.stages]
     print(f"\n{summary.out}\n")

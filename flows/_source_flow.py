@@ -341,7 +341,7 @@ def print_summary(summary: SourceRunSummary) -> int:
     Non-zero when an input failed, or when nothing was kept and inputs were skipped, empty or
     all dropped (a run that produced nothing must not look like a success).
     """
-    from kinda.summary import format_summary
+    from core.report import format_summary
 
     print(f"\nshards:   {summary.out / 'docs'}")
     print(f"manifest: {Manifest.for_output(summary.out).path}\n")

@@ -12,7 +12,6 @@ exit 2 for usage errors (bad query, missing manifest or package), 1 for a damage
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import sys
@@ -21,61 +20,16 @@ from pathlib import Path
 
 import duckdb
 
-from core.manifest import MANIFEST_NAME, Manifest, ManifestError
+from core.manifest import ManifestError
 from core.os_errors import os_error_line
-from kinda.summary import format_storage, format_summary, format_table, storage
+from core.report import format_storage, format_summary, format_table, storage
+from kinda import cli_dedup, cli_report, cli_slurm, cli_tensors
+from kinda.command import KindaError, first_line, manifest_path, open_manifest
 
-#: Optional sub-command modules, each with ``register(subparsers)``; absent ones are skipped.
-PLUGIN_MODULES = ("kinda.cli_dedup", "kinda.cli_report", "kinda.cli_tensors", "kinda.cli_slurm")
+#: The sub-command modules, each with ``register(subparsers)``; heavy imports stay inside their commands.
+SUBCOMMANDS = (cli_dedup, cli_report, cli_tensors, cli_slurm)
 #: Exit status of a command whose reader closed the pipe (as a process killed by SIGPIPE).
 BROKEN_PIPE_EXIT = 128 + 13
-
-
-class KindaError(Exception):
-    """An error the user can act on: printed as one line, with its exit status, no traceback."""
-
-    def __init__(self, message: str, status: int = 2) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def manifest_path(args: argparse.Namespace) -> Path:
-    """The manifest the command reads: ``--manifest``, else ``<--out>/manifest.duckdb``."""
-    return Path(args.manifest) if args.manifest else Path(args.out) / MANIFEST_NAME
-
-
-def open_manifest(args: argparse.Namespace) -> Manifest:
-    """The manifest, checked once so a missing or damaged file is one line, not retries and a traceback.
-
-    :class:`core.manifest.Manifest` retries while a file is locked by a writing flow, which is
-    right for a lock but wrong for a file that is not a DuckDB database at all (retrying cannot
-    fix it); this one read-only open tells the two apart before any retry.
-    """
-    path = manifest_path(args)
-    if not path.is_file():
-        hint = "" if args.manifest else " (give the output root with --out, or the file with --manifest)"
-        raise KindaError(f"no manifest at {path}{hint}")
-    try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error as exc:
-        if "lock" in str(exc).lower():  # a flow is writing: the Manifest's own retries wait for it
-            return Manifest(path)
-        raise KindaError(f"{path} is not a readable manifest ({first_line(exc)}); "
-                         "restore it from a backup or re-run the flows into a fresh --out", 1) from exc
-    try:
-        con.execute("SELECT count(*) FROM information_schema.tables").fetchall()
-    except duckdb.Error as exc:
-        raise KindaError(f"{path} is damaged ({first_line(exc)}); restore it from a backup or re-run "
-                         "the flows into a fresh --out", 1) from exc
-    finally:
-        con.close()
-    return Manifest(path)
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of an exception's message (DuckDB's carry a multi-line hint)."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
@@ -153,13 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("--json", action="store_true", help="print rows as JSON")
     sql.set_defaults(func=cmd_sql)
     sub.add_parser("verify", help="re-hash shards, compare kept counts with the documents on disk").set_defaults(func=cmd_verify)
-    for name in PLUGIN_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
+    for module in SUBCOMMANDS:
         module.register(commands)
     for child in _subcommand_parsers(parser):
         _add_root_options(child, top=False)
@@ -202,7 +150,5 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-if __name__ == "__main__":  # ``python -m kinda.cli``: run the imported module, so plugins share its classes
-    from kinda.cli import main as imported_main
-
-    sys.exit(imported_main())
+if __name__ == "__main__":  # ``python -m kinda.cli``
+    sys.exit(main())

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from dedupe.explain import explain, format_explanation
-from kinda.cli import KindaError, open_manifest
+from kinda.command import KindaError, open_manifest
 
 
 def cmd_explain(args: argparse.Namespace) -> int:

@@ -19,72 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from core.atomic import atomic_path
-from core.manifest import Manifest
-from kinda.cli import KindaError, open_manifest
-from kinda.summary import COUNTED_SHARDS, format_storage, storage
-
-#: Documents per source: all final documents (each once), then per label of the labeled shards.
-SOURCES_SQL = f"""
-WITH {COUNTED_SHARDS}, rows AS (
-    SELECT source, 'all documents' AS label, 0 AS rank, docs, text_bytes
-    FROM counted WHERE starts_with(path, 'docs/') OR starts_with(path, 'labeled/')
-    UNION ALL
-    SELECT source, label, 1 AS rank, docs, text_bytes
-    FROM (SELECT *, unnest(labels) AS label FROM shards WHERE starts_with(path, 'labeled/'))
-)
-SELECT source, label, sum(docs)::BIGINT AS docs, sum(text_bytes)::BIGINT AS text_bytes
-FROM rows GROUP BY source, label, rank ORDER BY source, rank, label
-"""
-DROPS_SQL = """
-SELECT source, reason, sum(count)::BIGINT AS count FROM latest_drops
-GROUP BY ALL ORDER BY source, count DESC, reason
-"""
-#: What ``flows.dedup`` matched, per source and kind, naming the first documents (``kinda dedup explain`` says more):
-#: ``reference_*`` rows are the LLaMA documents in G1 but not in G3 (class ``llama-in-ref``).
-MATCHES_SQL = """
-SELECT source, kind, count(*)::BIGINT AS docs,
-       array_to_string(list_sort(list(doc_id))[1:3], ' ') || CASE WHEN count(*) > 3 THEN ' ...' ELSE '' END AS documents
-FROM matches GROUP BY ALL ORDER BY source, kind
-"""
-#: Tokens belong to a tensor root (one corpus tokenized twice has two counts): one row per root,
-#: source, split and label set, from the ``tensors`` table each tokenize run replaces for its root.
-TENSORS_SQL = """
-SELECT tensor_root, source, split, array_to_string(list_sort(labels), ' ') AS labels,
-       sum(docs)::BIGINT AS docs, sum(tokens)::BIGINT AS tokens
-FROM tensors GROUP BY ALL ORDER BY tensor_root, source, split, labels
-"""
-
+from core.report import format_storage, format_table, report_tables
+from kinda.command import KindaError, open_manifest
 
 MATCHES_TITLE = "Dedup matches (duplicates dropped; reference matches: in G1, not in G3)"
-
-
-def _rows(manifest: Manifest, sql: str) -> list[dict[str, Any]]:
-    columns, rows = manifest.query(sql)
-    return [dict(zip(columns, row, strict=True)) for row in rows]
-
-
-def report_tables(manifest: Manifest, out: Path | None = None) -> dict[str, list[dict[str, Any]]]:
-    """The report's tables (``tokens``, per tensor root, is empty until a tokenize run wrote one).
-
-    With the output root, ``storage`` holds one row: bytes of document shards on disk against one
-    copy of the kept documents (:func:`kinda.summary.storage`).
-    """
-    _, present = manifest.query("SELECT table_name FROM information_schema.tables")
-    tables = {name for (name,) in present}
-    return {
-        "sources": _rows(manifest, SOURCES_SQL),
-        "drops": _rows(manifest, DROPS_SQL),
-        "matches": _rows(manifest, MATCHES_SQL) if "matches" in tables else [],
-        "tokens": _rows(manifest, TENSORS_SQL) if "tensors" in tables else [],
-        "storage": [storage(manifest, out)] if out is not None else [],
-    }
 
 
 # -- text -------------------------------------------------------------------------------------
 def format_text(tables: dict[str, list[dict[str, Any]]]) -> str:
     """Plain tables, as ``kinda manifest summary`` prints them."""
-    from kinda.summary import format_table
-
     parts = []
     for title, key in (("Documents per source and label", "sources"), ("Drop reasons", "drops"),
                        (MATCHES_TITLE, "matches"), ("Tokens (tensor sets)", "tokens")):

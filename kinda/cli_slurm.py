@@ -30,6 +30,7 @@ from typing import Any
 
 from core.atomic import atomic_path
 from core.version import __version__
+from kinda.command import KindaError
 
 #: A job name SLURM and file names both accept.
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -102,8 +103,6 @@ class SlurmJob:
 
 def job_from_args(args: argparse.Namespace, environ: dict[str, str] | None = None) -> SlurmJob:
     """Check the options (one-line errors) and build the job."""
-    from kinda.cli import KindaError
-
     command = list(args.flow_command)
     if command[:1] == ["--"]:
         command = command[1:]
@@ -137,8 +136,6 @@ def _flow_name(command: Sequence[str]) -> str:
 
 def submit(job: SlurmJob) -> tuple[Path, str]:
     """Write the script (atomically) under the log dir and ``sbatch`` it; (script, job id)."""
-    from kinda.cli import KindaError
-
     job.log_dir.mkdir(parents=True, exist_ok=True)
     script = job.log_dir / f"{job.job_name}.sbatch"
     with atomic_path(script) as tmp:
@@ -192,8 +189,6 @@ def register(subparsers: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m kinda.cli_slurm`` (the same as ``kinda slurm``)."""
-    from kinda.cli import KindaError
-
     parser = argparse.ArgumentParser(prog="kinda slurm", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kinda.cli import KindaError, first_line
+from kinda.command import KindaError, first_line
 
 
 def cmd_tensors_verify(args: argparse.Namespace) -> int:

@@ -9,8 +9,8 @@ import pytest
 
 from core.document import Document, make_doc_id
 from core.manifest import InputRecord, Manifest
+from core.report import format_summary
 from core.shards import ShardWriter
-from kinda.summary import format_summary
 
 
 def _record(root: Path, key: str, docs: int) -> InputRecord:

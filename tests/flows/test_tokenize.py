@@ -13,9 +13,10 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from core.document import Document, make_doc_id
 from core.manifest import Manifest
+from core.report import report_tables
 from core.shards import ShardLimits, ShardWriter
 from flows.tokenization import TokenizeConfig, main, parse_args
-from kinda.cli_report import format_text, report_tables
+from kinda.cli_report import format_text
 from loader.tensor_manifest import record_tensors
 from loader.tensor_writer import find_input_shards, write_metadata
 from tasks.tokenization import tokenize_task
