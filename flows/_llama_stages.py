@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 from uuid import UUID
 
 from prefect import get_run_logger
@@ -35,9 +35,6 @@ from core.version import code_version
 from flows._llama_crawl import resolve_latest
 from flows._recorder import current_run_id
 from flows._runtime import worker_count
-
-if TYPE_CHECKING:
-    from flows.llama import LlamaConfig
 
 #: A Common Crawl id in an input list (``CC-MAIN-2023-06``, ``CC-MAIN-latest``): read from data.commoncrawl.org.
 CRAWL_ID = re.compile(r"CC-MAIN-(?:\d{4}-\d{2}|latest)")
@@ -200,10 +197,34 @@ def source_row(name: str, summary: Any, seconds: float) -> dict[str, Any]:
     }
 
 
-class StageRun:
+class ParentConfig(Protocol):
+    """What the stage runner reads of the parent flow's config (``flows.llama.LlamaConfig``).
+
+    A protocol, not the class: the parent flow imports this module, so naming its class here
+    (even for type checking only) would make the two modules a circle (``tests/test_layout_rules.py``).
+    """
+
+    out: Path
+    dataset: str
+    sources: dict[str, dict[str, Any] | None]
+    skip_missing: bool
+    crawl_index_url: str
+
+    def selected_sources(self) -> list[str]: ...
+
+    def stage_flow(self, stage: str) -> StageFlow: ...
+
+    def stage_config(self, stage: str, section: dict[str, Any],
+                     forced: dict[str, Any] | None = None) -> PipelineConfig: ...
+
+
+Config = TypeVar("Config", bound=ParentConfig)
+
+
+class StageRun(Generic[Config]):
     """The parent flow's state: config, output root, the stage table, the progress artifact."""
 
-    def __init__(self, config: LlamaConfig, dask_address: str | None, planned: int) -> None:
+    def __init__(self, config: Config, dask_address: str | None, planned: int) -> None:
         self.config = config
         self.out = Path(config.out).resolve()
         self.logger = get_run_logger()

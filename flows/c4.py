@@ -4,7 +4,7 @@
     python -m flows.c4 --from-commoncrawl 'segments/*.warc.wet.gz' --out data/   # C4 rebuilt from CC text
 
 The released files go through the generic source flow (read, exact dedup, finalize). Rebuilding
-from CC runs the grouped pipeline of :mod:`flows.commoncrawl` with C4's line/page rules before
+from CC runs the grouped pipeline of Common Crawl (:mod:`flows._web`) with C4's line/page rules before
 and three-sentence-span dedup as the group step (see :mod:`sources.c4`).
 """
 
@@ -23,8 +23,8 @@ from flows._source_flow import (
     print_summary,
     run_source,
 )
-from flows.commoncrawl import WEB_FLAGS, WebConfig, expand_crawls, grouped_dedup_phases
-from sources.formats.warc import CRAWL_ID
+from flows._web import WEB_FLAGS, WebConfig, expand_crawls, grouped_dedup_phases
+from sources.formats.crawl_paths import CRAWL_ID
 
 if TYPE_CHECKING:
     from sources.c4 import C4FromCommonCrawlRecipe, C4Recipe

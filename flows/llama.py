@@ -242,7 +242,7 @@ def llama_flow(config: LlamaConfig) -> LlamaSummary:
     return run.summary
 
 
-def _after_sources(run: StageRun) -> None:
+def _after_sources(run: StageRun[LlamaConfig]) -> None:
     config = run.config
     index: Path | None = None
     if config.runs_stage("pile_index"):

@@ -22,9 +22,9 @@ from dedupe.lsh import BandLayout
 from dedupe.minhash import MinHashConfig
 from dedupe.reference import ReferenceIndex, index_pile_shard
 from flows._cli import Flag, FlowCLI
+from flows._dedup_config import DedupConfig
 from flows._lazy import NO_CACHE, LazyImport, flow, task
 from flows._source_flow import expand_locations
-from flows.dedup import DedupConfig
 
 if TYPE_CHECKING:
     from prefect import get_run_logger

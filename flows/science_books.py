@@ -25,8 +25,8 @@ from core.config import PipelineConfig
 from flows._cli import Flag, FlowCLI
 from flows._config_parts import LateBoundsConfig
 from flows._lazy import flow
+from flows._near_dedup import NearDedupConfig, near_dedup_phases
 from flows._source_flow import SourceRunSummary, expand_locations, print_summary, run_source
-from flows.books import NearDedupConfig, near_dedup_phases
 from sources.formats.epub import EpubSettings
 from sources.formats.pdf_text import PdfSettings
 from sources.scibooks import SOURCE, QualitySettings, SciBookSettings, SciBooksRecipe

@@ -22,7 +22,6 @@ import gzip
 import html as html_lib
 import logging
 import re
-import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,8 +41,6 @@ from sources.formats.html_text import ExtractOptions, decode_html, extract_text
 log = logging.getLogger(__name__)
 
 #: Default location of Common Crawl's public data (``crawl-data/...`` paths are relative to it).
-CC_BASE_URL = "https://data.commoncrawl.org"
-CRAWL_ID = re.compile(r"^CC-MAIN-\d{4}-\d{2}$")
 HTML_TYPES = ("text/html", "application/xhtml+xml", "application/xml+xhtml")
 COUNTED_TYPES = frozenset({"response", "revisit", "conversion"})
 
@@ -323,24 +320,3 @@ class WarcReader:
             return Drop("no_text", where)
         return Document(id=make_doc_id(self.source, str(meta["warc_record_id"])), text=text, source=self.source,
                         meta=meta)
-
-
-# -- paths lists ----------------------------------------------------------------------------
-def read_paths_list(path: Path) -> list[str]:
-    """The relative paths in a ``*.paths.gz`` list (one per line), in file order."""
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        return [line.strip() for line in handle if line.strip()]
-
-
-def resolve_url(base_url: str, relative: str) -> str:
-    """Join a ``crawl-data/...`` path to the configured base URL (a mirror, or a local ``file://``)."""
-    return urllib.parse.urljoin(base_url.rstrip("/") + "/", relative.lstrip("/"))
-
-
-def crawl_paths_url(base_url: str, crawl: str, kind: str = "wet") -> str:
-    """URL of a crawl's ``wet.paths.gz`` / ``warc.paths.gz``."""
-    if not CRAWL_ID.match(crawl):
-        raise ValueError(f"not a Common Crawl id: {crawl!r} (expected CC-MAIN-YYYY-WW)")
-    if kind not in ("wet", "warc"):
-        raise ValueError(f"paths kind must be 'wet' or 'warc', got {kind!r}")
-    return resolve_url(base_url, f"crawl-data/{crawl}/{kind}.paths.gz")

@@ -13,6 +13,7 @@ import pytest
 
 from core.document import Document, Drop
 from flows import commoncrawl as cc_flow
+from flows._web import ExtractConfig
 from sources.formats.html_text import ExtractOptions, extract_text
 from sources.formats.warc import WarcReader
 
@@ -72,7 +73,7 @@ def test_reader_bounds_apply_to_resiliparse(tmp_path: Path) -> None:
     """The size bound is the reader's, whatever the engine: a body past it is one counted drop."""
     big = _page([STORY] * 400)
     warc = _warc(tmp_path / "b.warc.gz", [("http://b/1", big), ("http://b/2", _page([SECOND]))])
-    cfg = cc_flow.ExtractConfig(engine="resiliparse", max_body_bytes=len(big) - 1)
+    cfg = ExtractConfig(engine="resiliparse", max_body_bytes=len(big) - 1)
     reader = WarcReader(warc, str(warc), "commoncrawl", warc.name, limits=cfg.limits(), extract=cfg.options())
     records = list(reader)
     drops = [r for r in records if isinstance(r, Drop)]

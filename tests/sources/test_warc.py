@@ -16,6 +16,7 @@ from warcio.warcwriter import WARCWriter
 
 from core.document import Document, Drop
 from sources.formats import html_text
+from sources.formats.crawl_paths import crawl_paths_url, read_paths_list, resolve_url
 from sources.formats.html_text import (
     BoundedExtractor,
     ExtractionTimeout,
@@ -27,9 +28,6 @@ from sources.formats.warc import (
     WarcLimits,
     WarcReader,
     WarcRecords,
-    crawl_paths_url,
-    read_paths_list,
-    resolve_url,
     visible_text,
 )
 
