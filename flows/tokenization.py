@@ -25,30 +25,61 @@ from __future__ import annotations
 import glob
 import sys
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from prefect import flow, get_run_logger
-from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import Field
 
-from core.atomic import write_json_atomic
 from core.config import PipelineConfig
 from flows._cli import Flag, FlowCLI
-from flows._recorder import RunRecorder
-from flows._runtime import make_task_runner
-from loader.tensor_manifest import (
-    EXTERNAL_SHARD_KEYS,
-    all_done,
-    failed_inputs,
-    input_record,
-    record_tensors,
-    source_table,
-)
-from loader.tensor_writer import TokenizeSettings, export_megatron_splits, find_input_shards, write_metadata
-from sources.formats.datasets_text import ReadOptions, dataset_share
-from tasks import tokenize_hosts as per_host
-from tasks.tokenization import fetch_hosts, launch_hosts, tokenize_files, tokenize_shards
-from tasks.tokenize_external import ExternalJob
+from flows._lazy import LazyImport, flow
+
+if TYPE_CHECKING:
+    from prefect import get_run_logger
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    from core.atomic import write_json_atomic
+    from flows._recorder import RunRecorder
+    from flows._runtime import make_task_runner
+    from loader.tensor_manifest import (
+        all_done,
+        failed_inputs,
+        input_record,
+        record_tensors,
+        source_table,
+    )
+    from loader.tensor_writer import (
+        TokenizeSettings,
+        export_megatron_splits,
+        find_input_shards,
+        write_metadata,
+    )
+    from sources.formats.datasets_text import ReadOptions, dataset_share
+    from tasks import tokenize_hosts as per_host
+    from tasks.tokenization import fetch_hosts, launch_hosts, tokenize_files, tokenize_shards
+    from tasks.tokenize_external import ExternalJob
+else:  # only a run needs them (Prefect, DuckDB, pyarrow, numpy): not --help or a refused command
+    get_run_logger = LazyImport("prefect", "get_run_logger")
+    ThreadPoolTaskRunner = LazyImport("prefect.task_runners", "ThreadPoolTaskRunner")
+    write_json_atomic = LazyImport("core.atomic", "write_json_atomic")
+    RunRecorder = LazyImport("flows._recorder", "RunRecorder")
+    make_task_runner = LazyImport("flows._runtime", "make_task_runner")
+    all_done = LazyImport("loader.tensor_manifest", "all_done")
+    failed_inputs = LazyImport("loader.tensor_manifest", "failed_inputs")
+    input_record = LazyImport("loader.tensor_manifest", "input_record")
+    record_tensors = LazyImport("loader.tensor_manifest", "record_tensors")
+    source_table = LazyImport("loader.tensor_manifest", "source_table")
+    TokenizeSettings = LazyImport("loader.tensor_writer", "TokenizeSettings")
+    export_megatron_splits = LazyImport("loader.tensor_writer", "export_megatron_splits")
+    find_input_shards = LazyImport("loader.tensor_writer", "find_input_shards")
+    write_metadata = LazyImport("loader.tensor_writer", "write_metadata")
+    ReadOptions = LazyImport("sources.formats.datasets_text", "ReadOptions")
+    dataset_share = LazyImport("sources.formats.datasets_text", "dataset_share")
+    per_host = LazyImport("tasks.tokenize_hosts")
+    fetch_hosts = LazyImport("tasks.tokenization", "fetch_hosts")
+    launch_hosts = LazyImport("tasks.tokenization", "launch_hosts")
+    tokenize_files = LazyImport("tasks.tokenization", "tokenize_files")
+    tokenize_shards = LazyImport("tasks.tokenization", "tokenize_shards")
+    ExternalJob = LazyImport("tasks.tokenize_external", "ExternalJob")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: Fields only the launcher uses; a host gets every other field through ``--set``.
@@ -159,6 +190,8 @@ def tokenize_flow(config: TokenizeConfig) -> dict[str, Any]:
 @flow(name="tokenize-dataset", log_prints=True)
 def tokenize_dataset_flow(config: TokenizeConfig) -> dict[str, Any]:
     """Tokenize this host's share of an external dataset's files (see the module docstring)."""
+    from loader.tensor_manifest import EXTERNAL_SHARD_KEYS  # a value, not a call: no lazy stand-in
+
     logger = get_run_logger()
     out = Path(config.out).resolve()
     job = config.external_job(out)

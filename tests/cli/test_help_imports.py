@@ -18,7 +18,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("prefect", "pandas", "pyarrow.dataset")
 #: Flows whose top level still imports Prefect (their modules build Prefect objects eagerly).
-EAGER = {"llama", "tokenization"}
+EAGER = {"llama"}
+#: Flows whose help must also stay clear of the run's other heavy imports (issue 23: <= 0.5 CPU-s;
+#: DuckDB, pyarrow and warcio are ~0.1-0.3 CPU-s each): tokenization was 1.5 CPU-s, c4 0.53.
+LIGHT = {"tokenization": ("duckdb", "pyarrow", "warcio", "numpy"), "c4": ("duckdb", "pyarrow", "warcio")}
 FLOWS = sorted(p.stem for p in (REPO / "flows").glob("*.py")
                if not p.stem.startswith("_") and "FlowCLI(" in p.read_text(encoding="utf-8"))
 
@@ -49,6 +52,16 @@ def test_help_of_every_flow_imports_neither_prefect_nor_pandas() -> None:
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert {name: mods for name, mods in seen.items() if mods} == {}
     assert list(seen) == lazy
+
+
+@pytest.mark.parametrize("name", sorted(LIGHT))
+def test_help_of_the_light_flows_imports_no_reader_either(name: str) -> None:
+    """Each in a fresh process: a module another flow's help imported must not hide one of its own."""
+    heavy = (*HEAVY, *LIGHT[name])
+    done = subprocess.run([sys.executable, "-c", PROBE.format(heavy=heavy, flows=[name])], cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {name: []}
 
 
 @pytest.mark.parametrize("entrypoint", ["flows/reasoning.py:reasoning_flow", "flows/pubmed.py:pubmed_flow"])
