@@ -1,5 +1,12 @@
 """Typed configuration: pydantic models loaded from YAML, overridable from the command line.
 
+One layering rule for every config (a flow's YAML, a dataset file, a loader recipe): a file is
+read by :func:`load_layered` (its ``extends`` chain first), and each layer on top of it (a dataset
+file's section, ``--set`` and the command-line flags, a deployment's parameters, a recipe's
+overrides) goes on by :func:`deep_merge`: mappings merge key by key, anything else (a list too)
+replaces, and a dotted key (``shards.max_docs``) addresses a nested field. So the same key means
+the same thing in a file, on the command line and in the parent flow's sections.
+
 Every flow has a config class derived from :class:`PipelineConfig`. The *config hash* covers
 only the fields that change what is written (thresholds, languages, shard bounds), not where or
 how fast it runs (output dir, workers, runner), so moving a run to a cluster keeps its finished
@@ -8,9 +15,6 @@ work valid.
 
 from __future__ import annotations
 
-import glob
-import hashlib
-import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
@@ -18,7 +22,9 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from core.digest import json_hash
 from core.download import is_url
+from core.locations import local_matches, missing_locations
 
 if TYPE_CHECKING:
     from core.shards import ShardLimits
@@ -103,16 +109,9 @@ class PipelineConfig(BaseModel):
 
     @classmethod
     def from_yaml(cls, path: Path | None = None, overrides: dict[str, Any] | None = None) -> Self:
-        """Load defaults from ``path`` (if any) and apply ``overrides`` on top."""
-        data: dict[str, Any] = {}
-        if path is not None:
-            loaded = load_yaml_file(Path(path)) or {}
-            if not isinstance(loaded, dict):
-                raise ValueError(f"{path}: expected a mapping at the top level")
-            data.update(loaded)
-        for key, value in (overrides or {}).items():
-            _set_dotted(data, key, value)
-        return cls.model_validate(data)
+        """Load ``path`` (if any, with its ``extends`` chain) and merge ``overrides`` on top (see the module docstring)."""
+        data = load_layered(Path(path)) if path is not None else {}
+        return cls.model_validate(deep_merge(data, overrides or {}))
 
     def output_fields(self) -> dict[str, Any]:
         """The part of the config that determines the output."""
@@ -120,8 +119,7 @@ class PipelineConfig(BaseModel):
 
     def config_hash(self) -> str:
         """A short stable hash of :meth:`output_fields`."""
-        canonical = json.dumps(self.output_fields(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+        return json_hash(self.output_fields())
 
     def input_patterns(self) -> list[str]:
         """The input locations the user gave (paths, globs, URLs); flows override when named otherwise."""
@@ -130,8 +128,7 @@ class PipelineConfig(BaseModel):
 
     def missing_inputs(self) -> list[str]:
         """Local input patterns that match nothing (checked before a run starts)."""
-        return [p for p in self.input_patterns() if not is_url(p) and not glob.glob(p, recursive=True)
-                and not Path(p).exists()]
+        return missing_locations(self.input_patterns())
 
     def lacks_input(self) -> bool:
         """A source run given none of its :attr:`INPUT_FIELDS` (nothing to read; refused up front)."""
@@ -144,7 +141,7 @@ class PipelineConfig(BaseModel):
     def folder_inputs(self) -> list[str]:
         """Folders matched where files are expected (a reader would fail on each; refused up front)."""
         return [match for pattern in self.file_patterns() if not is_url(pattern)
-                for match in sorted(glob.glob(pattern, recursive=True)) or [pattern] if Path(match).is_dir()]
+                for match in local_matches(pattern) if Path(match).is_dir()]
 
     def preflight(self) -> None:
         """Raise (one line, naming what to do) for what would fail every input, e.g. a missing model.
@@ -172,13 +169,53 @@ def load_yaml_file(path: Path) -> Any:
         raise ConfigFileError(f"{path}{where}: not valid YAML: {problem}") from None
 
 
-def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
-    """Set ``a.b.c`` in nested dicts (``--set shards.max_docs=1000``)."""
-    parts = dotted.split(".")
-    node = data
-    for part in parts[:-1]:
-        node = node.setdefault(part, {})
-    node[parts[-1]] = value
+def deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """``top`` over ``base``: mappings merge key by key, anything else (lists too) replaces.
+
+    A dotted key (``latex.cut_appendix``) addresses a nested field, as ``--set`` does. Neither
+    argument is changed.
+    """
+    merged = dict(base)
+    for key, value in top.items():
+        if "." in key:
+            head, rest = key.split(".", 1)
+            value, key = {rest: value}, head
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_layered(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """A config file as a mapping, its ``extends`` chain resolved (``g3.yaml`` extends ``g1.yaml``).
+
+    The file names only what differs from the one it extends; the two are merged by :func:`deep_merge`.
+    """
+    path = Path(path).resolve()
+    if path in seen:
+        raise ValueError(f"{path}: 'extends' loops back to itself")
+    data = load_yaml_file(path) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping at the top level")
+    parent = data.pop("extends", None)
+    if parent is None:
+        return data
+    return deep_merge(load_layered(resolve_config_path(parent, path.parent), (*seen, path)), data)
+
+
+def resolve_config_path(name: str | Path, relative_to: Path | None = None) -> Path:
+    """A config path as written: absolute, next to the file naming it, under cwd, or in ``configs/``."""
+    candidate = Path(name)
+    for base in ([relative_to] if relative_to else []) + [Path.cwd(), CONFIG_DIR]:
+        if candidate.is_absolute() or (base / candidate).exists():
+            return candidate if candidate.is_absolute() else base / candidate
+    raise FileNotFoundError(f"config not found: {name}")
+
+
+def stage_yaml(name: str) -> dict[str, Any]:
+    """A stage's own YAML (``configs/<name>``), the bottom layer of its config in a dataset run."""
+    return load_layered(CONFIG_DIR / name)
 
 
 def parse_set_option(items: list[str] | None) -> dict[str, Any]:

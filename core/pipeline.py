@@ -18,8 +18,6 @@ produces byte-identical shards, because nothing run- or time-dependent goes into
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import logging
 import shutil
 import time
@@ -34,6 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from core.atomic import AtomicOutput, atomic_path, sha256_file
+from core.digest import json_hash
 from core.document import Document, InputSpec
 from core.drop_list import DropListWalk
 from core.exact import exact_hash
@@ -105,8 +104,7 @@ class RunContext:
 
 def scope_hash(keys: Sequence[str], config_hash: str) -> str:
     """Identity of a run's dedup scope: the set of inputs deduplicated together."""
-    payload = json.dumps({"keys": sorted(keys), "config": config_hash})
-    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+    return json_hash({"keys": sorted(keys), "config": config_hash}, compact=False, sort_keys=False)
 
 
 # -- resume markers -------------------------------------------------------------------------

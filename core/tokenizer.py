@@ -31,13 +31,14 @@ refuse to mix tensors of different tokenizers.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from tokenizers import Tokenizer
+
+from core.digest import canonical_json, json_hash
 
 SplitMode = Literal["sequence", "regex"]
 WorkTokens = Literal["added", "text"]
@@ -135,9 +136,9 @@ def add_work_tokens(config: dict[str, Any], tokens: tuple[str, ...] = WORK_TOKEN
     return result
 
 
-def canonical_json(config: dict[str, Any]) -> str:
-    """Canonical serialization (sorted keys, no spaces) on which the tokenizer hash is taken."""
-    return json.dumps(config, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+def tokenizer_json(config: dict[str, Any]) -> str:
+    """Canonical serialization (sorted keys, no spaces, non-ASCII kept) on which the tokenizer hash is taken."""
+    return canonical_json(config, ascii_only=False)
 
 
 @dataclass(frozen=True)
@@ -184,7 +185,7 @@ class LoadedTokenizer:
 
 def tokenizer_hash(config: dict[str, Any]) -> str:
     """SHA256 of a tokenizer config's canonical JSON."""
-    return hashlib.sha256(canonical_json(config).encode("utf-8")).hexdigest()
+    return json_hash(config, None, ascii_only=False)
 
 
 def read_tokenizer_config(source: str | Path) -> dict[str, Any]:
@@ -238,13 +239,13 @@ def load_tokenizer(
         config = add_work_tokens(config)
     elif work_tokens not in (None, "text"):
         raise ValueError(f"work_tokens must be 'added', 'text' or None, not {work_tokens!r}")
-    canonical = canonical_json(config)
+    canonical = tokenizer_json(config)
     tokenizer = Tokenizer.from_str(canonical)
     token, token_id = find_eos(tokenizer, eos_token)
     return LoadedTokenizer(
         tokenizer=tokenizer, config=config, source=str(source), split_digits=split_digits,
         split_mode=split_mode, eos_token=token, eos_id=token_id,
-        hash=hashlib.sha256(canonical.encode("utf-8")).hexdigest(), work_tokens=work_tokens,
+        hash=tokenizer_hash(config), work_tokens=work_tokens,
     )
 
 

@@ -9,7 +9,6 @@ counts per source. None of that needs Prefect; it lives here so the flow reads a
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from core.digest import json_hash
 from dedupe import explain as decisions
 from dedupe.lsh import BandLayout, JoinSettings
 from dedupe.minhash import MinHashConfig
@@ -51,8 +51,7 @@ class DedupPlan:
 
 def work_dir(out: Path, config_hash: str, units: Sequence[Unit]) -> Path:
     """Work files of this exact input set and config: a changed shard gives a fresh directory."""
-    payload = json.dumps({"config": config_hash, "shards": list(units)}, sort_keys=True)
-    return out / "_dedup" / hashlib.sha256(payload.encode()).hexdigest()[:16]
+    return out / "_dedup" / json_hash({"config": config_hash, "shards": list(units)}, compact=False)
 
 
 def first_numbers(out: Path, units: Sequence[Unit]) -> list[int]:

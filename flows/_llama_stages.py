@@ -13,7 +13,6 @@ same fingerprint and those outputs intact skips the stage.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import json
 import re
@@ -28,6 +27,9 @@ from prefect import get_run_logger
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
 from core.config import PipelineConfig
+from core.digest import json_hash
+from core.download import is_url
+from core.locations import missing_locations
 from core.manifest import Manifest
 from core.markers import Marker
 from core.released import recreated
@@ -94,8 +96,7 @@ class LlamaSummary:
 # -- resume markers -------------------------------------------------------------------------
 def fingerprint(*parts: Any) -> str:
     """A short hash of JSON-able parts."""
-    payload = json.dumps(parts, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(payload.encode()).hexdigest()[:20]
+    return json_hash(parts, 20, default=str)
 
 
 def final_shards(out: Path) -> list[tuple[str, str]]:
@@ -162,21 +163,10 @@ def shared_dask_cluster(config: PipelineConfig) -> Iterator[str | None]:
 def missing_inputs(section: dict[str, Any]) -> bool:
     """True when every local input pattern of a source section matches nothing (URLs and Common Crawl
     ids, which the source downloads, count as present)."""
-    from flows._source_flow import expand_locations
-
     keys = ("inputs", "dumps", "repos", "from_commoncrawl", "central", "abstracts")
-    locations = [x for key in keys for x in (section.get(key) or [])]
-    if not locations:
-        return False
-    for location in locations:
-        if CRAWL_ID.fullmatch(str(location)):
-            return False
-        try:
-            if expand_locations([location]):
-                return False
-        except FileNotFoundError:
-            continue
-    return True
+    locations = [str(x) for key in keys for x in (section.get(key) or [])]
+    missing = missing_locations(locations, remote=lambda loc: is_url(loc) or CRAWL_ID.fullmatch(loc) is not None)
+    return bool(locations) and len(missing) == len(locations)
 
 
 def source_row(name: str, summary: Any, seconds: float) -> dict[str, Any]:

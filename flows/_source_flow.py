@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import glob
 import json
 import shutil
 import sys
@@ -38,6 +37,7 @@ from core.atomic import write_json_atomic
 from core.config import PipelineConfig
 from core.document import InputSpec
 from core.download import algorithm_for, is_url, load_checksums
+from core.locations import expand_locations  # the source flows import it from here
 from flows._lazy import LazyImport
 
 if TYPE_CHECKING:
@@ -87,20 +87,6 @@ class SourceRunSummary:
     def failed(self) -> list[InputRecord]:
         """Inputs that could not be processed."""
         return [r for r in self.records if r.status == "failed"]
-
-
-def expand_locations(locations: Sequence[str]) -> list[str]:
-    """Expand local globs (sorted, so runs are reproducible); URLs pass through."""
-    expanded: list[str] = []
-    for location in locations:
-        if is_url(location):
-            expanded.append(location)
-            continue
-        matches = sorted(glob.glob(location, recursive=True))
-        if not matches and not Path(location).exists():
-            raise FileNotFoundError(f"input not found: {location}")
-        expanded.extend(matches or [location])
-    return expanded
 
 
 def _expected_sum(location: str, sums: dict[str, str]) -> dict[str, str] | None:

@@ -35,10 +35,9 @@ from prefect import flow
 from pydantic import Field
 
 from core.atomic import sha256_file
-from core.config import PipelineConfig
+from core.config import PipelineConfig, deep_merge, load_layered, resolve_config_path, stage_yaml
 from core.lock import OutputLock
 from flows._cli import Flag, FlowCLI
-from flows._datasets import deep_merge, load_layered, resolve_config_path, stage_yaml
 from flows._llama_crawl import LATEST_CRAWL
 from flows._llama_report import print_report, publish
 from flows._llama_stages import (
@@ -121,12 +120,6 @@ class LlamaConfig(PipelineConfig):
     sample: bool = Field(False, description="generate offline sample inputs and a toy tokenizer under <out>/sample "
                                             "when the run starts, and run the dataset's sources that have one")
     sample_pages: int = Field(SAMPLE_PAGES, gt=0, description="pages per sample Wikipedia dump (with sample)")
-
-    @classmethod
-    def from_yaml(cls, path: Path | None = None, overrides: dict[str, Any] | None = None) -> LlamaConfig:
-        """Load ``path`` with its ``extends`` chain, then apply ``overrides`` (dotted keys allowed)."""
-        data = load_layered(path) if path is not None else {}
-        return cls.model_validate(deep_merge(data, overrides or {}))
 
     def resolved(self) -> LlamaConfig:
         """Apply ``extends`` when the config came as flow parameters (a deployment), not from a file."""

@@ -22,7 +22,6 @@ hosts' metadata into the launcher's manifest (:mod:`tasks.tokenize_hosts`, docs/
 
 from __future__ import annotations
 
-import glob
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field
 
 from core.config import PipelineConfig
+from core.locations import has_scheme, missing_locations
 from flows._cli import Flag, FlowCLI
 from flows._lazy import LazyImport, flow
 
@@ -130,7 +130,7 @@ class TokenizeConfig(PipelineConfig):
 
     def missing_inputs(self) -> list[str]:
         """Local patterns that match nothing; URLs (hf://, s3://) are checked when read."""
-        return [p for p in self.inputs if "://" not in p and not glob.glob(p, recursive=True) and not Path(p).exists()]
+        return missing_locations(self.inputs, remote=has_scheme)
 
     @property
     def hosts_total(self) -> int:

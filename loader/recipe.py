@@ -16,17 +16,16 @@ from the one the recipe names if it names one: mixing tokenizers is refused, not
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import logging
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, Self
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from core.config import deep_merge, load_layered
+from core.digest import json_hash
 from loader.dataset import ItemOptions, MixtureDataset, WindowDataset, plan_counts
 from loader.iterators import Batch, IndexedSource, Prefetch, State, Stride
 from loader.permutation import Permutation
@@ -83,10 +82,8 @@ class Recipe(BaseModel):
 
     @classmethod
     def from_yaml(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> Self:
-        """Load a recipe YAML; ``overrides`` replace top-level keys."""
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        data.update(overrides or {})
-        return cls.model_validate(data)
+        """Load a recipe YAML and merge ``overrides`` on top, by the one rule of :mod:`core.config`."""
+        return cls.model_validate(deep_merge(load_layered(Path(path)), overrides or {}))
 
     def fingerprint(self) -> str:
         """What a saved iterator state must match to be resumed with this recipe.
@@ -99,7 +96,7 @@ class Recipe(BaseModel):
         for name, default in _LATER_FIELDS.items():
             if fields.get(name) == default:
                 fields.pop(name)
-        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+        return json_hash(fields, compact=False)
 
     # -- tensors ----------------------------------------------------------------------------
     def tensor_set(self, location: str) -> TensorSet:

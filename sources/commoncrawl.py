@@ -22,8 +22,6 @@ The same machinery runs C4's three-sentence-span dedup (:mod:`sources.c4`): only
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import shutil
 from collections.abc import Iterator, Sequence
@@ -33,6 +31,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from core.digest import json_hash
 from core.document import Document, Drop, InputSpec
 from core.filters.ccnet import CCNET_MIN_CHARS, MinLength, TidyLines, normalize_for_dedup
 from core.filters.langid import LanguageID, LanguagePrefilter
@@ -259,7 +258,7 @@ def dedup_group(ctx: RunContext, keys: Sequence[str], memory_bytes: int) -> dict
     """
     present = [k for k in keys if UnitFiles(extract_dir(ctx.out, ctx.source, k) / "units").hashes.exists()]
     files = [UnitFiles(extract_dir(ctx.out, ctx.source, k) / "units") for k in present]
-    group_id = hashlib.sha256(json.dumps(sorted(keys)).encode()).hexdigest()[:16]
+    group_id = json_hash(sorted(keys), compact=False)
     marker = Marker(state_path(ctx.out, ctx.source + EXTRACT_SUFFIX, f"group-{group_id}", "dedup"),
                     {**ctx.marker_key(), "keys": list(present),
                      "hash_files": [_file_identity(f.hashes) for f in files]})

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from core.config import CONFIG_DIR
+from core.config import CONFIG_DIR, deep_merge, load_layered
 from core.document import make_doc_id
 from core.manifest import Manifest
 from flows import _llama_stages as stages
 from flows import llama
-from flows._datasets import deep_merge, load_layered
 from flows._llama_crawl import LATEST_CRAWL, resolve_latest
 from flows._sample import EXTENSION_SAMPLES, LLAMA_SAMPLES, PILE_SAMPLE_INDEX
 from flows.llama import LlamaConfig, parse_args
