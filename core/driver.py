@@ -3,16 +3,19 @@
 :func:`drive_source` takes a recipe, its resolved inputs and the run context, and does what a
 source run is, in this order:
 
-1. **resume**: the run's dedup scope (:func:`core.pipeline.scope_hash`); when every input holds
-   a valid done marker for it, the records come back and nothing else happens;
+1. **resume**: the run's dedup scope (:func:`core.pipeline.scope_hash` of its input keys); when
+   every input holds a valid done marker for it, the records come back and nothing else happens;
 2. ``before_stage`` of the source's :class:`SourcePhases` (Common Crawl's extraction,
    StackExchange's ranking); a ``failed`` or ``skipped`` record ends its input there;
 3. **split inputs** (a multistream dump with its index): each range is staged as its own
    input, then the ranges are joined into the input's staging (:mod:`core.splits`);
 4. **stage** every input not staged before (a valid stage marker costs no task);
-5. the run-wide **exact dedup**, then ``after_dedup`` (book near-dedup adds its drops);
-6. **finalize** every input; then, when no input failed and staging is not kept, **clean
-   staging** and the phases' own files.
+5. the run-wide **exact dedup** over the inputs staged, then ``after_dedup`` (book near-dedup
+   adds its drops);
+6. **finalize** every input, its done marker valid for the set of inputs deduplicated together
+   (an input that failed is not in it: once fixed, it may hold the first copy of another's
+   documents, so the others are finalized again); then, when no input failed and staging is
+   not kept, **clean staging** and the phases' own files.
 
 It returns one :class:`core.manifest.InputRecord` per input, in input order; writing them to
 the manifest is the caller's (the flow process is the manifest's one writer).
@@ -152,6 +155,7 @@ class _Run:
 
     recipe: pipeline.SourceRecipe
     ctx: pipeline.RunContext
+    #: The scope of every input of the run: all of them finished for it is a run with nothing to do.
     scope: str
     executor: Executor
     log: RunLog
@@ -217,12 +221,13 @@ def _stage_dedup_finalize(
         if record.status == "failed":
             run.log.error("input failed: %s", record.error)
     ok_keys = [s.key for s in active if staged[s.key].status != "failed"]
+    scope = pipeline.scope_hash(ok_keys, run.ctx.config_hash)  # what was deduplicated together
     duplicates = run.executor.submit(pipeline.find_exact_duplicates, run.ctx, ok_keys).result()
     run.log.info("exact dedup across %d inputs: %d duplicates", len(ok_keys), sum(duplicates.values()))
     if phases.after_dedup is not None:
         phases.after_dedup(run.ctx, ok_keys)
     return _gather(run.executor, {
-        run.executor.submit(pipeline.finalize_input, run.recipe, s, run.ctx, run.scope, staged[s.key]): s.key
+        run.executor.submit(pipeline.finalize_input, run.recipe, s, run.ctx, scope, staged[s.key]): s.key
         for s in active
     }, steps.step)
 

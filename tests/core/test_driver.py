@@ -151,3 +151,23 @@ def test_split_input_gives_the_whole_inputs_bytes(tmp_path: Path) -> None:
     assert [r.to_dict() | {"seconds": 0} for r in split] == [r.to_dict() | {"seconds": 0} for r in whole]
     assert not list((tmp_path / "split").rglob(f"{dump.name}_*"))  # range staging and markers removed
 
+
+
+def test_an_input_fixed_after_failing_dedups_against_the_finished_ones(tmp_path: Path,
+                                                                        specs: list[InputSpec]) -> None:
+    """A failed input that ranks first, fixed and run again, wins its duplicates over finished inputs."""
+    english = specs[0]
+    fixed = tmp_path / "in" / "aawiki-fixed.xml.bz2"  # ranks before every other input
+    fixed.mkdir()
+    out = tmp_path / "out"
+    first, _ = _drive(out, [english, InputSpec(str(fixed), fixed, fixed.name)])
+    assert [r.status for r in first] == ["done", "failed"]
+    fixed.rmdir()
+    copied = SamplePage(901, "Copied first", 0, sample_pages("en", 20, seed=3)[0].text)
+    fixed.write_bytes(bz2.compress(dump_xml("en", [copied]).encode()))
+    both = [english, InputSpec(str(fixed), fixed, fixed.name)]
+    again, _ = _drive(out, both)
+    _drive(tmp_path / "clean", both)
+    assert _tree(out) == _tree(tmp_path / "clean")
+    texts = _texts(out)
+    assert len(texts) == len(set(texts)) == sum(r.docs_kept for r in again)
