@@ -17,9 +17,16 @@ that repetition, keeping the best-scored leaves.
 Memory: a month of comments (tens of GB of JSON) is never held. Lines are parsed a block at a
 time (pyarrow's JSON reader, falling back to ``json.loads`` line by line to isolate a bad
 line), written as Parquet batches to a scratch directory, sorted by thread out of core by DuckDB
-(``memory_limit``, spilling to disk), and walked one thread at a time. The peak is the zstd window
-(up to 2 GiB, decided by the file, as for the ``zstd`` CLI) + DuckDB's limit + the largest thread
-(capped by ``max_thread_comments``).
+(``memory_limit``, spilling to disk), and rebuilt a chunk of whole threads (~50,000 rows) at a
+time. The peak is the zstd window (up to 2 GiB, decided by the file, as for the ``zstd`` CLI) +
+DuckDB's limit + one chunk, or the largest thread when it is larger (capped by
+``max_thread_comments``).
+
+Speed: a thread is not walked comment by comment in Python. A chunk's rows become columns
+(numpy, pyarrow compute): parents are looked up by key, each chain is followed to its top in
+pointer-doubling jumps (depth, cycles, filtered ancestors in log2(depth) rounds), paths are
+ranked with ``lexsort``; Python touches only the rows that become records (a Drop, or a turn of
+a kept conversation) and the few a column test cannot decide (see :func:`filter_codes`).
 
 Records: every comment is either dropped on its own (a filter, a missing parent, a cycle, a
 dropped ancestor, malformed JSON) or belongs to at least one candidate conversation; each
@@ -230,12 +237,12 @@ def _fast_table(block: bytes, first_line: int, submissions: bool) -> pa.Table | 
             return None
         bodies = [submission_text(t or "", s or "") for t, s in zip(table.column("title").to_pylist(),
                                                                     table.column("selftext").to_pylist(), strict=True)]
-        link, parent, body, kind = table.column("id"), pa.nulls(table.num_rows, pa.string()), pa.array(bodies, pa.string()), 0
+        link, parent, body, kind = table.column("id"), pa.nulls(table.num_rows, pa.string()), _string_array(bodies), 0
     else:
         if any(table.column(c).null_count for c in ("id", "link_id", "parent_id", "body")):
             return None
         link = pc.utf8_replace_slice(table.column("link_id"), 0, 3, "") if _all_prefixed(table.column("link_id")) \
-            else pa.array([_bare(v, "t3_") for v in table.column("link_id").to_pylist()], pa.string())
+            else _string_array([_bare(v, "t3_") or "" for v in table.column("link_id").to_pylist()])
         parent, body, kind = table.column("parent_id"), table.column("body"), 1
     return pa.table({
         "link": link, "kind": _numpy_column(np.full(table.num_rows, kind, np.int8), pa.int8()), "id": table.column("id"),
@@ -252,13 +259,25 @@ def _numpy_column(values: np.ndarray, kind: pa.DataType) -> pa.Array:
 
 def _text_scalar(text: str) -> pa.Scalar:
     """A string scalar built from buffers (``pa.scalar``, which ``fill_null`` calls on a plain value, imports pandas)."""
-    data = text.encode()
-    offsets = pa.py_buffer(np.array([0, len(data)], np.int32))
-    return pa.Array.from_buffers(pa.string(), 1, [None, offsets, pa.py_buffer(data)])[0]
+    return _string_array([text])[0]
+
+
+def _string_array(texts: Sequence[str]) -> pa.Array:
+    """A string array built from buffers (``pa.array`` imports pandas to vet its input)."""
+    encoded = [text.encode() for text in texts]
+    offsets = np.zeros(len(encoded) + 1, np.int32)
+    np.cumsum([len(data) for data in encoded], out=offsets[1:])
+    return pa.Array.from_buffers(pa.string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+
+
+def _indices(rows: np.ndarray) -> pa.Array:
+    """Row numbers for ``take``, as an Arrow array without ``pa.array``."""
+    return _numpy_column(np.ascontiguousarray(rows, np.int64), pa.int64())
 
 
 _DELETED, _NO_NAME = _text_scalar("[deleted]"), _text_scalar("")
 _ZERO = _numpy_column(np.zeros(1, np.int64), pa.int64())[0]
+_NOWHERE = _numpy_column(np.full(1, -1, np.int32), pa.int32())[0]
 
 
 def _all_prefixed(column: pa.ChunkedArray) -> bool:
@@ -402,9 +421,12 @@ def clean_body(body: str) -> str:
     ``max_body_chars``).
     """
     text = html.unescape(body.replace("\r\n", "\n").replace("\r", "\n"))
-    text = _ZERO_WIDTH.sub("", text).replace("\u00a0", " ")
-    text = _TRAILING.sub("\n", text + "\n")
-    return _BLANKS.sub("\n\n", text).strip()
+    if not text.isascii():  # the regexes only run where they can match (substring tests are C speed)
+        text = _ZERO_WIDTH.sub("", text).replace("\u00a0", " ")
+    text += "\n"
+    if " \n" in text or "\t\n" in text:
+        text = _TRAILING.sub("\n", text)
+    return _BLANKS.sub("\n\n", text).strip() if "\n\n\n" in text else text.strip()
 
 
 # -- the turn format ---------------------------------------------------------------------------
@@ -442,149 +464,366 @@ def label_speakers(authors: Sequence[str], anonymous: str = "[deleted]") -> list
     return out
 
 
-# -- threads and paths -------------------------------------------------------------------------
+# -- threads and paths, columnar ---------------------------------------------------------------
+#: Why a comment joins no conversation, as codes of the per-row arrays below (``KEPT`` = -1: it is a turn).
+REASONS = ("duplicate_id", "bad_parent", "missing_parent", "reply_cycle", "ancestor_filtered", "too_deep",
+           "deleted_body", "removed_body", "empty_body", "bot", "body_too_long", "low_score")
+(DUPLICATE, BAD_PARENT, MISSING, CYCLE, ANCESTOR, TOO_DEEP,
+ DELETED, REMOVED, EMPTY, BOT, BODY_TOO_LONG, LOW_SCORE) = range(len(REASONS))
+KEPT = -1
+#: Bodies :meth:`RedditFilters.comment_reason` must look at itself: a marker that may strip to a
+#: reason of its own, or a word of :func:`_may_say_bot` (RE2 syntax, one pass over the column).
+_ODD_BODY = r"\[deleted\]|\[removed\]|bot|Bot|BOT|automatically"
+_ROOT_BASE = -3  # a pointer ``-(root + 3)``: the chain above a node ends at top-level comment ``root``
+_OFF_THREAD = -2  # the chain leaves the thread (a parent that is not in it)
+
+
+def _flags(values: pa.Array) -> np.ndarray:
+    """A boolean Arrow result as numpy, null as False."""
+    if values.null_count:
+        values = pc.and_kleene(values, pc.is_valid(values))
+    return _numbers(pc.cast(values, pa.uint8())).view(bool)
+
+
+def _numbers(values: pa.Array) -> np.ndarray:
+    """A fixed-width Arrow array without nulls as numpy, over its buffer (``to_numpy`` imports pandas)."""
+    if values.null_count:
+        raise ValueError("a column with nulls")
+    dtype = np.dtype(values.type.to_pandas_dtype())
+    if not len(values):
+        return np.zeros(0, dtype)
+    return np.frombuffer(values.buffers()[1], dtype, count=len(values), offset=values.offset * dtype.itemsize)
+
+
+def filter_codes(author: pa.Array, body: pa.Array, score: np.ndarray, filters: RedditFilters) -> np.ndarray:
+    """:meth:`RedditFilters.comment_reason` of every comment, as codes, with the same precedence.
+
+    Each test runs over the whole column; Python looks only at the few rows a column test cannot
+    decide alone: the distinct authors (:meth:`RedditFilters.is_bot`), and bodies that may strip
+    to ``[deleted]``/``[removed]``/nothing (one of the markers, or no ASCII letter or digit) or
+    may say they are a bot (:func:`_may_say_bot`'s words): those get the whole
+    :meth:`~RedditFilters.comment_reason`. ``utf8_length`` counts code points, as ``len`` does.
+    """
+    codes = np.full(len(body), KEPT, np.int8)
+    if filters.min_score is not None:
+        codes[score < filters.min_score] = LOW_SCORE
+    codes[_numbers(pc.utf8_length(body)) > filters.max_body_chars] = BODY_TOO_LONG
+    codes[_bot_authors(author, filters)] = BOT
+    odd = ~_flags(pc.match_substring_regex(body, "[A-Za-z0-9]")) | _flags(pc.match_substring_regex(body, _ODD_BODY))
+    rows = np.flatnonzero(odd)
+    if rows.size:
+        take = _indices(rows)
+        for row, name, text in zip(rows.tolist(), author.take(take).to_pylist(), body.take(take).to_pylist(), strict=True):
+            reason = filters.comment_reason(name, text, int(score[row]), 1)
+            codes[row] = KEPT if reason is None else REASONS.index(reason)
+    return codes
+
+
+def _bot_authors(author: pa.Array, filters: RedditFilters) -> np.ndarray:
+    """Rows whose author is a bot, deciding each distinct name once."""
+    names = pc.unique(author)
+    bots = [name for name in names.to_pylist() if filters.is_bot(name)]
+    if not bots:
+        return np.zeros(len(author), bool)
+    return _flags(pc.is_in(author, value_set=_string_array(bots)))
+
+
 @dataclass
-class Node:
-    """One comment (or the submission) of a thread."""
+class Chunk:
+    """Whole threads of the sorted rows (by link, kind, created, id, line) as arrays.
+
+    Row order inside a thread is the order of ``(created, id)``, so comparing two comments of
+    one thread by row number compares them as the old per-thread sort did.
+    """
+
+    table: pa.Table
+    thread: np.ndarray = field(init=False)  # thread number of each row
+    starts: np.ndarray = field(init=False)  # first row of each thread
+    kind: np.ndarray = field(init=False)
+    line: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.table = self.table.combine_chunks()
+        link = self.array("link")
+        first = np.ones(self.table.num_rows, bool)
+        if self.table.num_rows > 1:
+            first[1:] = ~_flags(pc.equal(link.slice(1), link.slice(0, self.table.num_rows - 1)))
+        self.starts = np.flatnonzero(first)
+        self.thread = np.cumsum(first) - 1
+        self.kind = self.column("kind")
+        self.line = self.column("line")
+
+    def column(self, name: str) -> np.ndarray:
+        return _numbers(self.array(name))
+
+    def array(self, name: str) -> pa.Array:
+        """One column as one Arrow array (a chunked column's ``to_numpy`` goes through pandas)."""
+        column = self.table.column(name)
+        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+    def values(self, name: str, rows: np.ndarray) -> list[Any]:
+        """Python values of ``name`` at ``rows``."""
+        return self.array(name).take(_indices(rows)).to_pylist()
+
+
+@dataclass
+class Forest:
+    """The accepted comments (``nodes``: rows, first valid row of each id) of a chunk and their links."""
+
+    rows: np.ndarray  # row of each node, ascending
+    parent: np.ndarray  # node index of the parent; ``-(root + 3)`` for a top-level comment; _OFF_THREAD
+    row_codes: np.ndarray  # per row: DUPLICATE/BAD_PARENT for comment rows that are not nodes, else KEPT
+
+
+def build_forest(chunk: Chunk, comment: np.ndarray) -> Forest:
+    """Nodes and parents: ``duplicate_id``/``bad_parent`` exactly as a row-by-row pass in thread order.
+
+    A row whose id an earlier accepted row of its thread has is a duplicate; otherwise a row whose
+    parent is of another thread or has no ``t1_``/``t3_`` prefix is a bad parent; the rest are nodes.
+    """
+    link, parent = chunk.array("link"), chunk.array("parent")
+    bare = pc.utf8_slice_codeunits(parent, 3)
+    top = _flags(pc.starts_with(parent, "t3_")) & _flags(pc.equal(bare, link))
+    valid = comment & (top | _flags(pc.starts_with(parent, "t1_")))
+    ids = pc.dictionary_encode(chunk.array("id"))
+    width = max(len(ids.dictionary), 1)
+    key = chunk.thread * width + _numbers(ids.indices)
+    candidates = np.flatnonzero(valid)
+    _, first = np.unique(key[candidates], return_index=True)
+    nodes = np.sort(candidates[first])
+    order = np.argsort(key[nodes])
+    sorted_keys = key[nodes][order]
+    codes = np.full(len(key), KEPT, np.int8)
+    codes[candidates] = DUPLICATE
+    codes[nodes] = KEPT
+    bad = np.flatnonzero(comment & ~valid)
+    found = _lookup(sorted_keys, key[bad])
+    earlier = (found >= 0) & (nodes[order[np.maximum(found, 0)]] < bad) if nodes.size else np.zeros(bad.size, bool)
+    codes[bad] = np.where(earlier, DUPLICATE, BAD_PARENT)
+    target = _numbers(pc.fill_null(pc.index_in(bare, value_set=ids.dictionary), _NOWHERE))
+    parents = np.full(nodes.size, _OFF_THREAD, np.int64)
+    node_top = top[nodes]
+    parents[node_top] = _ROOT_BASE - np.flatnonzero(node_top)
+    reply = np.flatnonzero(~node_top)
+    code = target[nodes[reply]]
+    known = code >= 0
+    hit = _lookup(sorted_keys, chunk.thread[nodes[reply[known]]] * width + code[known])
+    parents[reply[known]] = np.where(hit >= 0, order[np.maximum(hit, 0)], _OFF_THREAD)
+    return Forest(nodes, parents, codes)
+
+
+def _lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Position of each key in ``sorted_keys``, -1 where absent."""
+    if not sorted_keys.size:
+        return np.full(keys.size, -1, np.int64)
+    at = np.minimum(np.searchsorted(sorted_keys, keys), sorted_keys.size - 1)
+    return np.where(sorted_keys[at] == keys, at, -1)
+
+
+@dataclass
+class Reach:
+    """Where each node's parent chain ends, and what lies on it (pointer jumping: log2(depth) rounds)."""
+
+    end: np.ndarray  # -(root + 3) when the chain reaches top-level comment ``root``; _OFF_THREAD; >= 0 on a cycle
+    depth: np.ndarray  # comments on the chain, the node included (top level = 1)
+    filtered_above: np.ndarray  # a strict ancestor has a filter reason of its own
+
+
+def reach(parent: np.ndarray, own: np.ndarray) -> Reach:
+    """Follow every chain to its end in doubling jumps; chains still going after ``log2(n)`` rounds loop."""
+    end = parent.copy()
+    depth = np.ones(parent.size, np.int64)
+    above = np.zeros(parent.size, bool)
+    active = np.flatnonzero(end >= 0)
+    above[active] = own[end[active]]
+    for _ in range(parent.size.bit_length() + 1):
+        if not active.size:
+            break
+        jump = end[active]
+        depth[active] += depth[jump]
+        above[active] |= above[jump]
+        end[active] = end[jump]
+        active = active[end[active] >= 0]
+    return Reach(end, depth, above)
+
+
+@dataclass
+class Paths:
+    """Candidate conversations of a chunk: one per kept leaf, in the order each record kind is emitted."""
+
+    ranked: np.ndarray  # leaves in per-root ranking order (drops are reported in it)
+    outcome: np.ndarray  # per ranked leaf: KEPT, or the code of too_few_turns (0) / path_limit (1)
+    turns: np.ndarray  # per ranked leaf
+    kept: np.ndarray  # node lists (padded with -1) of kept paths, in depth-first order
+    kept_leaves: np.ndarray
+
+
+def choose_paths(parent: np.ndarray, reached: Reach, codes: np.ndarray, heads: np.ndarray,
+                 node_thread: np.ndarray, score: np.ndarray, filters: RedditFilters) -> Paths:
+    """Root-to-leaf paths of kept nodes, ranked per root (best leaf score, longest, oldest) and cut."""
+    kept = codes == KEPT
+    has_kept_child = np.zeros(parent.size, bool)
+    has_kept_child[parent[kept & (parent >= 0)]] = True
+    leaves = np.flatnonzero(kept & ~has_kept_child)
+    turns = reached.depth[leaves] + heads[node_thread[leaves]]
+    root = _ROOT_BASE - reached.end[leaves]
+    order = np.lexsort((leaves, -turns, -score[leaves], root))
+    ranked, turns, root = leaves[order], turns[order], root[order]
+    long_enough = turns >= filters.min_turns
+    before = np.cumsum(long_enough) - long_enough
+    group_start = np.flatnonzero(np.r_[True, root[1:] != root[:-1]]) if root.size else np.zeros(0, np.int64)
+    sizes = np.diff(np.r_[group_start, root.size])
+    rank = before - np.repeat(before[group_start], sizes)
+    over = long_enough & (filters.max_paths_per_root > 0) & (rank >= filters.max_paths_per_root)
+    outcome = np.where(long_enough, np.where(over, 1, KEPT), 0)
+    chosen = ranked[outcome == KEPT]
+    matrix = _ancestor_rows(chosen, parent, reached.depth[chosen])
+    dfs = np.lexsort(matrix.T[::-1]) if matrix.size else np.zeros(0, np.int64)
+    return Paths(ranked, outcome, turns, matrix[dfs], chosen[dfs])
+
+
+def _ancestor_rows(leaves: np.ndarray, parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """One row per leaf: its path from the top-level comment down, padded with -1 (sorting it gives DFS order)."""
+    width = int(depth.max()) if depth.size else 0
+    matrix = np.full((leaves.size, width), -1, np.int64)
+    current = leaves.copy()
+    for up in range(width):
+        on = depth - 1 - up >= 0
+        matrix[np.flatnonzero(on), (depth - 1 - up)[on]] = current[on]
+        current = np.where(on & (parent[current] >= 0), parent[current], current)
+    return matrix
+
+
+def chunk_records(table: pa.Table, where: str, filters: RedditFilters) -> list[Record]:
+    """Every record of whole threads (sorted rows), in the order of a thread-by-thread walk.
+
+    Per thread: comment drops by line, then path drops (per root, ranking order), then
+    conversations depth-first. A thread over ``max_thread_comments`` gives a
+    ``thread_too_large`` drop per comment, in row order, and nothing else.
+    """
+    chunk = Chunk(table)
+    links = chunk.values("link", chunk.starts)
+    comment = chunk.kind == 1
+    per_thread = np.bincount(chunk.thread[comment], minlength=chunk.starts.size)
+    large = per_thread > filters.max_thread_comments
+    normal = comment & ~large[chunk.thread]
+    forest = build_forest(chunk, normal)
+    node_rows = forest.rows
+    score = chunk.column("score")
+    own = filter_codes(chunk.array("author").take(_indices(node_rows)),
+                       chunk.array("body").take(_indices(node_rows)), score[node_rows], filters)
+    reached = reach(forest.parent, own != KEPT)
+    codes = _node_codes(reached, own, filters)
+    heads = _heads(chunk, filters)
+    node_thread = chunk.thread[node_rows]
+    paths = choose_paths(forest.parent, reached, codes, heads >= 0, node_thread, score[node_rows], filters)
+    row_codes = forest.row_codes
+    row_codes[node_rows] = codes
+    out: list[tuple[list[Record], np.ndarray]] = [
+        _comment_drops(chunk, row_codes, links, where),
+        _large_drops(chunk, comment & large[chunk.thread], per_thread, links, where),
+        _path_drops(chunk, paths, node_rows, node_thread, links, where),
+        _documents(chunk, paths, node_rows, node_thread, heads, links),
+    ]
+    records = [r for recs, _ in out for r in recs]
+    threads = np.concatenate([t for _, t in out])
+    kinds = np.concatenate([np.full(t.size, n) for n, (_, t) in enumerate(out)])
+    return [records[i] for i in np.lexsort((np.arange(threads.size), kinds, threads)).tolist()]
+
+
+def _node_codes(reached: Reach, own: np.ndarray, filters: RedditFilters) -> np.ndarray:
+    """Each node's reason as the depth-first walk gave it: ancestors first, then depth, then its own."""
+    codes = own.copy()
+    codes[reached.depth > filters.max_depth] = TOO_DEEP
+    codes[reached.filtered_above | (reached.depth > filters.max_depth + 1)] = ANCESTOR
+    codes[reached.end == _OFF_THREAD] = MISSING
+    codes[reached.end >= 0] = CYCLE
+    return codes
+
+
+def _heads(chunk: Chunk, filters: RedditFilters) -> np.ndarray:
+    """Per thread: the row of its submission when it opens the conversations (title passes the filters), else -1."""
+    heads = np.full(chunk.starts.size, -1, np.int64)
+    rows = chunk.starts[chunk.kind[chunk.starts] == 0]
+    if rows.size:
+        fields = zip(chunk.values("author", rows), chunk.values("body", rows), strict=True)
+        ok = [filters.comment_reason(author, body, 0, 0) is None for author, body in fields]
+        heads[chunk.thread[rows[ok]]] = rows[ok]
+    return heads
+
+
+def _comment_drops(chunk: Chunk, codes: np.ndarray, links: list[str], where: str) -> tuple[list[Record], np.ndarray]:
+    rows = np.flatnonzero(codes >= 0)
+    rows = rows[np.lexsort((chunk.line[rows], chunk.thread[rows]))]
+    threads = chunk.thread[rows]
+    records: list[Record] = [
+        Drop(REASONS[code], f"{where}: line {line} (t1_{cid} in t3_{links[t]})")
+        for code, line, cid, t in zip(codes[rows].tolist(), chunk.line[rows].tolist(), chunk.values("id", rows),
+                                      threads.tolist(), strict=True)]
+    return records, threads
+
+
+def _large_drops(chunk: Chunk, mask: np.ndarray, per_thread: np.ndarray, links: list[str], where: str
+                 ) -> tuple[list[Record], np.ndarray]:
+    rows = np.flatnonzero(mask)
+    threads = chunk.thread[rows]
+    records: list[Record] = [
+        Drop("thread_too_large", f"{where}: line {line} (t3_{links[t]}, {per_thread[t]} comments)")
+        for line, t in zip(chunk.line[rows].tolist(), threads.tolist(), strict=True)]
+    return records, threads
+
+
+def _path_drops(chunk: Chunk, paths: Paths, node_rows: np.ndarray, node_thread: np.ndarray, links: list[str],
+                where: str) -> tuple[list[Record], np.ndarray]:
+    dropped = np.flatnonzero(paths.outcome != KEPT)
+    leaves = paths.ranked[dropped]
+    threads = node_thread[leaves]
+    records: list[Record] = [
+        Drop("path_limit" if outcome else "too_few_turns", f"{where}: t3_{links[t]} path to t1_{cid} ({turns} turns)")
+        for outcome, t, cid, turns in zip(paths.outcome[dropped].tolist(), threads.tolist(),
+                                          chunk.values("id", node_rows[leaves]), paths.turns[dropped].tolist(),
+                                          strict=True)]
+    return records, threads
+
+
+def _documents(chunk: Chunk, paths: Paths, node_rows: np.ndarray, node_thread: np.ndarray, heads: np.ndarray,
+               links: list[str]) -> tuple[list[Record], np.ndarray]:
+    """A Document per kept path; each turn's row is read and its body cleaned once per chunk."""
+    threads = node_thread[paths.kept_leaves]
+    matrix = np.where(paths.kept >= 0, node_rows[np.maximum(paths.kept, 0)], -1)
+    head_rows = heads[threads]
+    rows = np.unique(np.concatenate([matrix[matrix >= 0], head_rows[head_rows >= 0]]))
+    turn = _Turns(chunk, rows)
+    subreddits = chunk.values("subreddit", chunk.starts)
+    records: list[Record] = []
+    for path_rows, head, t in zip(matrix.tolist(), head_rows.tolist(), threads.tolist(), strict=True):
+        path = [turn.at(r) for r in path_rows if r >= 0]
+        records.append(conversation_document(links[t], subreddits[t], [turn.at(head), *path] if head >= 0 else path))
+    return records, threads
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """What a conversation needs of one comment (or the submission): its body already cleaned."""
 
     id: str
-    parent: str | None  # the parent comment's bare id; None for a top-level comment or submission
     author: str
-    body: str
+    text: str
     score: int
     created: int
     kind: int
-    line: int
-    children: list[str] = field(default_factory=list)
-    reason: str | None = None  # why the comment itself cannot be a turn (depth aside), computed once
 
 
-@dataclass
-class ThreadResult:
-    """What one thread yields: comment drops ``(reason, node)`` and the kept paths (lists of nodes)."""
+class _Turns:
+    """The rows of a chunk that are turns of kept paths, read once."""
 
-    drops: list[tuple[str, Node]] = field(default_factory=list)
-    paths: list[list[Node]] = field(default_factory=list)
-    path_drops: list[tuple[str, list[Node]]] = field(default_factory=list)
+    def __init__(self, chunk: Chunk, rows: np.ndarray) -> None:
+        values = [chunk.values(name, rows) for name in ("id", "author", "body", "score", "created", "kind")]
+        self._turns = {row: Turn(cid, author, clean_body(body), score, created, kind)
+                       for row, cid, author, body, score, created, kind in zip(rows.tolist(), *values, strict=True)}
 
-
-def parent_key(parent_id: str | None, link: str) -> tuple[str | None, str | None]:
-    """``(parent bare id or None for top level, problem)`` from a ``t1_``/``t3_`` parent id."""
-    if parent_id is None:
-        return None, None
-    if parent_id.startswith("t3_"):
-        return (None, None) if parent_id[3:] == link else (None, f"parent {parent_id} is another thread")
-    if parent_id.startswith("t1_"):
-        return parent_id[3:], None
-    return None, f"parent id {parent_id!r} has no t1_/t3_ prefix"
-
-
-def build_thread(link: str, rows: Sequence[dict[str, Any]], filters: RedditFilters) -> ThreadResult:
-    """Rebuild one thread's reply tree and cut it into root-to-leaf paths.
-
-    Top-level comments are taken in (created, id) order, so the result does not depend on dump order.
-    Comments whose parent is absent or which sit on a reply cycle are dropped with their
-    subtree (``missing_parent``, ``reply_cycle``); a filtered comment takes its replies with it
-    (``ancestor_filtered``); turns deeper than ``max_depth`` are ``too_deep``.
-    """
-    result = ThreadResult()
-    nodes: dict[str, Node] = {}
-    submission: Node | None = None
-    for row in rows:
-        if row["kind"] == 0:
-            if submission is None:
-                submission = Node(row["id"], None, row["author"], row["body"], row["score"], row["created"], 0, row["line"])
-            continue  # a second copy of the submission adds nothing (it is context, not a record)
-        node = Node(row["id"], None, row["author"], row["body"], row["score"], row["created"], 1, row["line"])
-        parent, problem = parent_key(row["parent"], link)
-        if row["id"] in nodes:
-            result.drops.append(("duplicate_id", node))
-            continue
-        if problem is not None:
-            result.drops.append(("bad_parent", node))
-            continue
-        node.parent = parent
-        node.reason = filters.comment_reason(node.author, node.body, node.score, 1)
-        nodes[node.id] = node
-    roots: list[str] = []
-    for node in sorted(nodes.values(), key=lambda n: (n.created, n.id)):  # dump order must not matter
-        if node.parent is None:
-            roots.append(node.id)
-        elif node.parent in nodes:
-            nodes[node.parent].children.append(node.id)
-    reached = _walk(roots, nodes, submission, filters, result)
-    for node_id, node in nodes.items():
-        if node_id not in reached:
-            result.drops.append((_orphan_reason(node_id, nodes), node))
-    return result
-
-
-def _orphan_reason(node_id: str, nodes: dict[str, Node]) -> str:
-    """``reply_cycle`` when following parents loops, ``missing_parent`` when it leaves the thread."""
-    seen = set()
-    current: str | None = node_id
-    while current is not None and current in nodes:
-        if current in seen:
-            return "reply_cycle"
-        seen.add(current)
-        current = nodes[current].parent
-    return "missing_parent"
-
-
-def _walk(roots: list[str], nodes: dict[str, Node], submission: Node | None, filters: RedditFilters,
-          result: ThreadResult) -> set[str]:
-    """Depth-first from each top-level comment: drops, and the paths to every kept leaf."""
-    reached: set[str] = set()
-    head: list[Node] = []
-    if submission is not None and filters.comment_reason(submission.author, submission.body, 0, 0) is None:
-        head = [submission]
-    for root in roots:
-        leaves: list[list[Node]] = []
-        stack: list[tuple[str, list[Node], str | None]] = [(root, head, None)]
-        while stack:
-            node_id, above, inherited = stack.pop()
-            reached.add(node_id)
-            node = nodes[node_id]
-            reason = inherited or _own_reason(node, len(above) - len(head) + 1, filters)
-            if reason is not None:
-                result.drops.append((reason, node))
-                if node.children:  # most comments have no replies: skip the generator
-                    child_reason = "ancestor_filtered" if inherited is None else inherited
-                    stack.extend((c, above, child_reason) for c in reversed(node.children))
-                continue
-            path = [*above, node]
-            if not node.children:
-                leaves.append(path)
-                continue
-            if not _has_kept_child(node, nodes, len(path) - len(head), filters):
-                leaves.append(path)
-            stack.extend((c, path, None) for c in reversed(node.children))
-        _choose_paths(leaves, filters, result)
-    return reached
-
-
-def _own_reason(node: Node, depth: int, filters: RedditFilters) -> str | None:
-    return "too_deep" if depth > filters.max_depth else node.reason
-
-
-def _has_kept_child(node: Node, nodes: dict[str, Node], depth: int, filters: RedditFilters) -> bool:
-    return depth < filters.max_depth and any(nodes[c].reason is None for c in node.children)
-
-
-def _choose_paths(leaves: list[list[Node]], filters: RedditFilters, result: ThreadResult) -> None:
-    """Keep at most ``max_paths_per_root`` paths of one root: best leaf score, then longest, then id."""
-    ranked = leaves if len(leaves) < 2 else sorted(leaves, key=lambda p: (-p[-1].score, -len(p), p[-1].created, p[-1].id))
-    kept: list[list[Node]] = []
-    for path in ranked:
-        if len(path) < filters.min_turns:
-            result.path_drops.append(("too_few_turns", path))
-        elif filters.max_paths_per_root and len(kept) >= filters.max_paths_per_root:
-            result.path_drops.append(("path_limit", path))
-        else:
-            kept.append(path)
-    if len(kept) > 1:
-        kept.sort(key=lambda p: [(n.created, n.id) for n in p])
-    result.paths.extend(kept)
+    def at(self, row: int) -> Turn:
+        return self._turns[row]
 
 
 # -- reading one input -------------------------------------------------------------------------
@@ -692,25 +931,8 @@ class RedditReader:
         return table.filter(keep), denied
 
     def _threads(self, sources: list[Path], work: Path) -> Iterator[Record]:
-        for link, rows in group_threads(sources, work, self.memory_limit):
-            yield from self._thread_records(link, rows)
-
-    def _thread_records(self, link: str, rows: list[dict[str, Any]]) -> Iterator[Record]:
-        where = self.spec.location
-        comments = sum(1 for r in rows if r["kind"] == 1)
-        if comments > self.filters.max_thread_comments:
-            for row in rows:
-                if row["kind"] == 1:
-                    yield Drop("thread_too_large", f"{where}: line {row['line']} (t3_{link}, {comments} comments)")
-            return
-        result = build_thread(link, rows, self.filters)
-        for reason, node in sorted(result.drops, key=lambda d: d[1].line):
-            yield Drop(reason, f"{where}: line {node.line} (t1_{node.id} in t3_{link})")
-        for reason, path in result.path_drops:
-            yield Drop(reason, f"{where}: t3_{link} path to t1_{path[-1].id} ({len(path)} turns)")
-        subreddit = rows[0]["subreddit"]
-        for path in result.paths:
-            yield conversation_document(link, subreddit, path)
+        for chunk in sorted_chunks(sources, work, self.memory_limit, self.batch_rows):
+            yield from chunk_records(chunk, self.spec.location, self.filters)
 
 
 def _plain_chunks(path: Path) -> Iterator[bytes]:
@@ -720,12 +942,13 @@ def _plain_chunks(path: Path) -> Iterator[bytes]:
             yield chunk
 
 
-def group_threads(sources: Sequence[Path], work: Path, memory_limit: str, batch_rows: int = 5_000
-                  ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """``(link, rows)`` per thread in link order, sorted out of core by DuckDB.
+def sorted_chunks(sources: Sequence[Path], work: Path, memory_limit: str, chunk_rows: int = 50_000
+                  ) -> Iterator[pa.Table]:
+    """Tables of whole threads (about ``chunk_rows`` rows each) in link order, sorted out of core by DuckDB.
 
     Submissions join only threads that have comments in this input (a semi-join), so a
-    month's submissions add context without adding records.
+    month's submissions add context without adding records. A thread larger than a chunk
+    grows its chunk (it is held whole, as a thread always was).
     """
     con = duckdb.connect(str(work / "group.duckdb"))
     try:
@@ -733,46 +956,46 @@ def group_threads(sources: Sequence[Path], work: Path, memory_limit: str, batch_
         con.execute(f"SET temp_directory='{(work / 'spill').as_posix()}'")
         con.execute("SET threads=1")
         con.execute("SET preserve_insertion_order=false")
+        con.execute("SET enable_progress_bar=false")  # the reader is consumed slowly: no bar on stderr
         files = [str(p) for p in sources]
         if len(files) > 1:
             query = con.sql(GROUP_SQL, params=[files, files[0]])
         else:
             query = con.sql(LINKS_SQL, params=[files])
-        reader = query.to_arrow_reader(batch_rows)
-        link: str | None = None
-        rows: list[dict[str, Any]] = []
-        names = ROW_SCHEMA.names
-        for batch in reader:
-            columns = batch.to_pydict()
-            for values in zip(*(columns[n] for n in names), strict=True):
-                row = dict(zip(names, values, strict=True))
-                if row["link"] != link:
-                    if rows:
-                        yield link, rows  # type: ignore[misc]
-                    link, rows = row["link"], []
-                rows.append(row)
+        pending: list[pa.RecordBatch] = []
+        rows = 0
+        for batch in query.to_arrow_reader(chunk_rows):
+            pending.append(batch)
+            rows += batch.num_rows
+            if rows < chunk_rows:
+                continue
+            table = pa.Table.from_batches(pending)
+            links = table.column("link")
+            cut = pc.index(links, links[-1]).as_py()  # the last thread may go on in the next batch
+            if cut > 0:
+                yield table.slice(0, cut)
+                pending, rows = table.slice(cut).to_batches(), table.num_rows - cut
         if rows:
-            yield link, rows  # type: ignore[misc]
+            yield pa.Table.from_batches(pending)
     finally:
         con.close()
 
 
-def conversation_document(link: str, subreddit: str, path: Sequence[Node]) -> Document:
+def conversation_document(link: str, subreddit: str, path: Sequence[Turn]) -> Document:
     """One root-to-leaf path as a dialogue Document."""
     speakers = label_speakers([n.author for n in path])
-    turns = [(s, clean_body(n.body)) for s, n in zip(speakers, path, strict=True)]
     comment_ids = [n.id for n in path if n.kind == 1]
     dialogue_id = f"t3_{link}/t1_{comment_ids[-1]}"
     return Document(
         id=make_doc_id(SOURCE, f"reddit/{dialogue_id}"),
-        text=format_turns(turns),
+        text=format_turns([(s, n.text) for s, n in zip(speakers, path, strict=True)]),
         source=SOURCE,
         meta={
             "corpus": CORPUS,
             "dialogue_id": dialogue_id,
             "thread_id": f"t3_{link}",
             "subreddit": subreddit,
-            "turns": len(turns),
+            "turns": len(path),
             "speakers": speakers,
             "comment_ids": comment_ids,
             "with_submission": path[0].kind == 0,
