@@ -44,10 +44,10 @@ import logging
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import duckdb
 import numpy as np
@@ -455,13 +455,20 @@ def label_speakers(authors: Sequence[str], anonymous: str = "[deleted]") -> list
     out = []
     for author in authors:
         if author == anonymous:
-            out.append(speaker_label(len(labels)))
+            out.append(_label(len(labels)))
             labels[f"\x00{len(labels)}"] = out[-1]
             continue
         if author not in labels:
-            labels[author] = speaker_label(len(labels))
+            labels[author] = _label(len(labels))
         out.append(labels[author])
     return out
+
+
+_FIRST_LABELS = [speaker_label(i) for i in range(64)]
+
+
+def _label(index: int) -> str:
+    return _FIRST_LABELS[index] if index < len(_FIRST_LABELS) else speaker_label(index)
 
 
 # -- threads and paths, columnar ---------------------------------------------------------------
@@ -694,24 +701,24 @@ def _ancestor_rows(leaves: np.ndarray, parent: np.ndarray, depth: np.ndarray) ->
     return matrix
 
 
-def chunk_records(table: pa.Table, where: str, filters: RedditFilters) -> list[Record]:
+def chunk_records(table: pa.Table, where: str, filters: RedditFilters) -> Iterator[Record]:
     """Every record of whole threads (sorted rows), in the order of a thread-by-thread walk.
 
     Per thread: comment drops by line, then path drops (per root, ranking order), then
     conversations depth-first. A thread over ``max_thread_comments`` gives a
-    ``thread_too_large`` drop per comment, in row order, and nothing else.
+    ``thread_too_large`` drop per comment, in row order, and nothing else. Records are made
+    as they are yielded: a chunk's records held at once would be promoted through the garbage
+    collector's generations and rescanned (~15% of the time).
     """
     chunk = Chunk(table)
     links = chunk.values("link", chunk.starts)
     comment = chunk.kind == 1
     per_thread = np.bincount(chunk.thread[comment], minlength=chunk.starts.size)
     large = per_thread > filters.max_thread_comments
-    normal = comment & ~large[chunk.thread]
-    forest = build_forest(chunk, normal)
+    forest = build_forest(chunk, comment & ~large[chunk.thread])
     node_rows = forest.rows
     score = chunk.column("score")
-    own = filter_codes(chunk.array("author").take(_indices(node_rows)),
-                       chunk.array("body").take(_indices(node_rows)), score[node_rows], filters)
+    own = filter_codes(chunk.array("author"), chunk.array("body"), score, filters)[node_rows]
     reached = reach(forest.parent, own != KEPT)
     codes = _node_codes(reached, own, filters)
     heads = _heads(chunk, filters)
@@ -719,16 +726,19 @@ def chunk_records(table: pa.Table, where: str, filters: RedditFilters) -> list[R
     paths = choose_paths(forest.parent, reached, codes, heads >= 0, node_thread, score[node_rows], filters)
     row_codes = forest.row_codes
     row_codes[node_rows] = codes
-    out: list[tuple[list[Record], np.ndarray]] = [
+    makers = [
         _comment_drops(chunk, row_codes, links, where),
         _large_drops(chunk, comment & large[chunk.thread], per_thread, links, where),
         _path_drops(chunk, paths, node_rows, node_thread, links, where),
         _documents(chunk, paths, node_rows, node_thread, heads, links),
     ]
-    records = [r for recs, _ in out for r in recs]
-    threads = np.concatenate([t for _, t in out])
-    kinds = np.concatenate([np.full(t.size, n) for n, (_, t) in enumerate(out)])
-    return [records[i] for i in np.lexsort((np.arange(threads.size), kinds, threads)).tolist()]
+    threads = np.concatenate([t for t, _ in makers])
+    kinds = np.concatenate([np.full(t.size, n) for n, (t, _) in enumerate(makers)])
+    within = np.concatenate([np.arange(t.size) for t, _ in makers])
+    order = np.lexsort((within, kinds, threads))
+    make = [m for _, m in makers]
+    for kind, index in zip(kinds[order].tolist(), within[order].tolist(), strict=True):
+        yield make[kind](index)
 
 
 def _node_codes(reached: Reach, own: np.ndarray, filters: RedditFilters) -> np.ndarray:
@@ -752,58 +762,62 @@ def _heads(chunk: Chunk, filters: RedditFilters) -> np.ndarray:
     return heads
 
 
-def _comment_drops(chunk: Chunk, codes: np.ndarray, links: list[str], where: str) -> tuple[list[Record], np.ndarray]:
+#: Records of one kind in a chunk: the thread of each, and how to make the i-th.
+Maker = tuple[np.ndarray, Callable[[int], Record]]
+
+
+def _drops(reasons: list[str], texts: list[str]) -> Callable[[int], Record]:
+    return lambda i: Drop(reasons[i], texts[i])
+
+
+def _comment_drops(chunk: Chunk, codes: np.ndarray, links: list[str], where: str) -> Maker:
     rows = np.flatnonzero(codes >= 0)
     rows = rows[np.lexsort((chunk.line[rows], chunk.thread[rows]))]
     threads = chunk.thread[rows]
-    records: list[Record] = [
-        Drop(REASONS[code], f"{where}: line {line} (t1_{cid} in t3_{links[t]})")
-        for code, line, cid, t in zip(codes[rows].tolist(), chunk.line[rows].tolist(), chunk.values("id", rows),
-                                      threads.tolist(), strict=True)]
-    return records, threads
+    texts = [f"{where}: line {line} (t1_{cid} in t3_{links[t]})"
+             for line, cid, t in zip(chunk.line[rows].tolist(), chunk.values("id", rows), threads.tolist(), strict=True)]
+    return threads, _drops([REASONS[code] for code in codes[rows].tolist()], texts)
 
 
-def _large_drops(chunk: Chunk, mask: np.ndarray, per_thread: np.ndarray, links: list[str], where: str
-                 ) -> tuple[list[Record], np.ndarray]:
+def _large_drops(chunk: Chunk, mask: np.ndarray, per_thread: np.ndarray, links: list[str], where: str) -> Maker:
     rows = np.flatnonzero(mask)
     threads = chunk.thread[rows]
-    records: list[Record] = [
-        Drop("thread_too_large", f"{where}: line {line} (t3_{links[t]}, {per_thread[t]} comments)")
-        for line, t in zip(chunk.line[rows].tolist(), threads.tolist(), strict=True)]
-    return records, threads
+    texts = [f"{where}: line {line} (t3_{links[t]}, {per_thread[t]} comments)"
+             for line, t in zip(chunk.line[rows].tolist(), threads.tolist(), strict=True)]
+    return threads, _drops(["thread_too_large"] * rows.size, texts)
 
 
 def _path_drops(chunk: Chunk, paths: Paths, node_rows: np.ndarray, node_thread: np.ndarray, links: list[str],
-                where: str) -> tuple[list[Record], np.ndarray]:
+                where: str) -> Maker:
     dropped = np.flatnonzero(paths.outcome != KEPT)
     leaves = paths.ranked[dropped]
     threads = node_thread[leaves]
-    records: list[Record] = [
-        Drop("path_limit" if outcome else "too_few_turns", f"{where}: t3_{links[t]} path to t1_{cid} ({turns} turns)")
-        for outcome, t, cid, turns in zip(paths.outcome[dropped].tolist(), threads.tolist(),
-                                          chunk.values("id", node_rows[leaves]), paths.turns[dropped].tolist(),
-                                          strict=True)]
-    return records, threads
+    texts = [f"{where}: t3_{links[t]} path to t1_{cid} ({turns} turns)"
+             for t, cid, turns in zip(threads.tolist(), chunk.values("id", node_rows[leaves]),
+                                      paths.turns[dropped].tolist(), strict=True)]
+    reasons = ["path_limit" if outcome else "too_few_turns" for outcome in paths.outcome[dropped].tolist()]
+    return threads, _drops(reasons, texts)
 
 
 def _documents(chunk: Chunk, paths: Paths, node_rows: np.ndarray, node_thread: np.ndarray, heads: np.ndarray,
-               links: list[str]) -> tuple[list[Record], np.ndarray]:
+               links: list[str]) -> Maker:
     """A Document per kept path; each turn's row is read and its body cleaned once per chunk."""
     threads = node_thread[paths.kept_leaves]
     matrix = np.where(paths.kept >= 0, node_rows[np.maximum(paths.kept, 0)], -1)
     head_rows = heads[threads]
     rows = np.unique(np.concatenate([matrix[matrix >= 0], head_rows[head_rows >= 0]]))
-    turn = _Turns(chunk, rows)
+    turns = _turns(chunk, rows)
     subreddits = chunk.values("subreddit", chunk.starts)
-    records: list[Record] = []
-    for path_rows, head, t in zip(matrix.tolist(), head_rows.tolist(), threads.tolist(), strict=True):
-        path = [turn.at(r) for r in path_rows if r >= 0]
-        records.append(conversation_document(links[t], subreddits[t], [turn.at(head), *path] if head >= 0 else path))
-    return records, threads
+    path_rows, head_list, thread_list = matrix.tolist(), head_rows.tolist(), threads.tolist()
+
+    def make(i: int) -> Record:
+        path = [turns[r] for r in path_rows[i] if r >= 0]
+        head, t = head_list[i], thread_list[i]
+        return conversation_document(links[t], subreddits[t], [turns[head], *path] if head >= 0 else path)
+    return threads, make
 
 
-@dataclass(frozen=True, slots=True)
-class Turn:
+class Turn(NamedTuple):
     """What a conversation needs of one comment (or the submission): its body already cleaned."""
 
     id: str
@@ -814,16 +828,11 @@ class Turn:
     kind: int
 
 
-class _Turns:
-    """The rows of a chunk that are turns of kept paths, read once."""
-
-    def __init__(self, chunk: Chunk, rows: np.ndarray) -> None:
-        values = [chunk.values(name, rows) for name in ("id", "author", "body", "score", "created", "kind")]
-        self._turns = {row: Turn(cid, author, clean_body(body), score, created, kind)
-                       for row, cid, author, body, score, created, kind in zip(rows.tolist(), *values, strict=True)}
-
-    def at(self, row: int) -> Turn:
-        return self._turns[row]
+def _turns(chunk: Chunk, rows: np.ndarray) -> dict[int, Turn]:
+    """The rows of a chunk that are turns of kept paths, by row, each read and cleaned once."""
+    values = [chunk.values(name, rows) for name in ("id", "author", "body", "score", "created", "kind")]
+    return {row: Turn(cid, author, clean_body(body), score, created, kind)
+            for row, cid, author, body, score, created, kind in zip(rows.tolist(), *values, strict=True)}
 
 
 # -- reading one input -------------------------------------------------------------------------
@@ -903,7 +912,8 @@ class RedditReader:
                     yield Drop(reason, f"{where}: line {number}")
                 if table.num_rows:
                     if writer is None:
-                        writer = pq.ParquetWriter(target, ROW_SCHEMA, compression="lz4")
+                        writer = pq.ParquetWriter(target, ROW_SCHEMA, compression="lz4", use_dictionary=False,
+                                                  write_statistics=False)  # read once, whole: ~30% less to write
                     writer.write_table(table, row_group_size=self.batch_rows)
         except (TruncatedInputError, EOFError) as exc:  # bz2/xz/gz say EOFError
             yield Drop("truncated_input", f"{where}: after line {line - 1}", str(exc))

@@ -248,7 +248,7 @@ def reference_forest(rows: list[dict[str, Any]], filters: RedditFilters) -> tupl
 def forest_records(rows: list[dict[str, Any]], filters: RedditFilters) -> tuple[list[Document], list[Drop]]:
     """The records of one thread's rows, sorted as DuckDB hands them to the reader."""
     ordered = sorted(rows, key=lambda r: (r["kind"], r["created"], r["id"], r["line"]))
-    records = chunk_records(pa.Table.from_pylist(ordered, schema=ROW_SCHEMA), "f", filters)
+    records = list(chunk_records(pa.Table.from_pylist(ordered, schema=ROW_SCHEMA), "f", filters))
     return [r for r in records if isinstance(r, Document)], [r for r in records if isinstance(r, Drop)]
 
 
