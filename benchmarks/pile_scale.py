@@ -149,8 +149,9 @@ def write_reference(folder: Path, documents: int, shards: int, seed: int,
 
 
 def write_corpus(out: Path, documents: int, kept: dict[tuple[str, int], str], planted_share: float,
-                 seed: int) -> list[dict[str, object]]:
-    """An output root of ``documents`` (shards + manifest rows); returns the planted copies' truth."""
+                 seed: int) -> tuple[list[dict[str, object]], float]:
+    """An output root of ``documents`` (shards + manifest rows); returns the planted copies' truth
+    and the megabytes of text (what match throughput is per)."""
     from core.document import Document
     from core.manifest import Manifest
     from core.shards import ShardWriter
@@ -159,6 +160,7 @@ def write_corpus(out: Path, documents: int, kept: dict[tuple[str, int], str], pl
     maker = TextMaker(seed + 2)
     targets = sorted(kept)
     truth: list[dict[str, object]] = []
+    text_bytes = 0
     manifest = Manifest.for_output(out)
     with ShardWriter(out, out / "docs" / "web" / "en", "corpus", "web", "en") as writer:
         for i in range(documents):
@@ -171,8 +173,9 @@ def write_corpus(out: Path, documents: int, kept: dict[tuple[str, int], str], pl
             else:
                 text = maker.document()
             writer.write(Document(doc_id, text, "web", {"language": "en"}))
+            text_bytes += len(text.encode("utf-8"))
     manifest.record_shards("pile-scale-corpus", [s.to_dict() for s in writer.finished], "bench", "web", "bench")
-    return truth
+    return truth, text_bytes / 1e6
 
 
 # -- scoring ---------------------------------------------------------------------------------------
@@ -261,7 +264,7 @@ def run_size(size: int, args: argparse.Namespace, work: Path) -> dict[str, objec
         shutil.rmtree(made, ignore_errors=True)
     started = time.monotonic()
     kept, text_mb = reference_shards(ref, size, args)
-    truth = write_corpus(corpus, args.corpus, kept, args.planted, args.seed)
+    truth, corpus_mb = write_corpus(corpus, args.corpus, kept, args.planted, args.seed)
     print(f"size {size:,}: generated {text_mb:,.0f} MB of reference text, {args.corpus:,} corpus documents "
           f"({len(truth):,} planted) in {time.monotonic() - started:.0f} s", flush=True)
     python = [sys.executable, "-m"]
@@ -283,8 +286,42 @@ def run_size(size: int, args: argparse.Namespace, work: Path) -> dict[str, objec
             "build_wall_s": round(build.wall_s, 1), "mb_per_cpu_s": round(text_mb / build.cpu_s, 1),
             "mb_per_wall_s": round(text_mb / build.wall_s, 1), "build_peak_rss_mb": round(build.peak_rss_mb),
             "index_bytes_per_doc": round(index_bytes / size), "match_cpu_s": round(match.cpu_s, 1),
+            "match_mb_per_cpu_s": round(corpus_mb / match.cpu_s, 1),
             "match_ms_per_doc": round(1000 * match.cpu_s / args.corpus, 3),
             "match_peak_rss_mb": round(match.peak_rss_mb), **{k: round(v, 4) for k, v in scores.items()}}
+
+
+#: The whole Pile (v1): documents, megabytes of text, shards (one index part each).
+PILE_DOCS, PILE_MB, PILE_SHARDS = 210e6, 825e3, 30
+#: A LLaMA-size corpus to match: tokens, and UTF-8 bytes per token (an assumption: ~4 for English
+#: web text with LLaMA's tokenizer, more for code).
+LLAMA_TOKENS, BYTES_PER_TOKEN = 1.2e12, 4.3
+
+
+def projection(row: dict[str, object]) -> list[str]:
+    """The whole Pile from one measured row: per-byte and per-document costs times the Pile's size.
+
+    Assumes the measured rates hold (the build is per shard, nothing global, so it is linear by
+    construction; matching's joins read the reference band keys once per band, small beside
+    signing the corpus), that workers scale to the cores (each worker builds one whole shard, so
+    the index build uses at most ``PILE_SHARDS`` cores), and that peak memory per worker does not
+    grow with the index (streamed in batches of documents; measured by ``ru_maxrss``).
+    """
+    build_core_h = PILE_MB / float(row["mb_per_cpu_s"]) / 3600  # type: ignore[arg-type]
+    per_shard_h = build_core_h / PILE_SHARDS
+    llama_mb = LLAMA_TOKENS * BYTES_PER_TOKEN / 1e6
+    match_core_h = llama_mb / float(row["match_mb_per_cpu_s"]) / 3600  # type: ignore[arg-type]
+    disk_gb = float(row["index_bytes_per_doc"]) * PILE_DOCS / 1e9  # type: ignore[arg-type]
+    return [
+        f"build the Pile index ({PILE_DOCS / 1e6:.0f}M documents, {PILE_MB / 1e3:.0f} GB): {build_core_h:,.1f} core-hours; "
+        f"one 2-core machine {build_core_h / 2:,.1f} h; 64 cores {max(build_core_h / 64, per_shard_h):,.2f} h "
+        f"(one shard per worker: {PILE_SHARDS} busy, {per_shard_h:,.2f} h each)",
+        f"index on disk: {disk_gb:,.0f} GB; peak RSS per process {row['build_peak_rss_mb']} MB (build), "
+        f"{row['match_peak_rss_mb']} MB (match)",
+        f"match {LLAMA_TOKENS / 1e12:.1f}T tokens (~{llama_mb / 1e6:.1f} TB at {BYTES_PER_TOKEN} bytes/token): "
+        f"{match_core_h:,.0f} core-hours; one 2-core machine {match_core_h / 2 / 24:,.1f} days; "
+        f"64 cores {match_core_h / 64:,.1f} h",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -323,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n" + " ".join(f"{c:>18}" for c in cols))
     for row in rows:
         print(" ".join(f"{row[c]!s:>18}" for c in cols))
+    if rows:
+        print("\nprojected from the largest size:\n  " + "\n  ".join(projection(rows[-1])))
     if len(rows) > 1:
         first, last = rows[0], rows[-1]
         per_doc = [float(r["build_cpu_s"]) / int(r["documents"]) for r in (first, last)]  # type: ignore[arg-type]
