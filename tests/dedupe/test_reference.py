@@ -225,3 +225,24 @@ def test_an_index_of_whole_signatures_still_opens_and_grows_alike(corpus) -> Non
     assert index.store().bits == 32
     np.testing.assert_array_equal(index.store().gather(np.array([1 << 32])),
                                   MinHasher(index.minhash).signatures([pile_texts[30]]))
+
+
+def test_matching_reads_only_committed_parts(corpus) -> None:
+    """A part whose files are finished but which ``index.json`` does not list (a build killed
+    before its commit) is not read by the joins: its documents have no signatures in the index."""
+    tmp_path, pile_texts, shard_a, shard_b = corpus
+    index = ReferenceIndex.open_or_create(tmp_path / "index", MinHashConfig(), LAYOUTS)
+    build(index, [shard_a])
+    (shard, no, name), = ReferenceIndex.open(index.root).plan([shard_b])
+    index_pile_shard(shard, index.root, no, name, index.minhash, index.layouts)  # finished, never committed
+    index = ReferenceIndex.open(index.root)
+    out = tmp_path / "data"
+    with ShardWriter(out, out / "docs" / "web" / "en", "x", "web") as writer:
+        for i, text in enumerate([pile_texts[40] + " tail", pile_texts[5] + " tail"]):
+            writer.write(Document(f"web-{i}", text, "web"))
+    query = tmp_path / "work"
+    layout = index.layout("0.8")
+    part = sign_document_shard(out, writer.finished[0].path, query, "00000", 0, index.minhash, [layout])
+    pairs = [reference_band_pairs(query, index, layout, band, query, JoinSettings()) for band in range(layout.bands)]
+    matches = pq.read_table(best_reference_matches(query, [part], index, layout, pairs, query, JoinSettings())).to_pylist()
+    assert [(m["doc"], m["kind"], m["ref"]) for m in matches] == [(1, "near", 5)]
