@@ -43,6 +43,7 @@ export it comes from, and the run-wide exact dedup keeps one.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -112,6 +113,12 @@ def list_license(values: Iterable[Any] | None, allowed: frozenset[str]) -> RepoL
     return judge(found, (), allowed)
 
 
+@functools.lru_cache(maxsize=4096)
+def _listed_license(values: tuple[Any, ...], allowed: frozenset[str]) -> RepoLicense:
+    """:func:`list_license` of one licence list, remembered: a dataset repeats a few lists over millions of rows."""
+    return list_license(values, allowed)
+
+
 @dataclass(frozen=True)
 class StackCodeSettings:
     """What the reader keeps; the filters' thresholds are the GitHub recipe's by default."""
@@ -152,7 +159,9 @@ def stack_row(row: Mapping[str, Any], allowed: frozenset[str]) -> CodeRow:
         path, name, licenses = row.get("max_stars_repo_path"), row.get("max_stars_repo_name"), None
     if isinstance(licenses, str):  # a JSON export may hold a plain string
         licenses = [licenses]
-    return CodeRow(STACK, str(name or ""), str(path or ""), row.get("content"), list_license(licenses, allowed),
+    judged = _listed_license(tuple(licenses), allowed) if isinstance(licenses, list | tuple) else list_license(
+        licenses, allowed)
+    return CodeRow(STACK, str(name or ""), str(path or ""), row.get("content"), judged,
                    row.get("lang"), row.get("hexsha"))
 
 

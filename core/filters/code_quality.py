@@ -89,13 +89,15 @@ def _line_end(text: str, pos: int) -> int:
     return len(text) if end == -1 else end + 1
 
 
+_NON_SPACE = re.compile(r"\S")  # ``\s`` is ``str.isspace``, as ``str.strip`` uses
+
+
 def _skip_blank_lines(text: str, pos: int) -> int:
-    while pos < len(text):
-        end = _line_end(text, pos)
-        if text[pos:end].strip():
-            return pos
-        pos = end
-    return pos
+    """Start of the first line at or after ``pos`` (a line start) that is not all whitespace, else ``len(text)``."""
+    found = _NON_SPACE.search(text, pos)
+    if found is None:
+        return len(text)
+    return text.rfind("\n", pos, found.start()) + 1 or pos
 
 
 def _block_comment_end(text: str, pos: int, syntax: CommentSyntax) -> int | None:
@@ -126,6 +128,21 @@ def _line_comment_end(text: str, pos: int, syntax: CommentSyntax) -> int | None:
             break
         cursor = line_end
     return end
+
+
+def may_have_header(text: str, language: str | None = None) -> bool:
+    """False when :func:`remove_copyright_header` cannot remove anything: no comment opens the file.
+
+    Its own first look, without the regex or the scan of a comment: the first non-blank line
+    (after a kept shebang, ``<?php`` or ``<?xml`` line) starts with neither a block-comment opener
+    nor a line-comment prefix of the language. C-level string scans only, so it needs no bound.
+    """
+    syntax = COMMENT_SYNTAX.get(language or "", _DEFAULT_SYNTAX)
+    pos = _skip_blank_lines(text, 0)
+    if _PREAMBLE.match(text[pos:pos + 8]):
+        pos = _skip_blank_lines(text, _line_end(text, pos))
+    line = text[pos:_line_end(text, pos)].lstrip(" \t")
+    return line.startswith((*(opener for opener, _ in syntax.block), *syntax.line))
 
 
 def remove_copyright_header(text: str, language: str | None = None) -> str:
@@ -215,7 +232,12 @@ class CopyrightHeaderRemover(Step):
 
     def run(self, docs: Iterable[Document]) -> Iterator[Record]:
         for doc in docs:
-            text = self.bound.run(doc, doc.text, self.mode, doc.meta.get("language"))
+            text: str | Drop
+            if (self.mode == "copyright" and len(doc.text) <= self.bound.max_chars
+                    and not may_have_header(doc.text, doc.meta.get("language"))):
+                text = doc.text  # no comment opens it: nothing to remove, and no bounded run needed
+            else:
+                text = self.bound.run(doc, doc.text, self.mode, doc.meta.get("language"))
             if isinstance(text, Drop):
                 yield Drop(text.reason, _label(doc), text.detail, language=doc.language)
             elif not text.strip():
@@ -238,7 +260,11 @@ def _label(doc: Document) -> str:
 # -- statistics -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class LineStats:
-    """Line statistics as RedPajama computed them (average counts newline characters too)."""
+    """Line statistics as RedPajama computed them (average counts newline characters too).
+
+    The plain definition (the filter counts the same lines through :func:`text_counts`; the
+    property test holds the two equal).
+    """
 
     lines: int
     max_line_length: int
@@ -268,6 +294,32 @@ def _counter() -> Callable[[str], TextCounts]:
     from core.filters.text_counts import text_counts as count
 
     return count
+
+
+def _remember_counts(texts: list[str]) -> None:
+    """:func:`core.filters.text_counts.remember_counts` (imported on first use, see :func:`_counter`)."""
+    from core.filters.text_counts import remember_counts
+
+    remember_counts(texts)
+
+
+#: A batch of documents counted together: this many, or fewer when their texts reach COUNT_BATCH_CHARS.
+COUNT_BATCH_DOCS = 256
+COUNT_BATCH_CHARS = 4 << 20
+
+
+def _batches(docs: Iterable[Document]) -> Iterator[list[Document]]:
+    """``docs`` in lists of at most :data:`COUNT_BATCH_DOCS`, closed once their texts pass :data:`COUNT_BATCH_CHARS`."""
+    batch: list[Document] = []
+    chars = 0
+    for doc in docs:
+        batch.append(doc)
+        chars += len(doc.text)
+        if len(batch) >= COUNT_BATCH_DOCS or chars >= COUNT_BATCH_CHARS:
+            yield batch
+            batch, chars = [], 0
+    if batch:
+        yield batch
 
 
 def alphanumeric_fraction(text: str) -> float:
@@ -337,13 +389,24 @@ class LineLengthFilter(Filter):
         self.max_line_length = max_line_length
         self.max_avg_line_length = max_avg_line_length
 
+    def run(self, docs: Iterable[Document]) -> Iterator[Record]:
+        """Decide a batch at a time: the batch's texts are counted together, once for all three filters.
+
+        :func:`remember_counts` counts the batch in one numpy pass and keeps the counts where
+        :func:`text_counts` finds them, so this filter and the two after it (alphanumeric
+        fraction, alpha per token) pay no per-document counting.
+        """
+        for batch in _batches(docs):
+            _remember_counts([doc.text for doc in batch])
+            yield from super().run(batch)
+
     def decide(self, doc: Document) -> str | None:
-        stats = LineStats.of(doc.text)
-        if stats.lines == 0:
+        counts = text_counts(doc.text)  # the lines of LineStats.of, counted in numpy
+        if counts.lines == 0:
             return "empty"
-        if stats.max_line_length > self.max_line_length:
+        if counts.max_line_length > self.max_line_length:
             return "max_line_length"
-        if stats.avg_line_length > self.max_avg_line_length:
+        if len(doc.text) / counts.lines > self.max_avg_line_length:
             return "avg_line_length"
         return None
 

@@ -1,19 +1,24 @@
-"""Character-class and pre-token counts of a text at numpy speed (what the code filters measure).
+"""Character-class, pre-token and line counts of a text at numpy speed (what the code filters measure).
 
 :mod:`core.filters.code_quality` drops files on the share of ``str.isalnum`` characters, the
-number of ``str.isalpha`` characters and the number of GPT-2-style pre-tokens (matches of its
-``_PRETOKEN`` pattern). Written as a Python step per character or per match, these were ~85% of
-the GitHub and stack_code paths' CPU. Here a text becomes code points in numpy (one byte each
-for ASCII text, UTF-32 otherwise): ASCII characters are classified by table, the few distinct
-others one by one (cached), and the pre-tokens are counted from the runs of equal character
-classes. Equal to the per-character definitions on any Unicode text: property test in
-tests/core/filters/test_code_counts.py, with the plain per-character code as the oracle.
+number of ``str.isalpha`` characters, the number of GPT-2-style pre-tokens (matches of its
+``_PRETOKEN`` pattern) and the lines of ``str.splitlines`` (their number and longest length).
+Written as a Python step per character, per match or per line, these were most of the GitHub and
+stack_code paths' CPU. Here a text becomes one class code per character in numpy (a
+``bytes.translate`` for ASCII text, UTF-32 code points otherwise): ASCII characters are classified
+by table, the few distinct others one by one (cached); the pre-tokens are counted from the runs
+of equal classes and the lines from the positions of the line breaks. All counts come from one
+classification, and the filters of one document share it (:func:`text_counts` keeps the last few
+texts by identity, without hashing them). Equal to the per-character definitions on any Unicode
+text: property test in tests/core/filters/test_code_counts.py, with the plain code as the oracle.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,26 +26,45 @@ import numpy as np
 
 @dataclass(frozen=True)
 class TextCounts:
-    """Per-text counts the filters need: ``isalnum`` and ``isalpha`` characters, GPT-2-style pre-tokens."""
+    """Per-text counts the filters need.
+
+    ``alnum``/``alpha``: characters for which ``str.isalnum``/``str.isalpha`` hold; ``pretokens``:
+    GPT-2-style pre-tokens; ``lines`` and ``max_line_length``: the number of ``str.splitlines``
+    pieces and the length of the longest (line breaks not counted).
+    """
 
     alnum: int
     alpha: int
     pretokens: int
+    lines: int
+    max_line_length: int
 
 
-#: Character classes of the pre-token pattern (``_PRETOKEN`` of :mod:`core.filters.code_quality`):
-#: letters ``[^\W\d_]``, digits ``\d``, underscore, punctuation ``[^\s\w]``, whitespace ``\s``.
-#: Every character is in exactly one; each is decided by ``re`` itself, so the classes are the
-#: pattern's own.
-LETTER, DIGIT, UNDERSCORE, PUNCT, SPACE = range(5)
+#: Class codes, one per character. The first five are the classes of the pre-token pattern
+#: (``_PRETOKEN`` of :mod:`core.filters.code_quality`): letters ``[^\W\d_]``, digits ``\d``,
+#: punctuation ``[^\s\w]``, underscore, whitespace ``\s``; every character is in exactly one,
+#: each decided by ``re`` itself, so the classes are the pattern's own. Whitespace is split further
+#: into ``" "`` (which a following token may take) and the line breaks of ``str.splitlines``.
+#: The order is chosen so that one comparison answers each question: ``< PUNCT + 1`` takes a
+#: leading ``" "``, ``>= SPACE`` is whitespace.
+LETTER, DIGIT, PUNCT, UNDERSCORE, SPACE, BLANK, BREAK = range(7)
 _CLASS_PATTERNS = ((LETTER, re.compile(r"[^\W\d_]")), (DIGIT, re.compile(r"\d")), (UNDERSCORE, re.compile("_")),
                    (SPACE, re.compile(r"\s")))
+_CR, _LF, _APOSTROPHE = 13, 10, 39
+
+
+def _is_line_break(ch: str) -> bool:
+    return len(f"a{ch}b".splitlines()) == 2
 
 
 @functools.lru_cache(maxsize=1 << 16)
 def _char_flags(ch: str) -> tuple[int, bool, bool]:
-    """``(pre-token class, isalnum, isalpha)`` of one character (cached: a text has few distinct ones)."""
+    """``(class code, isalnum, isalpha)`` of one character (cached: a text has few distinct ones)."""
     code = next((code for code, pattern in _CLASS_PATTERNS if pattern.match(ch)), PUNCT)
+    if _is_line_break(ch):
+        code = BREAK  # every splitlines break is whitespace (tested); the run rules see it as SPACE
+    elif ch == " ":
+        code = BLANK
     return code, ch.isalnum(), ch.isalpha()
 
 
@@ -48,41 +72,117 @@ def _char_flags(ch: str) -> tuple[int, bool, bool]:
 #: ``isalnum`` LETTER or DIGIT.
 _ASCII_CLASSES = bytes(_char_flags(chr(value))[0] if value < 128 else PUNCT for value in range(256))
 _ASCII_CLASS_ARRAY = np.frombuffer(_ASCII_CLASSES[:128], np.uint8)
-#: A contraction branch that fires: an apostrophe starting a token (not after ``" "``, whose branch
-#: takes it, nor after punctuation, whose run it continues) whose letters are the whole letter run.
-_CONTRACTION = re.compile(r"'(?<!(?: |[^\s\w])')(?:[sdmt]|ll|ve|re)(?![^\W\d_])")
 
+class _Recent:
+    """Counts of recently counted texts, found by identity (``is``), so a lookup costs no hash of the text.
 
-@functools.lru_cache(maxsize=4)
-def text_counts(text: str) -> TextCounts:
-    """The counts of ``text`` without a Python step per character (the filters spend their time here).
-
-    Cached for the last few texts: the alphanumeric and alpha-per-token filters ask about the
-    same document in turn.
+    The filters of one document ask in turn about the same string object, and the first of them
+    counts a whole batch ahead (:func:`remember_counts`); holding the strings keeps their
+    identities from being reused while they are here. A miss only costs a recount.
     """
-    if not text:
-        return TextCounts(0, 0, 0)
-    if text.isascii():
-        data = text.encode("ascii")
-        classes = np.frombuffer(data.translate(_ASCII_CLASSES), np.uint8)
-        letters, digits = int(np.count_nonzero(classes == LETTER)), int(np.count_nonzero(classes == DIGIT))
-        blanks = np.frombuffer(data, np.uint8) == 32
-        return TextCounts(letters + digits, letters, _pretoken_count(classes, blanks, text))
-    points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
-    high = points >= 128
-    low_classes = _ASCII_CLASS_ARRAY[points[~high]]
-    distinct, where, times = np.unique(points[high], return_inverse=True, return_counts=True)
-    flags = np.array([_char_flags(chr(p)) for p in distinct.tolist()], np.int64).reshape(-1, 3)
-    classes = np.empty(len(points), np.uint8)
-    classes[~high] = low_classes
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.items: dict[int, tuple[str, TextCounts]] = {}
+        self.lock = threading.Lock()
+
+    def get(self, text: str) -> TextCounts | None:
+        found = self.items.get(id(text))
+        return found[1] if found is not None and found[0] is text else None
+
+    def put(self, texts: Sequence[str], counts: Sequence[TextCounts]) -> None:
+        with self.lock:
+            items = dict(self.items)
+            for text, count in zip(texts, counts, strict=True):
+                items.pop(id(text), None)
+                items[id(text)] = (text, count)
+            for key in list(items)[: max(0, len(items) - self.size)]:
+                del items[key]
+            self.items = items
+
+
+_RECENT = _Recent(1024)
+_EMPTY = TextCounts(0, 0, 0, 0, 0)
+
+
+def text_counts(text: str) -> TextCounts:
+    """The counts of ``text`` without a Python step per character (the filters spend their time here)."""
+    counts = _RECENT.get(text)
+    if counts is None:
+        counts = count_texts([text])[0]
+        _RECENT.put([text], [counts])
+    return counts
+
+
+def remember_counts(texts: Sequence[str]) -> None:
+    """Count ``texts`` in one batch so that :func:`text_counts` finds each of them without counting."""
+    missing = [text for text in texts if _RECENT.get(text) is None]
+    if missing:
+        _RECENT.put(missing, count_texts(missing))
+
+
+def count_texts(texts: Sequence[str]) -> list[TextCounts]:
+    """The counts of each text, computed a batch at a time (numpy's per-call cost paid once per batch).
+
+    ASCII texts are classified by ``bytes.translate`` of their joined bytes, the others from the
+    UTF-32 code points of theirs; both then go through the same segment arithmetic.
+    """
+    results = [_EMPTY] * len(texts)
+    ascii_texts = [i for i, text in enumerate(texts) if text and text.isascii()]
+    other_texts = [i for i, text in enumerate(texts) if text and not text.isascii()]
+    for chosen, classify in ((ascii_texts, _ascii_chars), (other_texts, _unicode_chars)):
+        if chosen:
+            group = [texts[i] for i in chosen]
+            for i, counts in zip(chosen, _segment_counts(classify("".join(group)), [len(t) for t in group]),
+                                 strict=True):
+                results[i] = counts
+    return results
+
+
+@dataclass(frozen=True)
+class _Chars:
+    """The characters of joined texts: code points, class codes, and ``isalnum``/``isalpha`` as int8 0/1."""
+
+    raw: np.ndarray
+    classes: np.ndarray
+    alnum: np.ndarray
+    alpha: np.ndarray
+
+
+def _ascii_chars(joined: str) -> _Chars:
+    data = joined.encode("ascii")
+    classes = np.frombuffer(data.translate(_ASCII_CLASSES), np.uint8)
+    return _Chars(np.frombuffer(data, np.uint8), classes, (classes <= DIGIT).view(np.int8),
+                  (classes == LETTER).view(np.int8))
+
+
+def _unicode_chars(joined: str) -> _Chars:
+    raw = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), np.uint32)
+    high = raw >= 128
+    distinct, where = np.unique(raw[high], return_inverse=True)
+    flags = np.array([_char_flags(chr(p)) for p in distinct.tolist()], np.int8).reshape(-1, 3)
+    classes = np.empty(len(raw), np.uint8)
+    classes[~high] = _ASCII_CLASS_ARRAY[raw[~high]]
     classes[high] = flags[:, 0][where]
-    letters, digits = int(np.count_nonzero(low_classes == LETTER)), int(np.count_nonzero(low_classes == DIGIT))
-    return TextCounts(letters + digits + int(times @ flags[:, 1]), letters + int(times @ flags[:, 2]),
-                      _pretoken_count(classes, points == 32, text))
+    alnum, alpha = (classes <= DIGIT).view(np.int8), (classes == LETTER).view(np.int8)
+    alnum[high], alpha[high] = flags[:, 1][where], flags[:, 2][where]  # isalnum is more than \w minus _ there
+    return _Chars(raw, classes, alnum, alpha)
 
 
-def _pretoken_count(classes: np.ndarray, blanks: np.ndarray, text: str) -> int:
-    """Matches of ``_PRETOKEN`` in ``text`` from its runs of equal classes (``blanks``: ``" "`` positions).
+def _segment_counts(chars: _Chars, lengths: Sequence[int]) -> list[TextCounts]:
+    """Per-text counts of joined non-empty texts of ``lengths`` characters (no count crosses a join)."""
+    ends = np.cumsum(np.asarray(lengths, np.int64))
+    starts = ends - np.asarray(lengths, np.int64)
+    alnum = np.add.reduceat(chars.alnum, starts, dtype=np.int32)
+    alpha = np.add.reduceat(chars.alpha, starts, dtype=np.int32)
+    tokens = _pretoken_counts(chars, starts, ends)
+    lines, longest = _line_counts(chars, starts, ends)
+    return [TextCounts(*row) for row in zip(alnum.tolist(), alpha.tolist(), tokens.tolist(), lines.tolist(),
+                                            longest.tolist(), strict=True)]
+
+
+def _pretoken_counts(chars: _Chars, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Matches of ``_PRETOKEN`` in each text, from its runs of equal classes (whitespace codes as one class).
 
     The pattern takes every maximal run of letters, digits, underscores or punctuation as one
     token. A whitespace run before more text leaves its last character to what follows: that
@@ -92,12 +192,85 @@ def _pretoken_count(classes: np.ndarray, blanks: np.ndarray, text: str) -> int:
     more per whitespace run of two or more before text, one less per ``" "`` that joins. A
     contraction (``'s``, ``'ll``...) that starts a token makes the apostrophe and its letters
     one token where the runs count two.
+
+    Each rule looks at a pair (or triple) of neighbours; summed per text over the pairs that lie
+    inside it, so nothing is counted across the join of two texts.
     """
-    tokens = 1 + int(np.count_nonzero(classes[1:] != classes[:-1]))
-    white = classes == SPACE
-    tokens += int(np.count_nonzero(white[:-2] & white[1:-1] & ~white[2:]))
-    takes_blank = ~white[1:] & (classes[1:] != UNDERSCORE)
-    tokens -= int(np.count_nonzero(blanks[:-1] & takes_blank))
-    if "'" in text:
-        tokens -= len(_CONTRACTION.findall(text))
-    return tokens
+    classes = chars.classes
+    white = classes >= SPACE
+    both_white = white[:-1] & white[1:]
+    # a new run starts at j + 1 (whitespace codes are one class), unless a " " at j joins it
+    starts_token = (classes[:-1] != classes[1:]) & ~both_white & ~((classes[:-1] == BLANK) & (classes[1:] <= PUNCT))
+    more_white = both_white[:-1] & ~white[2:]  # j ends a whitespace run of 2+ that text follows, at j + 1
+    inside = ends - starts >= 2
+    crossing = ends[inside] - 2  # "before text" would be the next text's first character (none after the last)
+    more_white[crossing[crossing < len(more_white)]] = False
+    starts_token[:-1] |= more_white  # never both: a run start is not inside a whitespace run
+    per_pair = np.append(starts_token, False).view(np.int8)  # indexed by the pair's first character
+    bounds = np.empty(2 * len(starts), np.int64)  # [start, end - 1) of each text, then its join pair
+    bounds[0::2], bounds[1::2] = starts, ends - 1
+    inner = np.add.reduceat(per_pair, bounds, dtype=np.int32)[0::2].astype(np.int64)
+    inner[~inside] = 0  # a one-character text has no pair (reduceat gives the element itself)
+    return 1 + inner - _contractions(chars, starts, ends)
+
+
+def _contractions(chars: _Chars, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per text, the apostrophes where the contraction branch ``'(?:[sdmt]|ll|ve|re)`` takes the token.
+
+    An apostrophe not after ``" "`` or punctuation (a text's first character has nothing before
+    it), followed inside its text by ``s``/``d``/``m``/``t`` or ``ll``/``ve``/``re`` that are the
+    whole letter run (the text ends, or a non-letter follows).
+    """
+    raw, classes = chars.raw, chars.classes
+    at = np.flatnonzero(raw == _APOSTROPHE)
+    if not len(at):
+        return np.zeros(len(starts), np.int64)
+    text = np.searchsorted(starts, at, side="right") - 1
+    first, end, last = starts[text], ends[text], len(raw) - 1
+
+    def code_point(offset: int) -> np.ndarray:  # the character ``offset`` after, 0 past the text's end
+        return np.where(at + offset < end, raw[np.minimum(at + offset, last)], 0)
+
+    def letter(offset: int) -> np.ndarray:
+        return (at + offset < end) & (classes[np.minimum(at + offset, last)] == LETTER)
+
+    before = classes[at - 1]  # at - 1 == -1 only for the first text's first character, masked below
+    starts_token = (at == first) | ((before != BLANK) & (before != PUNCT))
+    one, two = code_point(1), code_point(2)
+    single = ((one == 115) | (one == 100) | (one == 109) | (one == 116)) & ~letter(2)  # s d m t
+    double = (((one == 108) & (two == 108)) | (((one == 118) | (one == 114)) & (two == 101))) & ~letter(3)  # ll ve re
+    return np.bincount(text[starts_token & (single | double)], minlength=len(starts))
+
+
+def _line_counts(chars: _Chars, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per text, the number and the longest length of the pieces of ``str.splitlines``.
+
+    A line ends at each break character, except that ``"\\r\\n"`` is one break; a text that
+    does not end with a break has one more line after its last break.
+    """
+    raw = chars.raw
+    breaks = np.flatnonzero(chars.classes == BREAK)
+    text = np.searchsorted(starts, breaks, side="right") - 1
+    crlf_tail = (raw[breaks] == _LF) & (breaks > starts[text]) & (raw[breaks - 1] == _CR)
+    following = breaks + 1  # where the next line starts
+    if crlf_tail.any():  # the \n of a \r\n is no break of its own: the next line starts after it
+        carriage_returns = breaks[crlf_tail] - 1
+        breaks, text = breaks[~crlf_tail], text[~crlf_tail]
+        following = breaks + 1
+        following[np.searchsorted(breaks, carriage_returns)] += 1
+    count = np.bincount(text, minlength=len(starts))
+    line_start = np.empty_like(breaks)
+    line_start[1:] = following[:-1]
+    first_of_text = np.ones(len(breaks), bool)
+    first_of_text[1:] = text[1:] != text[:-1]
+    line_start[first_of_text] = starts[text[first_of_text]]
+    longest = np.zeros(len(starts), np.int64)
+    after_last = starts.copy()  # where the line after each text's last break starts
+    if len(breaks):
+        groups = np.flatnonzero(first_of_text)  # each text's breaks are contiguous
+        longest[text[groups]] = np.maximum.reduceat(breaks - line_start, groups)
+        last_of_text = np.append(first_of_text[1:], True)
+        after_last[text[last_of_text]] = following[last_of_text]
+    tail = ends - after_last
+    longest = np.maximum(longest, tail)
+    return count + (tail > 0), longest

@@ -20,6 +20,7 @@ from core.filters.code_quality import (
     LineStats,
     RegexTokenizer,
     code_steps,
+    may_have_header,
     remove_copyright_header,
     remove_copyright_header_redpajama,
 )
@@ -87,6 +88,18 @@ def test_header_removal_only_cuts_a_prefix(lines: list[str]) -> None:
     cleaned = remove_copyright_header(text, "c")
     assert text.endswith(rest := cleaned)  # what is left is the unchanged rest of the file
     assert rest == text or any(w in text[: len(text) - len(cleaned)].lower() for w in ("copyright", "licen"))
+
+
+HEADERISH = ["/* Copyright 1999 */", "// licence", "# License: MIT", "-- (c) 2001", "#!/bin/sh", "<?php", "int a;",
+             "", "  ", "\t", "\x0c", "\r", "/* note", "*/", "x = 1;", "<!-- licence -->", "=begin", "=end"]
+
+
+@given(st.lists(st.sampled_from(HEADERISH), max_size=8), st.sampled_from(["c", "python", "sql", "html", "ruby", None]))
+def test_no_header_where_the_first_look_says_none(lines: list[str], language: str | None) -> None:
+    """The remover skips the bounded run when :func:`may_have_header` says no: then nothing would go."""
+    text = "\n".join(lines)
+    if not may_have_header(text, language):
+        assert remove_copyright_header(text, language) == text
 
 
 def test_remover_drops_files_left_empty_and_marks_changes() -> None:
