@@ -305,7 +305,7 @@ def _remember_counts(texts: list[str]) -> None:
 
 #: A batch of documents counted together: this many, or fewer when their texts reach COUNT_BATCH_CHARS.
 COUNT_BATCH_DOCS = 256
-COUNT_BATCH_CHARS = 4 << 20
+COUNT_BATCH_CHARS = 1 << 20
 
 
 def _batches(docs: Iterable[Document]) -> Iterator[list[Document]]:
