@@ -1,4 +1,4 @@
-"""Shared test fixtures: where the optional real-data samples are, and offline Prefect settings."""
+"""Shared test fixtures: real-data samples, offline Prefect settings, the toy tokenizer, the CPU clock."""
 
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ os.environ.setdefault("PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT", "false")
 # that test's stream, closed when the test ends ("I/O operation on closed file" in later tests).
 import prefect  # noqa: E402, F401
 
+from tests.toy import toy_texts, train_toy_tokenizer  # noqa: E402
+
 
 @pytest.fixture(scope="session")
 def realdata() -> Path:
@@ -47,6 +49,13 @@ def prefect_api_url():
 
     with prefect_api() as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def toy_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real byte-level BPE (300 ids, EOS ``<|endoftext|>``), trained once for every test that needs
+    *a* tokenizer (``tests/toy.py``). Read-only: a test that edits a tokenizer copies it first."""
+    return train_toy_tokenizer(tmp_path_factory.mktemp("toy-tokenizer") / "tokenizer.json", toy_texts(200, seed=99))
 
 
 def tree_cpu_seconds() -> float:

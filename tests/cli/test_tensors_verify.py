@@ -1,4 +1,4 @@
-"""``kinda tensors verify DIR`` on a real tensor set (BPE tokenizer trained here, shards tokenized by the writer)."""
+"""``kinda tensors verify DIR`` on a real tensor set (the session's BPE tokenizer, shards tokenized by the writer)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from core.document import Document, make_doc_id
 from core.shards import ShardLimits, ShardWriter
@@ -28,20 +27,14 @@ def _texts(n: int, seed: int) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def tensors(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def tensors(tmp_path_factory: pytest.TempPathFactory, toy_tokenizer: Path) -> Path:
     base = tmp_path_factory.mktemp("tensors")
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    tokenizer.train_from_iterator(_texts(200, 1), trainers.BpeTrainer(
-        vocab_size=300, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tokenizer.save(str(base / "tokenizer.json"))
     data = base / "data"
     with ShardWriter(data, data / "docs" / "wiki" / "en", "wiki", "wiki", "en", ["G.1"],
                      ShardLimits(max_docs=40, row_group_docs=16)) as writer:
         for i, text in enumerate(_texts(100, 2)):
             writer.write(Document(make_doc_id("wiki", str(i)), text, "wiki", {"language": "en"}))
-    settings = TokenizeSettings(tokenizer=str(base / "tokenizer.json"), holdout_fraction=0.0, batch_docs=16)
+    settings = TokenizeSettings(tokenizer=str(toy_tokenizer), holdout_fraction=0.0, batch_docs=16)
     out = base / "set"
     write_metadata(out, [tokenize_shard(data, shard, out, settings) for shard in find_input_shards(data)], settings)
     return out

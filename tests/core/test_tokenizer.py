@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from core.tokenizer import (
     DIGIT_SPLIT_BYTELEVEL_REGEX,
@@ -16,6 +15,7 @@ from core.tokenizer import (
     split_digits_config,
     tokenizer_hash,
 )
+from tests.toy import train_toy_tokenizer
 
 CORPUS = [
     "The year 2023 had 365 days; in 1999 there were 12 months and 52 weeks.",
@@ -26,16 +26,7 @@ CORPUS = [
 
 def build_bpe(path: Path, vocab_size: int = 400) -> Path:
     """Train a small real ByteLevel BPE (GPT-2 style) that merges digits, and save tokenizer.json."""
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=["<|endoftext|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tok.train_from_iterator(CORPUS, trainer)
-    tok.save(str(path))
-    return path
+    return train_toy_tokenizer(path, CORPUS, vocab_size)
 
 
 @pytest.fixture(scope="module")

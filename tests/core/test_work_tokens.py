@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer
 
 from core.document import Document, make_doc_id
 from core.shards import ShardLimits, ShardWriter
@@ -19,6 +19,7 @@ from loader.tensor_writer import (
     tokenize_shard,
     write_metadata,
 )
+from tests.toy import train_toy_tokenizer
 
 REASONING = ("Question: Natalia sold 48 clips.\n\n<work>\nNatalia sold 48/2 = 24 clips in May.\n</work>\n\n"
              "Answer: 72")
@@ -27,14 +28,8 @@ PLAIN = ["The river ran under the old stone bridge in 1999.", "def f(x):\n    re
 
 
 def _bpe(path: Path) -> Path:
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>", "<|pad|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator([REASONING, *PLAIN] * 20, trainer)
-    tok.save(str(path))
-    return path
+    """The toy tokenizer trained on the work-token texts, with a second special token."""
+    return train_toy_tokenizer(path, [REASONING, *PLAIN] * 20, special_tokens=["<|endoftext|>", "<|pad|>"])
 
 
 @pytest.fixture(scope="module")

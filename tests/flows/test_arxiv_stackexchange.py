@@ -7,7 +7,6 @@ import hashlib
 import html
 import io
 import tarfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import py7zr
@@ -21,14 +20,6 @@ from flows.arxiv import run as run_arxiv
 from flows.stackexchange import StackExchangeConfig
 from flows.stackexchange import parse_args as stackexchange_args
 from flows.stackexchange import run as run_stackexchange
-
-
-@pytest.fixture(scope="module")
-def prefect_server() -> Iterator[str]:
-    from flows._runtime import prefect_api
-
-    with prefect_api() as url:
-        yield url
 
 
 def shard_hashes(out: Path) -> dict[str, str]:
@@ -57,7 +48,7 @@ def paper(topic: str) -> bytes:
     return gzip.compress(tar_bytes([("main.tex", main)]), mtime=0)
 
 
-def test_arxiv_flow_end_to_end_with_resume(tmp_path: Path, prefect_server: str) -> None:
+def test_arxiv_flow_end_to_end_with_resume(tmp_path: Path, prefect_api_url: str) -> None:
     src = tmp_path / "src"
     src.mkdir()
     (src / "arXiv_src_2301_001.tar").write_bytes(tar_bytes([
@@ -106,7 +97,7 @@ def seven_zip(path: Path, files: dict[str, bytes]) -> None:
             archive.writestr(data, name)
 
 
-def test_stackexchange_flow_top_sites_and_skips(tmp_path: Path, prefect_server: str) -> None:
+def test_stackexchange_flow_top_sites_and_skips(tmp_path: Path, prefect_api_url: str) -> None:
     dumps = tmp_path / "dumps"
     dumps.mkdir()
     seven_zip(dumps / "big.stackexchange.com.7z", {"Posts.xml": posts(5), "Users.xml": b"<users/>"})

@@ -37,16 +37,8 @@ def test_command_lines(tmp_path: Path) -> None:
     assert clf.model == Path("m.bin") and clf.positives == ["a.warc.gz"]
 
 
-@pytest.fixture(scope="module")
-def prefect_harness():
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=60):
-        yield
-
-
 @pytest.mark.prefect
-def test_commoncrawl_flow_end_to_end(tmp_path: Path, prefect_harness) -> None:
+def test_commoncrawl_flow_end_to_end(tmp_path: Path, prefect_api_url: str) -> None:
     helpers = _cc_helpers()
     warcs = tmp_path / "segments"
     warcs.mkdir()

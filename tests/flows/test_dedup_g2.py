@@ -112,14 +112,6 @@ def make_g2_root(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     return out, pile, {"book": book.id, "pmc": pmc.id}
 
 
-@pytest.fixture(scope="module")
-def prefect_harness():
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=60):
-        yield
-
-
 def _attributes(out: Path) -> dict[str, dict]:
     rows: dict[str, dict] = {}
     for shard in sorted((out / "docs").rglob("*.parquet")):
@@ -129,7 +121,7 @@ def _attributes(out: Path) -> dict[str, dict]:
 
 
 @pytest.mark.prefect
-def test_g2_dedup_and_labels(tmp_path: Path, prefect_harness) -> None:
+def test_g2_dedup_and_labels(tmp_path: Path, prefect_api_url: str) -> None:
     from flows import dedup, label, pile_index
 
     out, pile, ids = make_g2_root(tmp_path)

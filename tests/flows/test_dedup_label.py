@@ -55,14 +55,6 @@ def make_output_root(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     return out, pile, {**wiki, **science, **other}
 
 
-@pytest.fixture(scope="module")
-def prefect_harness():
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=60):
-        yield
-
-
 def _kinda(capsys, *argv: str) -> tuple[int, str, str]:
     status = kinda_main(list(argv))
     captured = capsys.readouterr()
@@ -70,7 +62,7 @@ def _kinda(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 @pytest.mark.prefect
-def test_index_dedup_label_end_to_end(tmp_path: Path, prefect_harness, capsys) -> None:
+def test_index_dedup_label_end_to_end(tmp_path: Path, prefect_api_url: str, capsys) -> None:
     from flows import dedup, label, pile_index
 
     out, pile, _ = make_output_root(tmp_path)
@@ -188,7 +180,7 @@ def _pg_book(title: str, seed: int) -> str:
 
 
 @pytest.mark.prefect
-def test_explain_a_source_runs_exact_duplicate(tmp_path: Path, prefect_harness, capsys) -> None:
+def test_explain_a_source_runs_exact_duplicate(tmp_path: Path, prefect_api_url: str, capsys) -> None:
     """The source run's exact dedup records which kept document each duplicate duplicates."""
     from flows import books
     from sources.gutenberg import BookSettings, read_book

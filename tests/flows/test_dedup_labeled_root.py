@@ -66,14 +66,6 @@ def _book(tmp_path: Path, rnd: random.Random) -> Document:
     return book
 
 
-@pytest.fixture(scope="module")
-def prefect_harness():
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=60):
-        yield
-
-
 def _explain(capsys: pytest.CaptureFixture[str], out: Path, doc_id: str) -> tuple[int, str, str]:
     status = kinda_main(["--out", str(out), "dedup", "explain", doc_id])
     captured = capsys.readouterr()
@@ -93,7 +85,7 @@ def _label(out: Path) -> None:
 
 
 @pytest.mark.prefect
-def test_g2_sources_added_to_a_labeled_g1_root(tmp_path: Path, prefect_harness,
+def test_g2_sources_added_to_a_labeled_g1_root(tmp_path: Path, prefect_api_url: str,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     from flows import dedup, pile_index
 

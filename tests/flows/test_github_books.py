@@ -7,7 +7,6 @@ import hashlib
 import json
 import shutil
 import sysconfig
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,14 +23,6 @@ STDLIB = Path(sysconfig.get_paths()["stdlib"])
 MIT = ("Permission is hereby granted, free of charge, to any person obtaining a copy of this software.\n"
        "The above copyright notice and this permission notice shall be included in all copies.\n")
 WORDS = ["the", "river", "ran", "quiet", "under", "willows", "while", "an", "old", "angler", "watched", "his", "line", "drift", "past", "the", "reeds"]
-
-
-@pytest.fixture(scope="module")
-def prefect_server() -> Iterator[str]:
-    from flows._runtime import prefect_api
-
-    with prefect_api() as url:
-        yield url
 
 
 def pg_book(title: str, body: str) -> str:
@@ -52,7 +43,7 @@ def shard_hashes(out: Path) -> dict[str, str]:
             for p in sorted((out / "docs").rglob("*.parquet"))}
 
 
-def test_books_flow_near_dedup_and_resume(tmp_path: Path, prefect_server: str) -> None:
+def test_books_flow_near_dedup_and_resume(tmp_path: Path, prefect_api_url: str) -> None:
     books = tmp_path / "books"
     books.mkdir()
     original = body(1)
@@ -80,7 +71,7 @@ def test_books_flow_near_dedup_and_resume(tmp_path: Path, prefect_server: str) -
     assert sorted(r.docs_dropped for r in again.records) == sorted(r.docs_dropped for r in summary.records)
 
 
-def test_github_flow_clones_and_rows(tmp_path: Path, prefect_server: str) -> None:
+def test_github_flow_clones_and_rows(tmp_path: Path, prefect_api_url: str) -> None:
     clones = tmp_path / "clones"
     for name, licence in (("mitrepo", MIT), ("gplrepo", "GNU GENERAL PUBLIC LICENSE\nVersion 3\n")):
         root = clones / name

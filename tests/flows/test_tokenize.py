@@ -5,11 +5,9 @@ from __future__ import annotations
 import collections
 import json
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from core.document import Document, make_doc_id
 from core.manifest import Manifest
@@ -30,14 +28,8 @@ def _texts(n: int, seed: int) -> list[str]:
 
 
 @pytest.fixture
-def data_root(tmp_path: Path) -> tuple[Path, Path]:
+def data_root(tmp_path: Path, toy_tokenizer: Path) -> tuple[Path, Path]:
     """A data root with labeled shards of two sources recorded in its manifest, and a tokenizer."""
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(_texts(100, 9), trainers.BpeTrainer(
-        vocab_size=280, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tok.save(str(tmp_path / "tokenizer.json"))
     out = tmp_path / "data"
     manifest = Manifest.for_output(out)
     for seed, (source, labels) in enumerate((("wikipedia", ["G1", "G2", "G3"]), ("c4", ["G1", "G2"]))):
@@ -46,7 +38,7 @@ def data_root(tmp_path: Path) -> tuple[Path, Path]:
             for i, text in enumerate(_texts(70, seed)):
                 writer.write(Document(make_doc_id(source, str(i)), text, source, {"language": "en"}))
         manifest.record_shards("seed", [{**s.to_dict(), "inputs": []} for s in writer.finished], "cfg", "label", "t")
-    return out, tmp_path / "tokenizer.json"
+    return out, toy_tokenizer
 
 
 def test_config_from_cli(data_root: tuple[Path, Path], tmp_path: Path) -> None:
@@ -96,17 +88,9 @@ def test_report_tokens_are_per_tensor_root(data_root: tuple[Path, Path], tmp_pat
     assert str(tmp_path / "a") in text and str(tmp_path / "b") in text
 
 
-@pytest.fixture(scope="module")
-def prefect_server() -> Iterator[str]:
-    from flows._runtime import prefect_api
-
-    with prefect_api() as url:
-        yield url
-
-
 @pytest.mark.prefect
 def test_cli_end_to_end_with_process_workers(data_root: tuple[Path, Path], tmp_path: Path,
-                                             prefect_server: str) -> None:
+                                             prefect_api_url: str) -> None:
     data, tokenizer = data_root
     out = tmp_path / "tensors"
     argv = ["--data", str(data), "--labels", "G3", "--tokenizer", str(tokenizer), "--split-digits", "--out", str(out),

@@ -1,7 +1,7 @@
 """Tokenize any Parquet / JSONL dataset: reading, drops, holdout, host shares, resume, the CLI flow.
 
 Datasets are real files: Parquet written by pyarrow (several row groups), JSONL.gz by gzip,
-JSONL.zst by zstandard; the tokenizer is a real BPE trained here.
+JSONL.zst by zstandard; the tokenizer is the session's real BPE (``toy_tokenizer``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer
 
 from core.manifest import Manifest
 from loader.tensor_writer import TokenizeSettings, in_holdout, open_tokens
@@ -38,18 +38,6 @@ WORDS = ["the", "river", "ran", "quiet", "in", "1999", "and", "2023", "under", "
 
 def _text(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 40)))
-
-
-def train_tokenizer(path: Path) -> Path:
-    """A real byte-level BPE with an EOS token."""
-    rng = random.Random(9)
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator([_text(rng) for _ in range(200)], trainers.BpeTrainer(
-        vocab_size=300, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tok.save(str(path))
-    return path
 
 
 def write_dataset(root: Path, files: int = 3, rows: int = 300) -> dict[str, Any]:
@@ -89,10 +77,10 @@ def write_dataset(root: Path, files: int = 3, rows: int = 300) -> dict[str, Any]
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, Any]]:
+def dataset(tmp_path_factory: pytest.TempPathFactory, toy_tokenizer: Path) -> tuple[Path, Path, dict[str, Any]]:
     root = tmp_path_factory.mktemp("ext")
     expected = write_dataset(root / "ds")
-    return root / "ds", train_tokenizer(root / "tokenizer.json"), expected
+    return root / "ds", toy_tokenizer, expected
 
 
 def _job(out: Path, tokenizer: Path, fraction: float = 0.1, id_column: str | None = "id") -> ExternalJob:

@@ -23,7 +23,7 @@ from core.manifest import Manifest
 from flows.tokenization import main
 from sources.formats.datasets_text import expand_inputs, host_of
 
-from .test_tokenize_external import train_tokenizer, write_dataset  # type: ignore[import-not-found,unused-ignore]
+from .test_tokenize_external import write_dataset  # type: ignore[import-not-found,unused-ignore]
 
 pytestmark = pytest.mark.prefect
 REPO = Path(__file__).resolve().parents[2]
@@ -41,10 +41,10 @@ def _leftovers(root: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def dataset(tmp_path_factory: pytest.TempPathFactory, toy_tokenizer: Path) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("hosts")
     write_dataset(root / "ds", files=24, rows=150)
-    return root / "ds", train_tokenizer(root / "tokenizer.json")
+    return root / "ds", toy_tokenizer
 
 
 def _argv(ds: Path, tokenizer: Path, out: Path, *extra: str) -> list[str]:

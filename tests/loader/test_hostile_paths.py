@@ -122,11 +122,11 @@ def test_cache_dir_is_one_plain_directory(tmp_path: Path) -> None:
         assert cache.parent == tmp_path and cache.name not in (".", "..") and "/" not in cache.name
 
 
-def test_marker_with_outside_paths_is_not_trusted(corpus: tuple[Path, Path], tokenizer_file: Path,
+def test_marker_with_outside_paths_is_not_trusted(corpus: tuple[Path, Path], toy_tokenizer: Path,
                                                    tmp_path: Path) -> None:
     data, _ = corpus
     out = tmp_path / "out"
-    settings = TokenizeSettings(tokenizer=str(tokenizer_file), holdout_fraction=0.0, batch_docs=16)
+    settings = TokenizeSettings(tokenizer=str(toy_tokenizer), holdout_fraction=0.0, batch_docs=16)
     shard = find_input_shards(data)[0]
     record = tokenize_shard(data, shard, out, settings)
     real = out / record["splits"]["train"]["tokens_path"]
@@ -139,7 +139,7 @@ def test_marker_with_outside_paths_is_not_trusted(corpus: tuple[Path, Path], tok
     assert again["splits"]["train"]["tokens_path"] == record["splits"]["train"]["tokens_path"]
 
 
-def test_document_shard_symlinked_out_is_refused(corpus: tuple[Path, Path], tokenizer_file: Path,
+def test_document_shard_symlinked_out_is_refused(corpus: tuple[Path, Path], toy_tokenizer: Path,
                                                  tmp_path: Path) -> None:
     data, _ = corpus
     root = tmp_path / "data"
@@ -148,7 +148,7 @@ def test_document_shard_symlinked_out_is_refused(corpus: tuple[Path, Path], toke
     outside = tmp_path / "outside.parquet"
     shutil.move(str(shard), outside)
     shard.symlink_to(outside)
-    recipe = Recipe.model_validate({"documents": str(root), "tokenizer": str(tokenizer_file),
+    recipe = Recipe.model_validate({"documents": str(root), "tokenizer": str(toy_tokenizer),
                                     "components": [{"name": "wiki", "sources": ["wiki"]}]})
     with pytest.raises(UnsafePathError, match="document shard"):
         recipe.iterator(context_length=16, batch_size=2, mode="documents", workers=0)

@@ -28,10 +28,10 @@ indexed = pytest.importorskip("megatron.core.datasets.indexed_dataset")
 
 
 @pytest.mark.parametrize("holdout", [0.0, 0.3])
-def test_every_exported_split_opens_in_megatron_core(corpus: tuple[Path, Path], tokenizer_file: Path,
+def test_every_exported_split_opens_in_megatron_core(corpus: tuple[Path, Path], toy_tokenizer: Path,
                                                      tmp_path: Path, holdout: float) -> None:
     data, _ = corpus
-    settings = TokenizeSettings(tokenizer=str(tokenizer_file), holdout_fraction=holdout, batch_docs=16)
+    settings = TokenizeSettings(tokenizer=str(toy_tokenizer), holdout_fraction=holdout, batch_docs=16)
     out = tmp_path / "tensors"
     write_metadata(out, [tokenize_shard(data, s, out, settings) for s in find_input_shards(data)], settings)
     exports = export_megatron_splits(out, out / "megatron")

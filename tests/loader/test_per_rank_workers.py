@@ -21,10 +21,10 @@ def _items(iterator: Any, limit: int | None = None) -> list[str]:
 
 
 def test_per_rank_with_worker_processes_equals_in_process_and_resumes(corpus: tuple[Path, Path],
-                                                                      tokenizer_file: Path) -> None:
+                                                                      toy_tokenizer: Path) -> None:
     data_root, tensors = corpus
     recipe = Recipe.model_validate({
-        "locations": [str(tensors)], "documents": str(data_root), "tokenizer": str(tokenizer_file),
+        "locations": [str(tensors)], "documents": str(data_root), "tokenizer": str(toy_tokenizer),
         "split_digits": True, "block_docs": 8,
         "components": [{"name": "wiki", "sources": ["wiki"], "weight": 2}, {"name": "c4", "sources": ["c4"]}]})
     opts: dict[str, Any] = {"context_length": 16, "batch_size": 1, "rank": 1, "world_size": 2, "mode": "documents",

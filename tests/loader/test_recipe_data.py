@@ -22,14 +22,14 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
 @pytest.fixture(scope="module")
-def sample_layout(tmp_path_factory: pytest.TempPathFactory, tokenizer_file: Path) -> Path:
+def sample_layout(tmp_path_factory: pytest.TempPathFactory, toy_tokenizer: Path) -> Path:
     """What `python -m flows.llama --sample --out data/` leaves: Wikipedia only, tensors/g1, sample/tokenizer.json."""
     base = tmp_path_factory.mktemp("sample")
     data = base / "data"
     write_corpus(data, {"wikipedia": (60, ["G.1"])})
     (data / "sample").mkdir()
-    shutil.copy(tokenizer_file, data / "sample" / "tokenizer.json")
-    build_tensors(data, data / "tensors" / "g1", tokenizer_file)
+    shutil.copy(toy_tokenizer, data / "sample" / "tokenizer.json")
+    build_tensors(data, data / "tensors" / "g1", toy_tokenizer)
     return base
 
 
@@ -67,9 +67,9 @@ def test_missing_tensor_set_says_how_to_build_it(tmp_path: Path) -> None:
         recipe.dataset(context_length=16)
 
 
-def test_documents_mode_names_a_component_without_shards(corpus: tuple[Path, Path], tokenizer_file: Path) -> None:
+def test_documents_mode_names_a_component_without_shards(corpus: tuple[Path, Path], toy_tokenizer: Path) -> None:
     data, _ = corpus
-    fields = {"documents": str(data), "tokenizer": str(tokenizer_file), "components": [
+    fields = {"documents": str(data), "tokenizer": str(toy_tokenizer), "components": [
         {"name": "Wiki", "sources": ["wiki"]}, {"name": "ArXiv", "sources": ["arxiv"]}]}
     with pytest.raises(ValueError, match="component 'ArXiv' has no data: no document shard"):
         Recipe.model_validate(fields).iterator(context_length=16, batch_size=2, mode="documents", workers=0)

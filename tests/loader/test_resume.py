@@ -62,12 +62,12 @@ def _recipe(data: Path, tensors: Path, tokenizer: Path, mixture: bool) -> Recipe
     seed=st.integers(0, 3),
     data=st.data(),
 )
-def test_resume_oracle(corpus: tuple[Path, Path], tokenizer_file: Path, mode: str, mixture: bool,
+def test_resume_oracle(corpus: tuple[Path, Path], toy_tokenizer: Path, mode: str, mixture: bool,
                        context_length: int, batch_size: int, world_size: int, new_world_size: int,
                        new_batch_size: int, k: int, n: int, prefetch: int, repeat: bool, seed: int,
                        data: st.DataObject) -> None:
     data_root, tensors = corpus
-    recipe = _recipe(data_root, tensors, tokenizer_file, mixture)
+    recipe = _recipe(data_root, tensors, toy_tokenizer, mixture)
     rank = data.draw(st.integers(0, world_size - 1), label="rank")
     opts = {"context_length": context_length, "seed": seed, "mode": mode, "workers": 0,
             "repeat": repeat and mode == "tensors"}
@@ -118,13 +118,13 @@ def _items(iterator: Any, limit: int = 100_000) -> list[tuple[Any, ...]]:
     prefetch=st.sampled_from([0, 2]),
     seed=st.integers(0, 3),
 )
-def test_per_rank_resume_oracle(corpus: tuple[Path, Path], tokenizer_file: Path, mixture: bool,
+def test_per_rank_resume_oracle(corpus: tuple[Path, Path], toy_tokenizer: Path, mixture: bool,
                                 context_length: int, block_docs: int, batch_size: int, world_size: int,
                                 new_world_size: int, k: int, n: int, prefetch: int, seed: int) -> None:
     """Same world size: each rank's own state resumes its exact batches. Another world size: the
     states of all ranks resume the job, and every window of the stream is served exactly once."""
     data_root, tensors = corpus
-    recipe = _recipe(data_root, tensors, tokenizer_file, mixture).model_copy(update={"block_docs": block_docs})
+    recipe = _recipe(data_root, tensors, toy_tokenizer, mixture).model_copy(update={"block_docs": block_docs})
     opts = {"context_length": context_length, "seed": seed, "mode": "documents", "workers": 0, "per_rank": True}
     with recipe.iterator(batch_size=1, prefetch=0, **opts) as whole:
         everything = sorted(_items(whole))  # a multiset: a short document can repeat a window
@@ -149,12 +149,12 @@ def test_per_rank_resume_oracle(corpus: tuple[Path, Path], tokenizer_file: Path,
     assert sorted(seen) == everything
 
 
-def test_per_rank_streaming_tokenizes_only_each_ranks_share(corpus: tuple[Path, Path], tokenizer_file: Path,
+def test_per_rank_streaming_tokenizes_only_each_ranks_share(corpus: tuple[Path, Path], toy_tokenizer: Path,
                                                             monkeypatch: Any) -> None:
     import loader.stream
 
     data_root, tensors = corpus
-    recipe = _recipe(data_root, tensors, tokenizer_file, True).model_copy(update={"block_docs": 8})
+    recipe = _recipe(data_root, tensors, toy_tokenizer, True).model_copy(update={"block_docs": 8})
     counted: list[int] = []
     real = loader.stream.encode
 
@@ -180,11 +180,11 @@ def test_per_rank_streaming_tokenizes_only_each_ranks_share(corpus: tuple[Path, 
 
 
 def test_per_rank_state_of_one_rank_is_refused_on_another_world_size(corpus: tuple[Path, Path],
-                                                                     tokenizer_file: Path) -> None:
+                                                                     toy_tokenizer: Path) -> None:
     import pytest
 
     data_root, tensors = corpus
-    recipe = _recipe(data_root, tensors, tokenizer_file, False).model_copy(update={"block_docs": 8})
+    recipe = _recipe(data_root, tensors, toy_tokenizer, False).model_copy(update={"block_docs": 8})
     opts = {"context_length": 8, "mode": "documents", "workers": 0, "per_rank": True, "batch_size": 2}
     with recipe.iterator(rank=1, world_size=2, **opts) as it:
         next(it)

@@ -29,11 +29,11 @@ def test_parquet_documents_resume_inside_row_groups(corpus: tuple[Path, Path]) -
         assert list(tail) == texts[cut:]
 
 
-def test_on_the_fly_equals_pretokenized_with_worker_processes(tokenizer_file: Path, tmp_path: Path) -> None:
+def test_on_the_fly_equals_pretokenized_with_worker_processes(toy_tokenizer: Path, tmp_path: Path) -> None:
     write_corpus(tmp_path / "data", {"wiki": (60, ["G.3"])}, per_shard=1000)  # one shard: same windows
-    tensors = build_tensors(tmp_path / "data", tmp_path / "tensors", tokenizer_file)
+    tensors = build_tensors(tmp_path / "data", tmp_path / "tensors", toy_tokenizer)
     recipe = Recipe.model_validate({
-        "locations": [str(tensors)], "documents": str(tmp_path / "data"), "tokenizer": str(tokenizer_file),
+        "locations": [str(tensors)], "documents": str(tmp_path / "data"), "tokenizer": str(toy_tokenizer),
         "shuffle": False, "components": [{"name": "wiki"}]})
     with recipe.iterator(context_length=24, batch_size=4, mode="tensors") as pre:
         expected = [b["token_ids"] for b in pre]

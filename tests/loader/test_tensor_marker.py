@@ -51,11 +51,11 @@ def _untouched(out: Path, record: dict[str, Any]) -> bool:
 
 
 @pytest.fixture()
-def shard_run(corpus: tuple[Path, Path], tokenizer_file: Path, tmp_path: Path):
+def shard_run(corpus: tuple[Path, Path], toy_tokenizer: Path, tmp_path: Path):
     data, _ = corpus
     shard = find_input_shards(data)[0]
     out = tmp_path / "out"
-    settings = _settings(tokenizer_file)
+    settings = _settings(toy_tokenizer)
     record = tokenize_shard(data, shard, out, settings)
     return lambda: tokenize_shard(data, shard, out, settings), record, out, marker_path(out, shard)
 
@@ -99,13 +99,13 @@ def test_shard_marker_not_trusted_is_rebuilt_to_the_same_bytes(shard_run, tmp_pa
     assert json.loads(marker.read_text())["promised_docs"] == sum(i["docs"] for i in rebuilt["splits"].values())
 
 
-def test_external_file_marker_is_the_same_marker(tokenizer_file: Path, tmp_path: Path) -> None:
+def test_external_file_marker_is_the_same_marker(toy_tokenizer: Path, tmp_path: Path) -> None:
     source = tmp_path / "in" / "rows.jsonl"
     source.parent.mkdir()
     source.write_text("".join(json.dumps({"text": f"the river stone {i} and the north window"}) + "\n"
                               for i in range(50)) + "{broken\n", encoding="utf-8")
     file = expand_inputs([str(source)])[0]
-    job = ExternalJob(tmp_path / "t", "ext", _settings(tokenizer_file), ReadOptions(batch_rows=16))
+    job = ExternalJob(tmp_path / "t", "ext", _settings(toy_tokenizer), ReadOptions(batch_rows=16))
     record = tokenize_file(file, job)
     payload = json.loads(external_marker_path(job.out, "ext", file.rel).read_text())
     assert payload["promised_docs"] == record["docs_kept"] == 50 and record["records_in"] == 51

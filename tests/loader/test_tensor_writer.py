@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from core.document import Document, make_doc_id
 from core.shards import ShardLimits, ShardWriter
@@ -32,6 +31,7 @@ from loader.tensor_writer import (
     tokenize_shard,
     write_metadata,
 )
+from tests.toy import train_toy_tokenizer
 
 WORDS = ["the", "of", "and", "river", "stone", "light", "market", "1999", "2023", "42", "paper", "north", "window", "7", "seven"]
 
@@ -43,15 +43,7 @@ def make_texts(n: int, seed: int = 0) -> list[str]:
 
 @pytest.fixture(scope="module")
 def tokenizer_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(make_texts(200, seed=1), trainer)
-    path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
-    tok.save(str(path))
-    return path
+    return train_toy_tokenizer(tmp_path_factory.mktemp("tok") / "tokenizer.json", make_texts(200, seed=1))
 
 
 def write_shards(root: Path, source: str, texts: list[str], labels: list[str], per_shard: int = 60) -> None:
