@@ -1,7 +1,7 @@
 """The parent flow's stage runner: run each stage's own flow, record it, resume it.
 
-Each stage is the stage's own flow module (``run(config)``), imported when its turn comes so an
-unfinished module costs only its own stage. One source failing does not lose the others' work;
+Each stage is the stage's own flow (``run(config)``: a source's from its
+:class:`core.registry.SourceSpec`, the later stages' from their modules). One source failing does not lose the others' work;
 a later stage failing stops the stages after it (they would read half-finished output).
 
 Resume: after a stage completes, ``<out>/_state/llama/<stage>.json`` (a :class:`core.markers.Marker`)
@@ -13,30 +13,38 @@ same fingerprint and those outputs intact skips the stage.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 from uuid import UUID
-
-from prefect import get_run_logger
-from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
 from core.config import PipelineConfig
 from core.digest import json_hash
 from core.download import is_url
 from core.locations import missing_locations
-from core.manifest import Manifest
 from core.markers import Marker
 from core.released import recreated
 from core.version import code_version
+from flows._lazy import LazyImport
 from flows._llama_crawl import resolve_latest
-from flows._recorder import current_run_id
 from flows._runtime import worker_count
+
+if TYPE_CHECKING:
+    from prefect import get_run_logger
+    from prefect.artifacts import create_progress_artifact, update_progress_artifact
+
+    from core.manifest import Manifest
+    from flows._recorder import current_run_id
+else:  # a run needs them (Prefect, DuckDB): not ``python -m flows.llama --help``
+    get_run_logger = LazyImport("prefect", "get_run_logger")
+    create_progress_artifact = LazyImport("prefect.artifacts", "create_progress_artifact")
+    update_progress_artifact = LazyImport("prefect.artifacts", "update_progress_artifact")
+    Manifest = LazyImport("core.manifest", "Manifest")
+    current_run_id = LazyImport("flows._recorder", "current_run_id")
 
 #: A Common Crawl id in an input list (``CC-MAIN-2023-06``, ``CC-MAIN-latest``): read from data.commoncrawl.org.
 CRAWL_ID = re.compile(r"CC-MAIN-(?:\d{4}-\d{2}|latest)")
@@ -46,22 +54,11 @@ Outputs = Callable[[Any, Any], list[Path]]
 
 @dataclass(frozen=True)
 class StageFlow:
-    """Where a stage's flow lives: module (with ``run(config)``), config class, default YAML.
+    """What runs a stage: its flow's ``run(config)``, its config class, its YAML under ``configs/``."""
 
-    ``documents``: the ``source`` names its document shards carry, when not the stage's own
-    name (the pubmed flow writes ``pubmed_central`` and ``pubmed_abstracts``); dedup selects
-    shards by these.
-    """
-
-    module: str
-    config_class: str
+    run: Callable[[Any], Any]
+    config: type[PipelineConfig]
     default_yaml: str
-    documents: tuple[str, ...] = ()
-
-    def load(self) -> tuple[Any, type[PipelineConfig]]:
-        """Import lazily, so one unfinished module costs only its own stage."""
-        module = importlib.import_module(self.module)
-        return module, getattr(module, self.config_class)
 
 
 @dataclass
@@ -160,11 +157,9 @@ def shared_dask_cluster(config: PipelineConfig) -> Iterator[str | None]:
         yield cluster.scheduler_address
 
 
-def missing_inputs(section: dict[str, Any]) -> bool:
-    """True when every local input pattern of a source section matches nothing (URLs and Common Crawl
-    ids, which the source downloads, count as present)."""
-    keys = ("inputs", "dumps", "repos", "from_commoncrawl", "central", "abstracts")
-    locations = [str(x) for key in keys for x in (section.get(key) or [])]
+def missing_inputs(locations: list[str]) -> bool:
+    """True when every local input pattern of a source matches nothing (URLs and Common Crawl ids,
+    which the source downloads, count as present; no location at all is not "missing")."""
     missing = missing_locations(locations, remote=lambda loc: is_url(loc) or CRAWL_ID.fullmatch(loc) is not None)
     return bool(locations) and len(missing) == len(locations)
 
@@ -201,6 +196,8 @@ class ParentConfig(Protocol):
     crawl_index_url: str
 
     def selected_sources(self) -> list[str]: ...
+
+    def source_locations(self, name: str) -> list[str]: ...
 
     def stage_flow(self, stage: str) -> StageFlow: ...
 
@@ -240,15 +237,15 @@ class StageRun(Generic[Config]):
     def run_sources(self) -> None:
         for name in self.config.selected_sources():
             section = dict(self.config.sources[name] or {})
-            if self.config.skip_missing and missing_inputs(section):
+            if self.config.skip_missing and missing_inputs(self.config.source_locations(name)):
                 self.record(StageResult(name, "skipped", detail="no local input matches; skip_missing is on"))
                 self.step()
                 continue
             started = time.perf_counter()
             try:
-                module, _ = self.config.stage_flow(name).load()
+                stage = self.config.stage_flow(name)
                 section = resolve_latest(section, self.config.crawl_index_url)
-                summary = module.run(self.config.stage_config(name, section, self.runtime))
+                summary = stage.run(self.config.stage_config(name, section, self.runtime))
             except Exception as exc:  # one source must not lose the others' work
                 self.record(StageResult(name, "failed", time.perf_counter() - started, f"{type(exc).__name__}: {exc}"))
                 self.step()
@@ -271,14 +268,14 @@ class StageRun(Generic[Config]):
         section = dict(getattr(self.config, stage) or {})
         started = time.perf_counter()
         try:
-            module, _ = self.config.stage_flow(stage).load()
+            flow = self.config.stage_flow(stage)
             config = self.config.stage_config(stage, section, {**self.runtime, **forced})
             print_ = fingerprint(stage, self.fingerprint, config.config_hash(), extra)
             if stage_is_done(self.out, stage, print_):
                 self.fingerprint = print_
                 self.record(StageResult(stage, "resumed", detail="finished before with the same inputs and config"))
                 return None
-            result = module.run(config)
+            result = flow.run(config)
             status, detail = stage_status(stage, result)
         except Exception as exc:  # later stages would read half-finished output: stop, report, re-run resumes
             self.broken = stage

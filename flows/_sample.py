@@ -2,10 +2,10 @@
 sample to match against, and a toy tokenizer, so a whole dataset run (sources, Pile index, dedup,
 labels, tokens) completes without a download.
 
-Wikipedia dumps come from :mod:`sources.samples.wikipedia`; every other configured source with a
-writer (:data:`SAMPLES`, each ``sources/samples/<name>.py`` with a
-``write_sample_inputs(directory) -> list[str]``) gets its
-files under ``<out>/sample/<source>/``; a source without one is set to ``null``. When the dataset
+Wikipedia dumps come from :mod:`sources.samples.wikipedia` (the toy tokenizer is trained on
+them); every other configured source whose :class:`core.registry.SourceSpec` has a ``sample``
+writer gets its files under ``<out>/sample/<source>/`` (its ``sample_section`` says which config
+fields they go to); a source without one is set to ``null``. When the dataset
 runs dedup, the Pile sample (:mod:`sources.samples.pile`: exact and near copies of some sample
 documents, plus unrelated ones) is written under ``<out>/sample/pile/``, ``flows.pile_index``
 indexes it into ``<out>/indexes/pile-sample`` and dedup matches against that index, so the
@@ -19,44 +19,30 @@ source.
 from __future__ import annotations
 
 import bz2
-import importlib
 import os
 import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-#: LLaMA sources with an offline sample writer (besides Wikipedia): flow name -> writer module.
-LLAMA_SAMPLES = {
-    "commoncrawl": "sources.samples.commoncrawl",
-    "c4": "sources.samples.c4",
-    "github": "sources.samples.github",
-    "books": "sources.samples.gutenberg",
-    "arxiv": "sources.samples.arxiv",
-    "stackexchange": "sources.samples.stackexchange",
-}
-#: G.2 extension sources with an offline sample writer: flow name -> writer module.
-EXTENSION_SAMPLES = {
-    "pubmed": "sources.samples.pubmed",
-    "science_books": "sources.samples.scibooks",
-    "dm_math": "sources.samples.dmmath",
-    "stack_code": "sources.samples.stack_code",
-    "dialogue": "sources.samples.dialogue",
-    "reasoning": "sources.samples.reasoning",
-}
-#: Every source with an offline sample writer (Wikipedia has its own: :mod:`sources.samples.wikipedia`).
-SAMPLES = {**LLAMA_SAMPLES, **EXTENSION_SAMPLES}
-#: The Pile sample's writer, and where its index goes under the output root.
-PILE_SAMPLE = "sources.samples.pile"
+from flows._lazy import LazyImport
+
+if TYPE_CHECKING:
+    from core.registry import Registry
+    from sources.samples.pile import write_sample_inputs as write_pile_sample
+else:  # the Pile sample's writer: for a sample run, not --help
+    write_pile_sample = LazyImport("sources.samples.pile", "write_sample_inputs")
+
+#: Where the Pile sample's index goes under the output root.
 PILE_SAMPLE_INDEX = Path("indexes") / "pile-sample"
 SAMPLE_PAGES = 300
 
 
-def sample_overrides(out: Path, configured: Iterable[str], all_sources: Iterable[str], pages: int = SAMPLE_PAGES,
+def sample_overrides(out: Path, configured: Iterable[str], registry: Registry, pages: int = SAMPLE_PAGES,
                      dedup: bool = True) -> dict[str, Any]:
     """Overrides that point a dataset at generated inputs and a toy tokenizer under ``<out>/sample``.
 
-    ``configured``: the dataset's sources (not null); ``all_sources``: every known source, those
+    ``configured``: the dataset's sources (not null); ``registry``: every known source, those
     without a sample set to null. ``dedup``: whether the dataset runs dedup (then the Pile sample
     is indexed and dedup matches against it; without dedup no index is built).
     """
@@ -68,30 +54,17 @@ def sample_overrides(out: Path, configured: Iterable[str], all_sources: Iterable
     if not tokenizer.exists():
         train_toy_tokenizer(dumps, tokenizer)
     wanted = set(configured)
-    sections: dict[str, Any] = {name: None for name in all_sources}
+    sections: dict[str, Any] = {name: None for name in registry}
     sections["wikipedia"] = {"dumps": [str(d) for d in dumps]}
-    for name, module in SAMPLES.items():
-        if name in wanted:
-            sections[name] = sample_section(name, write_settled(root / name, _writer(module)))
+    for spec in registry.specs():
+        if spec.name in wanted and spec.sample is not None:
+            sections[spec.name] = spec.sample_config(write_settled(root / spec.name, spec.sample))
     overrides: dict[str, Any] = {"sources": sections, "pile_index": None, "tokenize": {"tokenizer": str(tokenizer)}}
     if dedup:  # the index the pile_index stage builds is the one dedup matches against
-        pile = write_settled(root / "pile", _writer(PILE_SAMPLE))
+        pile = write_settled(root / "pile", write_pile_sample)
         overrides["pile_index"] = {"inputs": pile, "index": str(out / PILE_SAMPLE_INDEX)}
         overrides["dedup.against"] = None
     return overrides
-
-
-def sample_section(name: str, paths: list[str]) -> dict[str, Any]:
-    """A source section over its sample files (PubMed: PMC files to ``central``, MEDLINE to ``abstracts``)."""
-    if name == "pubmed":
-        abstracts = [p for p in paths if p.endswith(".xml.gz")]
-        return {"central": [p for p in paths if p not in abstracts], "abstracts": abstracts}
-    return {"inputs": paths}
-
-
-def _writer(module: str) -> Callable[[Path], list[str]]:
-    writer: Callable[[Path], list[str]] = importlib.import_module(module).write_sample_inputs
-    return writer
 
 
 def write_settled(directory: Path, writer: Callable[[Path], list[str]]) -> list[str]:

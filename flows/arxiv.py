@@ -11,16 +11,22 @@ the manifest's ``drops`` table, with the archive member named in ``errors`` for 
 from __future__ import annotations
 
 import sys
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.config import PipelineConfig
+from core.registry import SourceSpec
 from flows._cli import Flag, FlowCLI
-from flows._lazy import flow
+from flows._lazy import LazyImport, flow
 from flows._source_flow import SourceRunSummary, print_summary, run_source
 from sources.arxiv import ArchiveLimits, ArxivRecipe
 from sources.formats.latex import LatexOptions
+
+if TYPE_CHECKING:
+    from sources.samples.arxiv import write_sample_inputs
+else:  # the sample writer: for a sample run, not --help
+    write_sample_inputs = LazyImport("sources.samples.arxiv", "write_sample_inputs")
 
 
 class LatexConfig(BaseModel):
@@ -85,6 +91,8 @@ cli = FlowCLI(arxiv_flow, ArxivConfig, "arxiv.yaml", __doc__, report=print_summa
     Flag("--cut-appendix", "latex.cut_appendix", "also remove everything from \\appendix on (RedPajama's choice)", switch=True),
 ])
 parse_args, run, main = cli.parse_args, cli.run, cli.main
+#: This source, as the parent flow, the sample corpus, the input checks and labels see it.
+SPEC = SourceSpec("arxiv", ArxivConfig, "llama", run=run, flow=arxiv_flow, sample=write_sample_inputs)
 
 
 if __name__ == "__main__":

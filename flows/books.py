@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
 from core.config import PipelineConfig
+from core.registry import SourceSpec
 from flows._cli import Flag, FlowCLI
 from flows._config_parts import LateBoundsConfig
-from flows._lazy import flow
+from flows._lazy import LazyImport, flow
 from flows._near_dedup import NearDedupConfig, near_dedup_phases
 from flows._source_flow import (
     SourceRunSummary,
@@ -35,6 +36,11 @@ from flows._source_flow import (
     write_input_lists,
 )
 from sources.gutenberg import BOOK_LIST_SUFFIX, BookSettings, GutenbergRecipe, book_list_payload
+
+if TYPE_CHECKING:
+    from sources.samples.gutenberg import write_sample_inputs
+else:  # the sample writer: for a sample run, not --help
+    write_sample_inputs = LazyImport("sources.samples.gutenberg", "write_sample_inputs")
 
 
 class BooksConfig(LateBoundsConfig):
@@ -84,6 +90,8 @@ cli = FlowCLI(books_flow, BooksConfig, "books.yaml", __doc__, report=print_summa
     Flag("--books-per-input", "books_per_input", "books per task (default from config: 100)", type=int),
 ])
 parse_args, run, main = cli.parse_args, cli.run, cli.main
+#: This source, as the parent flow, the sample corpus, the input checks and labels see it.
+SPEC = SourceSpec("books", BooksConfig, "llama", run=run, flow=books_flow, sample=write_sample_inputs)
 
 
 if __name__ == "__main__":

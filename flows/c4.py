@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import Field
 
 from core.filters.c4_rules import BAD_WORDS_EN, C4Rules, SentenceSpanUnits
+from core.registry import SourceSpec
 from flows._cli import Flag, FlowCLI
 from flows._lazy import LazyImport, flow
 from flows._source_flow import (
@@ -28,9 +29,11 @@ from sources.formats.crawl_paths import CRAWL_ID
 
 if TYPE_CHECKING:
     from sources.c4 import C4FromCommonCrawlRecipe, C4Recipe
+    from sources.samples.c4 import write_sample_inputs
 else:  # only a run needs them (they import the pipeline: pyarrow, DuckDB): not --help
     C4FromCommonCrawlRecipe = LazyImport("sources.c4", "C4FromCommonCrawlRecipe")
     C4Recipe = LazyImport("sources.c4", "C4Recipe")
+    write_sample_inputs = LazyImport("sources.samples.c4", "write_sample_inputs")
 
 
 class C4Config(WebConfig):
@@ -85,6 +88,8 @@ cli = FlowCLI(c4_flow, C4Config, "c4.yaml", __doc__, report=print_summary, flags
     Flag("--from-commoncrawl", "from_commoncrawl", "WARC/WET path, glob, URL or crawl id (repeatable)", many=True),
 ])
 parse_args, run, main = cli.parse_args, cli.run, cli.main
+#: This source, as the parent flow, the sample corpus, the input checks and labels see it.
+SPEC = SourceSpec("c4", C4Config, "llama", run=run, flow=c4_flow, sample=write_sample_inputs)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.registry import SourceSpec
 from flows._cli import Flag, FlowCLI
 from flows._lazy import LazyImport, flow
 from flows._source_flow import SourceRunSummary, print_summary, run_source
@@ -23,8 +24,10 @@ from flows._web import WEB_FLAGS, WebConfig, expand_crawls, grouped_dedup_phases
 
 if TYPE_CHECKING:
     from sources import commoncrawl as cc
+    from sources.samples.commoncrawl import write_sample_inputs
 else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
     cc = LazyImport("sources.commoncrawl")
+    write_sample_inputs = LazyImport("sources.samples.commoncrawl", "write_sample_inputs")
 
 
 class PerplexityConfig(BaseModel):
@@ -70,6 +73,8 @@ cli = FlowCLI(commoncrawl_flow, CommonCrawlConfig, "commoncrawl.yaml", __doc__, 
     *WEB_FLAGS, Flag("--wikiref-model", "wikiref_model", "wiki-reference classifier (from flows.quality_classifier)"),
 ])
 parse_args, run, main = cli.parse_args, cli.run, cli.main
+#: This source, as the parent flow, the sample corpus, the input checks and labels see it.
+SPEC = SourceSpec("commoncrawl", CommonCrawlConfig, "llama", run=run, flow=commoncrawl_flow, sample=write_sample_inputs)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import Field
 
 from core.config import MemorySize, PipelineConfig
+from core.registry import SourceSpec
 from flows._cli import Flag, FlowCLI
 from flows._lazy import LazyImport, flow
 from flows._source_flow import SourceRunSummary, print_summary, run_scratch, run_source, scratch_phases
@@ -28,8 +29,10 @@ from sources.reddit import DEFAULT_BOT_AUTHORS, DEFAULT_BOT_PATTERN, RedditFilte
 
 if TYPE_CHECKING:
     from core import pipeline
+    from sources.samples.dialogue import write_sample_inputs
 else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
     pipeline = LazyImport("core.pipeline")
+    write_sample_inputs = LazyImport("sources.samples.dialogue", "write_sample_inputs")
 
 
 class DialogueConfig(PipelineConfig):
@@ -96,6 +99,8 @@ cli = FlowCLI(dialogue_flow, DialogueConfig, "dialogue.yaml", __doc__, report=pr
     Flag("--subreddits", "subreddits_allow", "comma-separated allow list of subreddits", split=True),
 ])
 parse_args, run, main = cli.parse_args, cli.run, cli.main
+#: This source, as the parent flow, the sample corpus, the input checks and labels see it.
+SPEC = SourceSpec("dialogue", DialogueConfig, "extension", run=run, flow=dialogue_flow, sample=write_sample_inputs)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -16,14 +16,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
 from core.atomic import write_json_atomic
 from core.config import PipelineConfig
+from core.registry import SourceSpec
 from flows._cli import Flag, FlowCLI
-from flows._lazy import flow
+from flows._lazy import LazyImport, flow
 from flows._source_flow import SourceRunSummary, expand_locations, print_summary, run_source
 from sources.dmmath import (
     LIST_SUFFIX,
@@ -34,6 +35,11 @@ from sources.dmmath import (
     list_payload,
     split_of,
 )
+
+if TYPE_CHECKING:
+    from sources.samples.dmmath import write_sample_inputs
+else:  # the sample writer: for a sample run, not --help
+    write_sample_inputs = LazyImport("sources.samples.dmmath", "write_sample_inputs")
 
 
 class DmMathConfig(PipelineConfig):
@@ -92,6 +98,8 @@ cli = FlowCLI(dm_math_flow, DmMathConfig, "dm_math.yaml", __doc__, report=print_
     Flag("--splits", "splits", "comma-separated splits (default: train-easy,train-medium,train-hard)", split=True),
 ])
 parse_args, run, main = cli.parse_args, cli.run, cli.main
+#: This source, as the parent flow, the sample corpus, the input checks and labels see it.
+SPEC = SourceSpec("dm_math", DmMathConfig, "extension", run=run, flow=dm_math_flow, sample=write_sample_inputs)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field
 
 from core.config import PipelineConfig
+from core.registry import SourceSpec
 from flows._cli import Flag, FlowCLI
 from flows._config_parts import CodeFilterConfig
-from flows._lazy import flow
+from flows._lazy import LazyImport, flow
 from flows._source_flow import (
     SourceRunSummary,
     expand_locations,
@@ -36,6 +37,11 @@ from sources.github import (
     GithubSettings,
     repo_list_payload,
 )
+
+if TYPE_CHECKING:
+    from sources.samples.github import write_sample_inputs
+else:  # the sample writer: for a sample run, not --help
+    write_sample_inputs = LazyImport("sources.samples.github", "write_sample_inputs")
 
 
 class GithubConfig(CodeFilterConfig):
@@ -91,6 +97,8 @@ cli = FlowCLI(github_flow, GithubConfig, "github.yaml", __doc__, report=print_su
     Flag("--tokenizer", "tokenizer", "'regex' or a tokenizer.json for the alpha-per-token filter"),
 ])
 parse_args, run, main = cli.parse_args, cli.run, cli.main
+#: This source, as the parent flow, the sample corpus, the input checks and labels see it.
+SPEC = SourceSpec("github", GithubConfig, "llama", run=run, flow=github_flow, sample=write_sample_inputs)
 
 
 if __name__ == "__main__":

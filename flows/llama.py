@@ -29,17 +29,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from prefect import flow
 from pydantic import Field
 
 from core.atomic import sha256_file
 from core.config import PipelineConfig, deep_merge, load_layered, resolve_config_path, stage_yaml
 from core.lock import OutputLock
 from flows._cli import Flag, FlowCLI
+from flows._lazy import LazyImport, flow
 from flows._llama_crawl import LATEST_CRAWL
-from flows._llama_report import print_report, publish
 from flows._llama_stages import (
     LlamaSummary,
     StageFlow,
@@ -54,35 +53,45 @@ from flows._llama_stages import (
     shared_dask_cluster,
     tokenize_outputs,
 )
-from flows._recorder import current_run_id
 from flows._runtime import worker_pool
 from flows._sample import SAMPLE_PAGES, sample_overrides
+from flows.source import source_runner
+
+if TYPE_CHECKING:
+    from core.registry import Registry
+    from flows._llama_report import print_report, publish
+    from flows._recorder import current_run_id
+else:  # a run needs them (Prefect, DuckDB), --help does not
+    print_report = LazyImport("flows._llama_report", "print_report")
+    publish = LazyImport("flows._llama_report", "publish")
+    current_run_id = LazyImport("flows._recorder", "current_run_id")
 
 STAGES = ("sources", "pile_index", "dedup", "labels", "tokenize")
 
-#: The seven LLaMA sources in the paper's table 1 order (the run order: biggest first).
-SOURCE_FLOWS: dict[str, StageFlow] = {
-    "commoncrawl": StageFlow("flows.commoncrawl", "CommonCrawlConfig", "commoncrawl.yaml"),
-    "c4": StageFlow("flows.c4", "C4Config", "c4.yaml"),
-    "github": StageFlow("flows.github", "GithubConfig", "github.yaml"),
-    "wikipedia": StageFlow("flows.wikipedia", "WikipediaConfig", "wikipedia.yaml"),
-    "books": StageFlow("flows.books", "BooksConfig", "books.yaml"),
-    "arxiv": StageFlow("flows.arxiv", "ArxivConfig", "arxiv.yaml"),
-    "stackexchange": StageFlow("flows.stackexchange", "StackExchangeConfig", "stackexchange.yaml"),
-    # G.2 extension sources (configs/g2.yaml)
-    "pubmed": StageFlow("flows.pubmed", "PubmedConfig", "pubmed.yaml", ("pubmed_central", "pubmed_abstracts")),
-    "science_books": StageFlow("flows.science_books", "ScienceBooksConfig", "science_books.yaml"),
-    "dm_math": StageFlow("flows.dm_math", "DmMathConfig", "dm_math.yaml"),
-    "stack_code": StageFlow("flows.stack_code", "StackCodeConfig", "stack_code.yaml"),
-    "dialogue": StageFlow("flows.dialogue", "DialogueConfig", "dialogue.yaml"),
-    "reasoning": StageFlow("flows.reasoning", "ReasoningConfig", "reasoning.yaml"),
-}
-AFTER_FLOWS: dict[str, StageFlow] = {
-    "pile_index": StageFlow("flows.pile_index", "PileIndexConfig", "dedup.yaml"),
-    "dedup": StageFlow("flows.dedup", "DedupConfig", "dedup.yaml"),
-    "labels": StageFlow("flows.label", "LabelConfig", "labels.yaml"),
-    "tokenize": StageFlow("flows.tokenization", "TokenizeConfig", "tokenize.yaml"),
-}
+
+
+def source_registry() -> Registry:
+    """Every source a dataset can name, in run order (:data:`flows.registry.SOURCES`).
+
+    Imported when a run needs it, not for ``--help`` (it imports every source's flow module).
+    """
+    from flows.registry import SOURCES
+
+    return SOURCES
+
+
+def after_flows() -> dict[str, StageFlow]:
+    """The stages after the sources (their modules, Prefect included, imported when a run needs them)."""
+    from flows import dedup, label, pile_index, tokenization
+
+    return {
+        "pile_index": StageFlow(pile_index.run, pile_index.PileIndexConfig, "dedup.yaml"),
+        "dedup": StageFlow(dedup.run, dedup.DedupConfig, "dedup.yaml"),
+        "labels": StageFlow(label.run, label.LabelConfig, "labels.yaml"),
+        "tokenize": StageFlow(tokenization.run, tokenization.TokenizeConfig, "tokenize.yaml"),
+    }
+
+
 #: Where and how a run executes is the parent's decision; a section cannot move one stage elsewhere.
 PARENT_ONLY = ("out", "runner", "dask_address")
 #: Runtime settings a section may override for its stage (e.g. fewer workers for a memory-hungry one).
@@ -131,21 +140,26 @@ class LlamaConfig(PipelineConfig):
     def with_sample(self) -> LlamaConfig:
         """``sample: true``: this dataset over generated inputs (sources without a sample set to null)."""
         configured = [name for name, section in self.sources.items() if section is not None]
-        overrides = sample_overrides(Path(self.out), configured, SOURCE_FLOWS, self.sample_pages,
+        overrides = sample_overrides(Path(self.out), configured, source_registry(), self.sample_pages,
                                      dedup=self.dedup is not None)
         data = deep_merge(self.model_dump(mode="json", exclude={"extends"}), overrides)
         return LlamaConfig.model_validate(data | {"sample": False})
 
     def selected_sources(self) -> list[str]:
         """Configured sources to run, in table order; unknown names are an error, not a silent skip."""
-        unknown = sorted(set(self.sources) - set(SOURCE_FLOWS))
+        registry = source_registry()
+        unknown = sorted(set(self.sources) - set(registry))
         if unknown:
-            raise ValueError(f"unknown sources {unknown}; known: {sorted(SOURCE_FLOWS)}")
+            raise ValueError(f"unknown sources {unknown}; known: {sorted(registry)}")
         missing = sorted(set(self.only_sources) - {k for k, v in self.sources.items() if v is not None})
         if missing:
             raise ValueError(f"--sources {missing} not configured in this dataset")
-        return [name for name in SOURCE_FLOWS if self.sources.get(name) is not None
+        return [name for name in registry if self.sources.get(name) is not None
                 and (not self.only_sources or name in self.only_sources)]
+
+    def source_locations(self, name: str) -> list[str]:
+        """The input locations source ``name``'s section names (over the source's input fields)."""
+        return source_registry()[name].locations(dict(self.sources.get(name) or {}))
 
     def runs_stage(self, stage: str) -> bool:
         """Whether ``stage`` is selected and configured."""
@@ -155,12 +169,15 @@ class LlamaConfig(PipelineConfig):
 
     def stage_flow(self, stage: str) -> StageFlow:
         """The flow that runs ``stage`` (a source name or one of the stages after the sources)."""
-        return SOURCE_FLOWS.get(stage) or AFTER_FLOWS[stage]
+        registry = source_registry()
+        if stage in registry:
+            spec = registry[stage]
+            return StageFlow(source_runner(spec), spec.config, spec.default_yaml)
+        return after_flows()[stage]
 
     def stage_config(self, stage: str, section: dict[str, Any], forced: dict[str, Any] | None = None) -> PipelineConfig:
         """The stage's config: its YAML, this run's runtime settings, the section, then ``forced``."""
         spec = self.stage_flow(stage)
-        _, config_cls = spec.load()
         clash = sorted(set(section) & set(PARENT_ONLY))
         if clash:
             raise ValueError(f"section {stage!r} sets {clash}; set them for the whole run instead")
@@ -168,13 +185,13 @@ class LlamaConfig(PipelineConfig):
         runtime = {k: (str(v) if isinstance(v, Path) else v) for k, v in runtime.items() if v is not None}
         merged = deep_merge(deep_merge(stage_yaml(spec.default_yaml), runtime), section)
         merged = deep_merge(merged, {"out": str(self.out), **(forced or {})})
-        return config_cls.model_validate(merged)
+        return spec.config.model_validate(merged)
 
     def not_ready(self) -> list[str]:
         """What this run needs and cannot get, each with its fix (empty: ready to start)."""
         problems = []
         sources = self.selected_sources() if self.runs_stage("sources") else []
-        absent = [n for n in sources if missing_inputs(dict(self.sources[n] or {}))]
+        absent = [n for n in sources if missing_inputs(self.source_locations(n))]
         if self.runs_stage("tokenize"):
             tokenizer = str(getattr(self.stage_config("tokenize", dict(self.tokenize or {})), "tokenizer", ""))
             if not tokenizer or (tokenizer.endswith(".json") and not Path(tokenizer).is_file()):
@@ -183,7 +200,7 @@ class LlamaConfig(PipelineConfig):
         if self.runs_stage("pile_index"):
             section = dict(self.pile_index or {})
             index = Path(str(section.get("index") or "indexes/pile-v1"))
-            if missing_inputs({"inputs": section.get("inputs") or []}) and not (index / "index.json").is_file():
+            if missing_inputs(list(section.get("inputs") or [])) and not (index / "index.json").is_file():
                 problems.append(f"no Pile shard matches {section.get('inputs')} and {index} holds no index: "
                                 "put the Pile under raw/pile/train/ (docs/operations.md) or set pile_index: null")
         if absent and (problems or len(absent) == len(sources)):  # else: skipped, or that source fails alone
@@ -247,15 +264,15 @@ def _after_sources(run: StageRun[LlamaConfig]) -> None:
         section = config.dedup or {}
         forced: dict[str, Any] = {}
         if "sources" not in section and config.sources:
-            forced["sources"] = [doc for name, spec in SOURCE_FLOWS.items() if config.sources.get(name) is not None
-                                 for doc in (spec.documents or (name,))]
+            forced["sources"] = [doc for spec in source_registry().specs() if config.sources.get(spec.name) is not None
+                                 for doc in spec.documents]
         if index is not None and section.get("against") is None:
             forced["against"] = str(index)
         against = forced.get("against") or section.get("against")
         index_print = sha256_file(Path(against) / "index.json") if against else None
         run.run_stage("dedup", forced, dedup_outputs, index_print)
     if config.runs_stage("labels"):
-        run.run_stage("labels", {}, label_outputs)
+        run.run_stage("labels", label_lists(config.labels or {}), label_outputs)
     if config.runs_stage("tokenize"):
         section = config.tokenize or {}
         forced = {"out": str(section.get("out") or tensors_dir(config)), "data": str(run.out)}
@@ -263,6 +280,14 @@ def _after_sources(run: StageRun[LlamaConfig]) -> None:
             forced["labels"] = [config.dataset]
         tokenizer = section.get("tokenizer")
         run.run_stage("tokenize", forced, tokenize_outputs, sha256_file(Path(tokenizer)) if tokenizer else None)
+
+
+def label_lists(section: dict[str, Any]) -> dict[str, Any]:
+    """Which document sources are LLaMA's and which are extensions, from the registry (unless the
+    section names them): a registered source is labeled without editing ``configs/labels.yaml``."""
+    registry = source_registry()
+    lists = {"llama_sources": registry.documents("llama"), "extension_sources": registry.documents("extension")}
+    return {key: value for key, value in lists.items() if key not in section}
 
 
 def run(config: LlamaConfig) -> LlamaSummary:
@@ -277,7 +302,7 @@ def sample_prepare(args: argparse.Namespace) -> dict[str, Any]:
         return {}
     layered = load_layered(args.config)
     configured = [name for name, section in (layered.get("sources") or {}).items() if section is not None]
-    return sample_overrides(Path(args.out or layered.get("out") or "data"), configured, SOURCE_FLOWS,
+    return sample_overrides(Path(args.out or layered.get("out") or "data"), configured, source_registry(),
                             args.flag_sample_pages or SAMPLE_PAGES, dedup=layered.get("dedup", {}) is not None)
 
 

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.config import PipelineConfig
+from core.registry import SourceSpec
 from flows._cli import Flag, FlowCLI
 from flows._config_parts import LateBoundsConfig
 from flows._lazy import NO_CACHE, LazyImport, flow, task
@@ -51,10 +52,12 @@ if TYPE_CHECKING:
 
     from core import pipeline
     from flows._recorder import current_run_id
+    from sources.samples.pubmed import write_sample_inputs
 else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
     get_run_logger = LazyImport("prefect", "get_run_logger")
     pipeline = LazyImport("core.pipeline")
     current_run_id = LazyImport("flows._recorder", "current_run_id")
+    write_sample_inputs = LazyImport("sources.samples.pubmed", "write_sample_inputs")
 
 
 class CitationConfig(BaseModel):
@@ -180,6 +183,17 @@ cli = FlowCLI(pubmed_flow, PubmedConfig, "pubmed.yaml", __doc__, report=print_su
     Flag("--table-mode", "table_mode", "table bodies: linearize or drop", choices=["linearize", "drop"]),
 ])
 parse_args, run, main = cli.parse_args, cli.run, cli.main
+
+
+def sample_section(paths: list[str]) -> dict[str, Any]:
+    """The sample's PMC files go to ``central``, its MEDLINE files (``.xml.gz``) to ``abstracts``."""
+    abstracts = [p for p in paths if p.endswith(".xml.gz")]
+    return {"central": [p for p in paths if p not in abstracts], "abstracts": abstracts}
+
+
+#: This source, as the parent flow, the sample corpus, the input checks and labels see it.
+SPEC = SourceSpec("pubmed", PubmedConfig, "extension", run=run, flow=pubmed_flow, sample=write_sample_inputs,
+                  documents=("pubmed_central", "pubmed_abstracts"), sample_section=sample_section)
 
 if __name__ == "__main__":
     sys.exit(main())

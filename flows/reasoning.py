@@ -18,12 +18,16 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from pydantic import Field
 
 from core.config import PipelineConfig
+from core.registry import SourceSpec
 from flows._cli import Flag, FlowCLI
-from flows._lazy import flow
+from flows._lazy import LazyImport, flow
 from flows._source_flow import SourceRunSummary, print_summary, run_source
 
 if TYPE_CHECKING:
     from sources.reasoning import ReasoningRecipe
+    from sources.samples.reasoning import write_sample_inputs
+else:  # the sample writer: for a sample run, not --help
+    write_sample_inputs = LazyImport("sources.samples.reasoning", "write_sample_inputs")
 
 
 class ReasoningConfig(PipelineConfig):
@@ -58,6 +62,8 @@ cli = FlowCLI(reasoning_flow, ReasoningConfig, "reasoning.yaml", __doc__, report
     Flag("--annotations", "annotations", "calculator annotations: strip (default) or keep", choices=["strip", "keep"]),
 ])
 parse_args, run, main = cli.parse_args, cli.run, cli.main
+#: This source, as the parent flow, the sample corpus, the input checks and labels see it.
+SPEC = SourceSpec("reasoning", ReasoningConfig, "extension", run=run, flow=reasoning_flow, sample=write_sample_inputs)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -17,19 +17,25 @@ books and the Pile is the dedup stage's (``flows.dedup``: priority chain ``[book
 from __future__ import annotations
 
 import sys
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.config import PipelineConfig
+from core.registry import SourceSpec
 from flows._cli import Flag, FlowCLI
 from flows._config_parts import LateBoundsConfig
-from flows._lazy import flow
+from flows._lazy import LazyImport, flow
 from flows._near_dedup import NearDedupConfig, near_dedup_phases
 from flows._source_flow import SourceRunSummary, expand_locations, print_summary, run_source
 from sources.formats.epub import EpubSettings
 from sources.formats.pdf_text import PdfSettings
 from sources.scibooks import SOURCE, QualitySettings, SciBookSettings, SciBooksRecipe
+
+if TYPE_CHECKING:
+    from sources.samples.scibooks import write_sample_inputs
+else:  # the sample writer: for a sample run, not --help
+    write_sample_inputs = LazyImport("sources.samples.scibooks", "write_sample_inputs")
 
 
 class PdfConfig(BaseModel):
@@ -138,6 +144,8 @@ cli = FlowCLI(science_books_flow, ScienceBooksConfig, "science_books.yaml", __do
     Flag("--languages", "languages", "comma-separated languages to keep (default: all)", split=True),
 ])
 parse_args, run, main = cli.parse_args, cli.run, cli.main
+#: This source, as the parent flow, the sample corpus, the input checks and labels see it.
+SPEC = SourceSpec("science_books", ScienceBooksConfig, "extension", run=run, flow=science_books_flow, sample=write_sample_inputs)
 
 
 if __name__ == "__main__":

@@ -21,13 +21,17 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import Field
 
 from core.config import PipelineConfig
+from core.registry import SourceSpec
 from flows._cli import Flag, FlowCLI
 from flows._config_parts import CodeFilterConfig
-from flows._lazy import flow
+from flows._lazy import LazyImport, flow
 from flows._source_flow import SourceRunSummary, print_summary, run_source
 
 if TYPE_CHECKING:
+    from sources.samples.stack_code import write_sample_inputs
     from sources.stack_code import StackCodeRecipe
+else:  # the sample writer: for a sample run, not --help
+    write_sample_inputs = LazyImport("sources.samples.stack_code", "write_sample_inputs")
 
 
 class StackCodeConfig(CodeFilterConfig):
@@ -68,6 +72,8 @@ cli = FlowCLI(stack_code_flow, StackCodeConfig, "stack_code.yaml", __doc__, repo
     Flag("--languages", "extra_languages", "comma-separated dataset languages kept beyond the whitelist", split=True),
 ])
 parse_args, run, main = cli.parse_args, cli.run, cli.main
+#: This source, as the parent flow, the sample corpus, the input checks and labels see it.
+SPEC = SourceSpec("stack_code", StackCodeConfig, "extension", run=run, flow=stack_code_flow, sample=write_sample_inputs)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -23,6 +23,7 @@ from core.config import MemorySize, PipelineConfig
 from core.document import InputSpec
 from core.layout import state_path
 from core.manifest import InputRecord
+from core.registry import SourceSpec
 from flows._cli import Flag, FlowCLI
 from flows._lazy import NO_CACHE, LazyImport, flow, task
 from flows._source_flow import (
@@ -46,9 +47,11 @@ if TYPE_CHECKING:
     from prefect import get_run_logger
 
     from core import pipeline
+    from sources.samples.stackexchange import write_sample_inputs
 else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
     get_run_logger = LazyImport("prefect", "get_run_logger")
     pipeline = LazyImport("core.pipeline")
+    write_sample_inputs = LazyImport("sources.samples.stackexchange", "write_sample_inputs")
 
 
 class StackExchangeConfig(PipelineConfig):
@@ -136,6 +139,8 @@ cli = FlowCLI(stackexchange_flow, StackExchangeConfig, "stackexchange.yaml", __d
     Flag("--scratch-dir", "scratch_dir", "where a site's rows are sorted (default: <out>/_staging/stackexchange_scratch)", type=Path),
 ])
 parse_args, run, main = cli.parse_args, cli.run, cli.main
+#: This source, as the parent flow, the sample corpus, the input checks and labels see it.
+SPEC = SourceSpec("stackexchange", StackExchangeConfig, "llama", run=run, flow=stackexchange_flow, sample=write_sample_inputs)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from core.config import PipelineConfig
 from core.document import InputSpec
+from core.registry import SourceSpec
 from flows._cli import Flag, FlowCLI
 from flows._lazy import LazyImport, flow
 from flows._source_flow import SourceRunSummary, print_summary, run_source
@@ -118,6 +119,8 @@ cli = FlowCLI(wikipedia_flow, WikipediaConfig, "wikipedia.yaml", __doc__, report
          type=int),
 ])
 parse_args, run, main = cli.parse_args, cli.run, cli.main
+#: This source, as the parent flow, the sample corpus, the input checks and labels see it.
+SPEC = SourceSpec("wikipedia", WikipediaConfig, "llama", run=run, flow=wikipedia_flow)
 
 
 if __name__ == "__main__":

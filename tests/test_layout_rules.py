@@ -51,6 +51,8 @@ PURE = ("core", "dedupe", "sources", "loader")
 COMPOSERS = {
     "flows.llama": "the parent flow: its stages are the source and stage flows",
     "flows.demo": "the Wikipedia flow's command on generated sample dumps (no flow of its own)",
+    "flows.registry": "the list of sources: each source's SourceSpec is declared in its own flow module",
+    "flows.source": "the generic source flow: runs a registered source that has no flow module of its own",
 }
 
 

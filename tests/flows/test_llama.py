@@ -18,8 +18,9 @@ from core.manifest import Manifest
 from flows import _llama_stages as stages
 from flows import llama
 from flows._llama_crawl import LATEST_CRAWL, resolve_latest
-from flows._sample import EXTENSION_SAMPLES, LLAMA_SAMPLES, PILE_SAMPLE_INDEX
+from flows._sample import PILE_SAMPLE_INDEX
 from flows.llama import LlamaConfig, parse_args
+from flows.registry import SOURCES
 from kinda.cli import main as kinda_main
 from sources.samples import pile as pile_sample
 
@@ -33,12 +34,12 @@ def test_deep_merge_nests_replaces_lists_and_reads_dotted_keys() -> None:
 
 def test_dataset_files_extend_g1() -> None:
     g1, g2, g3 = (LlamaConfig.from_yaml(CONFIG_DIR / f"{n}.yaml") for n in ("g1", "g2", "g3"))
-    assert list(g1.sources) == list(llama.SOURCE_FLOWS)[:7]  # the seven LLaMA sources, in table order
-    assert list(g2.sources) == list(llama.SOURCE_FLOWS)  # G.2 adds the six extension sources
+    assert list(g1.sources) == SOURCES.names("llama")  # the seven LLaMA sources, in table order
+    assert list(g2.sources) == SOURCES.names()  # G.2 adds the six extension sources
     assert (g1.dataset, g2.dataset, g3.dataset) == ("G1", "G2", "G3")
     assert g1.sources == g3.sources and {k: g2.sources[k] for k in g1.sources} == g1.sources
     assert g1.pile_index is None and g3.pile_index is not None and g3.pile_index["inputs"]
-    assert g2.labels is not None and "science_books" in g2.labels["extension_sources"]
+    assert "science_books" in llama.label_lists(g2.labels or {})["extension_sources"]  # from the registry
     for config in (g1, g2, g3):  # every stage config builds from its YAML plus the section
         for name in config.selected_sources():
             assert config.stage_config(name, config.sources[name] or {}).out == config.out
@@ -116,8 +117,8 @@ def test_sample_option_generates_inputs_for_every_source_with_a_writer(tmp_path:
     given = LlamaConfig.model_validate({"extends": "g2.yaml", "sample": True, "sample_pages": 5,
                                         "out": str(tmp_path / "data")})
     config = llama.ready(given)
-    with_writer = {"wikipedia", *LLAMA_SAMPLES, *EXTENSION_SAMPLES}
-    assert not config.sample and config.selected_sources() == [n for n in llama.SOURCE_FLOWS if n in with_writer]
+    with_writer = {"wikipedia", *(s.name for s in SOURCES.specs() if s.sample is not None)}
+    assert not config.sample and config.selected_sources() == [n for n in SOURCES if n in with_writer]
     assert config.dedup is not None and config.dedup.get("against") is None  # the index the pile stage builds
     pile = config.pile_index or {}
     assert pile["index"] == str(tmp_path / "data" / PILE_SAMPLE_INDEX)
@@ -209,8 +210,8 @@ def _count(out: Path, sql: str) -> dict[str, int]:
 @pytest.mark.prefect
 def test_g1_sample_runs_every_llama_source_and_the_pile_stage(g1_sample: SampleRun) -> None:
     summary, out = g1_sample.summary, g1_sample.out
-    llama_sources = list(llama.SOURCE_FLOWS)[:7]
-    assert sorted(llama_sources) == sorted(["wikipedia", *LLAMA_SAMPLES])  # every LLaMA source has a sample
+    llama_sources = SOURCES.names("llama")
+    assert all(s.sample is not None for s in SOURCES.specs("llama") if s.name != "wikipedia")  # all have a sample
     assert [(s.stage, s.status) for s in summary.stages] == [
         *[(name, "completed") for name in llama_sources],
         ("pile_index", "completed"), ("dedup", "completed"), ("labels", "completed"), ("tokenize", "completed")]

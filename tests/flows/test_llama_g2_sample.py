@@ -13,10 +13,12 @@ import pytest
 from core.config import CONFIG_DIR
 from core.manifest import Manifest
 from flows import llama
-from flows._sample import EXTENSION_SAMPLES
+from flows.registry import SOURCES
 from kinda.cli import main as kinda_main
 from loader import Recipe
 
+#: The extension sources (each has a sample writer).
+EXTENSION_SAMPLES = SOURCES.names("extension")
 #: The document sources the extension flows write (pubmed writes two).
 EXTENSION_DOCS = ["dialogue", "dm_math", "pubmed_abstracts", "pubmed_central", "reasoning", "science_books",
                   "stack_code"]

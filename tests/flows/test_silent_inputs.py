@@ -1,6 +1,6 @@
 """No silent empty inputs (issue 16, point 4): every source flow, run from its command line.
 
-For each flow in :data:`flows.llama.SOURCE_FLOWS`, an input in the flow's real format, written by
+For each source in :data:`flows.registry.SOURCES`, an input in the flow's real format, written by
 the format's own library, that is valid but holds nothing to keep: a WARC with only its
 ``warcinfo`` record, an empty ``.json.gz`` export, a MediaWiki dump with a ``siteinfo`` and no
 page, an empty tar, a StackExchange site folder whose ``Posts.xml`` has no row, an empty
@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 import pytest
 from warcio.warcwriter import WARCWriter
 
-from flows.llama import SOURCE_FLOWS
+from flows.registry import SOURCES
 from sources.samples import dialogue as dialogue_sample
 from sources.samples import pubmed as pubmed_sample
 from sources.samples import reasoning as reasoning_sample
@@ -161,15 +161,15 @@ EMPTY: dict[str, Case] = {
 
 
 def run_cli(name: str, args: list[str], out: Path) -> int:
-    module = importlib.import_module(SOURCE_FLOWS[name].module)
+    module = importlib.import_module(f"flows.{name}")
     return int(module.main([*args, "--out", str(out), "--runner", "thread", "--workers", "2"]))
 
 
 def test_every_source_flow_has_a_case() -> None:
-    assert set(EMPTY) == set(SOURCE_FLOWS)
+    assert set(EMPTY) == set(SOURCES)
 
 
-@pytest.mark.parametrize("name", sorted(SOURCE_FLOWS))
+@pytest.mark.parametrize("name", sorted(SOURCES))
 def test_empty_input_is_named_and_the_run_fails(
     name: str, prefect_api_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

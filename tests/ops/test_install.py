@@ -33,7 +33,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from flows._sample import EXTENSION_SAMPLES
+from flows.registry import SOURCES
 
 pytestmark = [pytest.mark.install, pytest.mark.timeout(2400)]
 
@@ -117,7 +117,7 @@ def kept_by_source(out: Path) -> dict[str, tuple[int, int]]:
 
 def sources_with_samples() -> Iterable[str]:
     """Every source the sample run gives inputs to (Wikipedia and each sample writer's source)."""
-    return ["wikipedia", *EXTENSION_SAMPLES]
+    return ["wikipedia", *SOURCES.names("extension")]
 
 
 def test_plain_pip_install_runs_every_sample_flow_from_another_folder(tmp_path: Path) -> None:

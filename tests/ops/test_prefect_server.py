@@ -96,10 +96,9 @@ def flow_runs(url: str, flow_name: str) -> list[dict[str, Any]]:
 
 def sample_sources() -> list[str]:
     """The LLaMA sources the offline sample runs, in the parent flow's stage order."""
-    from flows._sample import LLAMA_SAMPLES
-    from flows.llama import SOURCE_FLOWS
+    from flows.registry import SOURCES
 
-    return [name for name in list(SOURCE_FLOWS)[:7] if name == "wikipedia" or name in LLAMA_SAMPLES]
+    return [s.name for s in SOURCES.specs("llama") if s.name == "wikipedia" or s.sample is not None]
 
 
 def test_flow_run_and_artifacts_over_rest(server: tuple[str, dict[str, str]], tmp_path: Path) -> None:
@@ -192,16 +191,20 @@ def test_deploy_all_then_a_worker_runs_the_sample_and_refuses_g1_defaults(
 def test_source_deployments_match_their_configs() -> None:
     """A source deployment's parameters give the config hash of configs/<source>.yaml plus its inputs."""
     from core.config import CONFIG_DIR
-    from flows.llama import AFTER_FLOWS, SOURCE_FLOWS
+    from flows.llama import after_flows
+    from flows.registry import SOURCES
 
     declared = {d["name"]: d for d in yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]}
+    after = after_flows()
     checked = 0
-    for name, spec in {**SOURCE_FLOWS, "dedup": AFTER_FLOWS["dedup"], "label": AFTER_FLOWS["labels"]}.items():
+    stages = {**{s.deployment: (s.config, s.default_yaml) for s in SOURCES.specs() if s.deployment},
+              "dedup": (after["dedup"].config, after["dedup"].default_yaml),
+              "label": (after["labels"].config, after["labels"].default_yaml)}
+    for name, (config_cls, default_yaml) in stages.items():
         params = declared[name]["parameters"]["config"]
-        module, config_cls = spec.load()
-        assert declared[name]["entrypoint"].startswith(module.__name__.replace(".", "/") + ".py:")
+        assert declared[name]["entrypoint"].startswith(config_cls.__module__.replace(".", "/") + ".py:")
         from_params = config_cls.model_validate(params)
-        from_yaml = config_cls.from_yaml(CONFIG_DIR / spec.default_yaml, params)
+        from_yaml = config_cls.from_yaml(CONFIG_DIR / default_yaml, params)
         assert from_params.config_hash() == from_yaml.config_hash(), name
         checked += 1
-    assert checked == len(SOURCE_FLOWS) + 2
+    assert checked == len(SOURCES) + 2
