@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
-from core.filters.c4_rules import BAD_WORDS_EN, C4Rules, SentenceSpanUnits
+from core.filters.word_lists import BAD_WORDS_EN
 from core.registry import SourceSpec
 from flows._cli import Flag, FlowCLI
 from flows._lazy import LazyImport, flow
@@ -28,9 +28,12 @@ from flows._web import WEB_FLAGS, WebConfig, expand_crawls, grouped_dedup_phases
 from sources.formats.crawl_paths import CRAWL_ID
 
 if TYPE_CHECKING:
+    from core.filters.c4_rules import C4Rules, SentenceSpanUnits
     from sources.c4 import C4FromCommonCrawlRecipe, C4Recipe
     from sources.samples.c4 import write_sample_inputs
-else:  # only a run needs them (they import the pipeline: pyarrow, DuckDB): not --help
+else:  # only a run needs them (they import the pipeline: pyarrow, DuckDB, numpy): not --help
+    C4Rules = LazyImport("core.filters.c4_rules", "C4Rules")
+    SentenceSpanUnits = LazyImport("core.filters.c4_rules", "SentenceSpanUnits")
     C4FromCommonCrawlRecipe = LazyImport("sources.c4", "C4FromCommonCrawlRecipe")
     C4Recipe = LazyImport("sources.c4", "C4Recipe")
     write_sample_inputs = LazyImport("sources.samples.c4", "write_sample_inputs")

@@ -93,7 +93,7 @@ def _subcommand_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.Ar
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser, with plugin sub-commands registered and ``--out`` on every one."""
+    """The argument parser, with the sub-commands registered and ``--out`` on every one."""
     parser = argparse.ArgumentParser(prog="kinda", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_root_options(parser, top=True)

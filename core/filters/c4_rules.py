@@ -31,9 +31,9 @@ import numpy as np
 
 from core.document import Document, Drop
 from core.filters.record_bound import BoundedFilter, TextBound
+from core.filters.word_lists import BAD_WORDS_EN
 from core.steps import Record, Step
 
-BAD_WORDS_EN = Path(__file__).resolve().parent / "data" / "ldnoobw_en.txt"
 END_MARKS = (".", "?", "!", '"')
 ELLIPSIS = ("...", "…")
 POLICY_SUBSTRINGS = (

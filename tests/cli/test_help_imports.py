@@ -21,8 +21,7 @@ HEAVY = ("prefect", "pandas", "pyarrow.dataset")
 EAGER: set[str] = set()
 #: Flows whose help must also stay clear of the run's other heavy imports (issue 23: <= 0.5 CPU-s;
 #: DuckDB, pyarrow and warcio are ~0.1-0.3 CPU-s each): tokenization was 1.5 CPU-s, c4 0.53, llama 1.3.
-LIGHT = {"tokenization": ("duckdb", "pyarrow", "warcio", "numpy"), "c4": ("duckdb", "pyarrow", "warcio"),
-         "llama": ("duckdb", "pyarrow", "warcio", "numpy")}
+LIGHT = {name: ("duckdb", "pyarrow", "warcio", "numpy") for name in ("tokenization", "c4", "llama")}
 FLOWS = sorted(p.stem for p in (REPO / "flows").glob("*.py")
                if not p.stem.startswith("_") and "FlowCLI(" in p.read_text(encoding="utf-8"))
 
