@@ -56,10 +56,9 @@ def _reap_shared_helpers() -> None:
     ``RUSAGE_CHILDREN`` only counts children that were waited for, and a shared helper stays
     alive for the thread's next reader; without this, extraction would not be measured at all.
     """
-    from core import bounded
+    from core.helper_process import close_thread_helpers
 
-    for holder in getattr(bounded._SHARED, "holders", {}).values():
-        bounded._close_helper(holder)
+    close_thread_helpers()
 
 
 def leg_ours(folder: Path, use_prefilter: bool = True, engine: str = "trafilatura") -> dict:

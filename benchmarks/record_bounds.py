@@ -27,12 +27,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from core import bounded
 from core.bounded import BoundedCleaner
 from core.document import Document
 from core.filters.c4_rules import C4Rules, clean_page, count_sentences
 from core.filters.ccnet import tidy_lines
 from core.filters.record_bound import TextBound
+from core.helper_process import HelperSlot, thread_helpers
 from core.pile_format import iter_pile
 from sources import gutenberg
 from sources.formats import epub, medline
@@ -52,9 +52,9 @@ def _proc_cpu(pid: int) -> float:
 def cpu_now() -> float:
     """This process's CPU time plus that of this thread's bounded helpers."""
     total = time.process_time()
-    for holder in getattr(bounded._SHARED, "holders", {}).values():
-        if holder[0] is not None:
-            total += _proc_cpu(holder[0].process.pid)
+    for slot in thread_helpers():
+        if isinstance(slot, HelperSlot) and slot.helper is not None:
+            total += _proc_cpu(slot.helper.process.pid)
     return total
 
 

@@ -209,10 +209,9 @@ def _reap_shared_helpers() -> None:
     ``RUSAGE_CHILDREN`` counts only children that were waited for, and a shared helper stays
     alive for the thread's next reader.
     """
-    from core import bounded
+    from core.helper_process import close_thread_helpers
 
-    for holder in getattr(bounded._SHARED, "holders", {}).values():
-        bounded._close_helper(holder)
+    close_thread_helpers()
 
 
 def child(mode: str, path: Path, low_memory: str) -> dict[str, float]:

@@ -165,10 +165,9 @@ def _cpu_with_children() -> float:
 
 def _reap_shared_helpers() -> None:
     """End core.bounded's shared helper processes so ``RUSAGE_CHILDREN`` includes their CPU time."""
-    from core import bounded
+    from core.helper_process import close_thread_helpers
 
-    for holder in getattr(bounded._SHARED, "holders", {}).values():
-        bounded._close_helper(holder)
+    close_thread_helpers()
 
 
 def _spawn(mode: str, dump: Path) -> dict[str, Any]:

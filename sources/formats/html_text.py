@@ -13,27 +13,23 @@ Decoding order, chosen so that *lying* declarations lose to evidence in the byte
 
 Extraction uses trafilatura (the default) or resiliparse's HTML-to-text (``engine="resiliparse"``,
 as DCLM did: several times faster, a somewhat different kept text; see docs/commoncrawl.md) with a
-per-document bound on input size and on wall time. The time
-bound uses ``SIGALRM`` where possible (main thread, Unix: no overhead), else a sandbox process that
-is killed and restarted when a page overruns (the way datatrove bounds extractors), so a
-pathological page costs one ``extract_timeout`` drop, never a stuck worker.
+per-document bound on input size and on wall time (:func:`bounded_extractor`): the extractor runs
+lxml and regular expressions in C, where ``SIGALRM`` cannot stop it, so it runs in the killable
+helper process of :mod:`core.bounded`, in any runner (threads, process pools, Dask's daemonic
+workers); a pathological page costs one ``cleaner_timeout`` drop, never a stuck worker.
 """
 
 from __future__ import annotations
 
 import codecs
 import contextlib
+import functools
 import logging
-import multiprocessing as mp
 import re
-import signal
-import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from typing import Any
 
-from core import lifeline
+from core.bounded import DEFAULT_MAX_INPUT, BoundedCleaner
 
 log = logging.getLogger(__name__)
 
@@ -116,10 +112,6 @@ def decode_html(data: bytes, content_type: str | None = None) -> Decoded:
 
 
 # -- extraction -----------------------------------------------------------------------------
-class ExtractionTimeout(Exception):
-    """Extraction of one page ran past its time bound."""
-
-
 #: Extraction engines ``ExtractOptions.engine`` accepts.
 ENGINES = ("trafilatura", "resiliparse")
 
@@ -179,99 +171,15 @@ def _resiliparse_text(html: str, options: ExtractOptions) -> str:
                               noscript=False, comments=options.include_comments).strip()
 
 
-@contextlib.contextmanager
-def _alarm(seconds: float) -> Iterator[None]:
-    def on_alarm(signum: int, frame: object) -> None:
-        raise ExtractionTimeout(f"extraction took more than {seconds:g}s")
+def bounded_extractor(options: ExtractOptions, max_input: int = DEFAULT_MAX_INPUT) -> BoundedCleaner[str]:
+    """:func:`extract_text` under ``options.timeout_s`` and ``max_input`` per page, in a killable helper.
 
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def _sandbox_main(conn: Connection, options: ExtractOptions) -> None:
-    lifeline.die_with_parent()  # a kill -9 of the reader's process must not leave this one extracting
-    while True:
-        try:
-            html = conn.recv()
-        except EOFError:
-            return
-        try:
-            conn.send(("ok", extract_text(html, options)))
-        except Exception as exc:
-            conn.send(("error", f"{type(exc).__name__}: {exc}"))
-
-
-class _Sandbox:
-    """A child process running trafilatura; killed and restarted when a page overruns."""
-
-    def __init__(self, options: ExtractOptions) -> None:
-        self.options = options
-        self._process: Any = None
-        self._conn: Connection | None = None
-        self._warm = False
-
-    def _start(self) -> None:
-        parent, child = mp.get_context("spawn").Pipe()
-        self._process = mp.get_context("spawn").Process(
-            target=_sandbox_main, args=(child, self.options), daemon=True
-        )
-        self._process.start()
-        child.close()
-        self._conn = parent
-
-    def extract(self, html: str) -> str:
-        if self._process is None or not self._process.is_alive():
-            self._start()
-        assert self._conn is not None
-        self._conn.send(html)
-        # the first page also pays the child's start-up (imports), so it gets extra time
-        if not self._conn.poll(self.options.timeout_s + (0.0 if self._warm else 10.0)):
-            self.close()
-            raise ExtractionTimeout(f"extraction took more than {self.options.timeout_s:g}s")
-        self._warm = True
-        status, payload = self._conn.recv()
-        if status == "error":
-            raise RuntimeError(payload)
-        return payload
-
-    def close(self) -> None:
-        if self._process is not None:
-            self._process.kill()
-            self._process.join(timeout=5)
-        if self._conn is not None:
-            self._conn.close()
-        self._process, self._conn, self._warm = None, None, False
-
-
-class BoundedExtractor:
-    """trafilatura with a wall-time bound per page (see the module docstring for how)."""
-
-    def __init__(self, options: ExtractOptions | None = None) -> None:
-        self.options = options or ExtractOptions()
-        self._sandbox: _Sandbox | None = None
-
-    def extract(self, html: str) -> str:
-        """Main text of ``html``; raises :class:`ExtractionTimeout` or the extractor's error."""
-        timeout = self.options.timeout_s
-        if timeout <= 0:
-            return extract_text(html, self.options)
-        if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
-            with _alarm(timeout):
-                return extract_text(html, self.options)
-        if self._sandbox is None:
-            self._sandbox = _Sandbox(self.options)
-        return self._sandbox.extract(html)
-
-    def close(self) -> None:
-        """Stop the sandbox process, if one was started."""
-        if self._sandbox is not None:
-            self._sandbox.close()
-            self._sandbox = None
+    ``run(record, html)`` returns the text or a :class:`core.document.Drop` (``cleaner_timeout``,
+    ``record_too_large``, ``cleaner_crashed``); the extractor's own errors are raised. The helper is
+    shared by the thread's readers and imports the engine before its first page (``preload``).
+    """
+    return BoundedCleaner(functools.partial(extract_text, options=options), timeout_s=options.timeout_s,
+                          max_input=max_input, preload=options.preload, shared=True)
 
 
 # -- post bodies (StackExchange) to readable text ----------------------------------------------

@@ -23,14 +23,15 @@ become paragraphs (a break at a large vertical gap or after a short line); hyphe
 ends is joined; ligatures (ﬁ, ﬂ, ...) are spelt out.
 
 Time bound: pdfium is C code that Python cannot interrupt, so pages are extracted in a worker
-process that streams finished pages in small batches (at most ``BATCH_SECONDS`` old); when no
-message comes for ``page_timeout_s`` the worker is killed, re-reads from the first page not
-received one page per message, and the page that overruns again becomes a ``page_timeout`` drop;
-a fresh worker resumes at the next page. The same isolation turns a crash inside pdfium into an ``extractor_crashed`` drop.
+process (:mod:`core.helper_process`, the life cycle of every helper) that streams finished pages
+in small batches (at most ``BATCH_SECONDS`` old); when no message comes for ``page_timeout_s``
+the worker is killed, re-reads from the first page not received one page per message, and the
+page that overruns again becomes a ``page_timeout`` drop; a fresh worker resumes at the next page.
+The same isolation turns a crash inside pdfium into an ``extractor_crashed`` drop.
 Memory: the worker holds one page at a time, under an address-space bound
-(``worker_memory_bytes`` via :func:`core.bounded.limit_address_space`): a page that needs more
+(``worker_memory_bytes`` via :func:`core.helper_process.limit_address_space`): a page that needs more
 (a flate-compressed content stream showing millions of characters) aborts pdfium, and the worker
-names the page it was on (``current``), so that page alone is a ``page_too_large`` drop. Pages
+names the page it was on (its mark), so that page alone is a ``page_too_large`` drop. Pages
 over ``max_page_chars`` and OCR renderings over ``max_ocr_pixels`` (checked before rendering) are
 ``page_too_large`` too. The caller holds the document's lines (about three times the text size,
 at most ``max_document_chars``), so RSS is bounded by a constant plus the size of one book's text.
@@ -38,11 +39,11 @@ at most ``max_document_chars``), so RSS is bounded by a constant plus the size o
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import itertools
 import math
-import multiprocessing as mp
 import operator
 import os
 import re
@@ -51,20 +52,25 @@ import signal
 import statistics
 import struct
 import subprocess
-import threading
 import time
 import unicodedata
 from array import array
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from multiprocessing import spawn
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from core import lifeline
-from core.bounded import address_space_in_use, limit_address_space
+from core.helper_process import (
+    Channel,
+    HelperEnded,
+    HelperProcess,
+    HelperSlot,
+    HelperTimeout,
+    address_space_in_use,
+    limit_address_space,
+    thread_helper,
+)
 
 LIGATURES = {"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st", "Ĳ": "IJ", "ĳ": "ij"}
 _LIGATURE_RE = re.compile("[" + "".join(LIGATURES) + "]")
@@ -100,8 +106,8 @@ class PdfSettings:
     #: A PDF with more text than this is a ``text_too_large`` drop, read no further: the caller holds a
     #: book's lines (~15x its text) until its running headers are known. 40 M is ten Bibles.
     max_document_chars: int = 40_000_000
-    #: Address space the worker process may add to what it maps once started (its imports; a spawned
-    #: worker imports the flow's main module too), through ``core.bounded.limit_address_space``: a
+    #: Address space the worker process may add to what it maps once started (its imports), through
+    #: ``core.helper_process.limit_address_space``: a
     #: page that needs more aborts pdfium and becomes a ``page_too_large`` drop, not a machine out of memory.
     worker_memory_bytes: int = 1 << 30
     isolate: bool = True  # False: extract in this process (no time or memory bound; benchmarks/debugging)
@@ -483,15 +489,15 @@ def unpack_page(packed: PackedPage) -> PageText:
     return PageText(index, lines, width, height, method, drop, detail, columns)
 
 
-def _worker_main(conn: Connection, current: Any = None) -> None:
+def _worker_main(conn: Channel) -> None:
     """Serve ("open", path, settings, first_page, batch_s, lost) requests: reply info, then batches of pages.
 
     ``batch_s`` 0 sends every page on its own (the caller asks for that after a timeout, so the
-    page that hung is known exactly). ``current`` (shared memory) holds the page being read, so
-    the caller knows which page killed a worker that died; ``lost`` is that page's drop, sent in
-    its place when the caller restarts the worker to re-read the pages it finished but never sent.
+    page that hung is known exactly). The channel's mark holds the page being read, so the caller
+    knows which page killed a worker that died; ``lost`` is that page's drop, sent in its place
+    when the caller restarts the worker to re-read the pages it finished but never sent. The
+    worker dies with the reader's process (:mod:`core.helper_process`).
     """
-    lifeline.die_with_parent()  # a kill -9 of the reader's process must not leave this one rendering
     import pypdfium2  # noqa: F401  (mapped before the baseline of the memory bound is taken)
 
     baseline = address_space_in_use()
@@ -501,8 +507,7 @@ def _worker_main(conn: Connection, current: Any = None) -> None:
         except EOFError:
             return
         _, path, settings, first, batch_s, lost = request
-        if current is not None:
-            current.value = -1
+        conn.mark(-1)
         limit_address_space(baseline + settings.worker_memory_bytes)
         document, info = open_pdf(Path(path))
         conn.send(("info", info))
@@ -514,8 +519,7 @@ def _worker_main(conn: Connection, current: Any = None) -> None:
                 if lost is not None and index == lost.index:
                     sender.add(lost)
                     continue
-                if current is not None:
-                    current.value = index
+                conn.mark(index)
                 try:
                     result = extract_page(document, index, settings, sender.before_ocr)
                 except MemoryError:
@@ -533,7 +537,7 @@ def _worker_main(conn: Connection, current: Any = None) -> None:
 class _PageSender:
     """The worker's outgoing pages: a batch is sent when BATCH_PAGES long or ``batch_s`` old."""
 
-    def __init__(self, conn: Connection, batch_s: float) -> None:
+    def __init__(self, conn: Channel, batch_s: float) -> None:
         self.conn, self.batch_s = conn, batch_s
         self.batch: list[PackedPage] = []
         self.oldest = 0.0
@@ -572,73 +576,43 @@ def _lost_page(index: int, limit: float, exit_code: int | None, settings: PdfSet
     return PageText(index, drop="extractor_crashed", detail=f"the extractor process died (exit {exit_code})")
 
 
-#: The worker process's name; :func:`_preparation_data` recognises its spawn by it.
-WORKER_NAME = "kinda-pdf-worker"
-_spawn_preparation = spawn.get_preparation_data
-
-
-def _preparation_data(name: str) -> dict[str, Any]:
-    """``multiprocessing.spawn.get_preparation_data``, less the parent's main module for the PDF worker.
-
-    A spawned child re-imports the parent's ``__main__`` (``python -m flows.science_books``: the
-    flow, Prefect, pydantic, DuckDB), which cost the worker ~10 s to start on a loaded 2-core
-    machine, paid again after every crash or timeout. The worker runs only this module's
-    :func:`_worker_main`, imported by name, so it needs none of it. Other processes are untouched.
-    """
-    data: dict[str, Any] = _spawn_preparation(name)
-    if name == WORKER_NAME:
-        data.pop("init_main_from_name", None)
-        data.pop("init_main_from_path", None)
-    return data
-
-
-spawn.get_preparation_data = _preparation_data
+#: What the worker process runs.
+WORKER = f"{__name__}:_worker_main"
 
 
 class PdfWorker:
     """A worker process extracting pages; killed and restarted when a page overruns its time."""
 
     def __init__(self) -> None:
-        self._process: Any = None
-        self._conn: Connection | None = None
-        self._current: Any = None  # the page the worker is reading (shared memory)
-
-    def _start(self) -> Connection:
-        context = mp.get_context("spawn")
-        parent, child = context.Pipe()
-        self._current = context.RawValue("q", -1)
-        self._process = context.Process(target=_worker_main, args=(child, self._current), daemon=True,
-                                        name=WORKER_NAME)
-        self._process.start()
-        child.close()
-        self._conn = parent
-        return parent
+        self._slot = HelperSlot(WORKER, mark=True)
 
     def close(self) -> None:
         """Stop the worker (a new one starts on the next request)."""
-        if self._process is not None and self._process.pid is not None:  # pid None: it never started
-            self._process.kill()
-            self._process.join(timeout=5)
-        if self._conn is not None:
-            self._conn.close()
-        self._process, self._conn = None, None
+        self._slot.kill()
+
+    def _running(self) -> HelperProcess:
+        helper, _ = self._slot.running()
+        return helper
 
     def _exit_code(self) -> int | None:
         """The dead worker's exit code (negative: the signal that ended it), once it is reaped."""
-        if self._process is None:
-            return None
-        self._process.join(timeout=5)
-        code: int | None = self._process.exitcode
-        return code
+        helper = self._slot.helper
+        return helper.exit_code() if helper is not None else None
+
+    def _current(self) -> int:
+        """The page the worker was reading (its mark; -1 when none)."""
+        helper = self._slot.helper
+        return helper.marked if helper is not None else -1
 
     def _receive(self, timeout: float) -> tuple[str, Any] | None:
-        assert self._conn is not None
+        helper = self._slot.helper
+        assert helper is not None
         try:
-            if not self._conn.poll(timeout):
-                return None
-            message: tuple[str, Any] = self._conn.recv()
+            message: tuple[str, Any] = helper.receive(timeout)
             return message
-        except (EOFError, OSError):
+        except HelperTimeout:
+            return None
+        except HelperEnded:
             return ("crashed", None)
 
     def pages(self, path: Path, settings: PdfSettings) -> Iterator[PdfInfo | PageText]:
@@ -669,9 +643,8 @@ class PdfWorker:
         first, info, lost = 0, None, None
         batch_s = min(BATCH_SECONDS, settings.page_timeout_s / 4)
         while True:
-            conn = self._conn if self._process is not None and self._process.is_alive() else self._start()
-            assert conn is not None
-            conn.send(("open", str(path), settings, first, batch_s, lost))
+            with contextlib.suppress(HelperEnded):  # died between the check and the request: the reply says so
+                self._running().send(("open", str(path), settings, first, batch_s, lost))
             lost = None
             reply = self._receive(settings.page_timeout_s + 30.0)  # first call pays the worker's start-up
             if reply is None or reply[0] != "info":
@@ -688,8 +661,8 @@ class PdfWorker:
             limit = settings.page_timeout_s
             while True:
                 message = self._receive(limit)
-                if message is not None and message[0] == "crashed" and self._current.value >= expected:
-                    exit_code, dead = self._exit_code(), int(self._current.value)
+                if message is not None and message[0] == "crashed" and self._current() >= expected:
+                    exit_code, dead = self._exit_code(), self._current()
                     self.close()
                     lost, first = _lost_page(dead, limit, exit_code, settings), expected
                     if dead == expected:  # nothing finished and unsent: no need to start again here
@@ -736,22 +709,10 @@ def pages_in_process(path: Path, settings: PdfSettings) -> Iterator[PdfInfo | Pa
         document.close()
 
 
-_WORKERS = threading.local()
-
-
 def shared_worker() -> PdfWorker:
-    """One worker per thread of a process (recipes are pickled to tasks; the worker never is).
-
-    Per thread: a thread runner's tasks sharing one worker would cross their requests and
-    replies on its pipe (one file got another's pages, the other an ``open_timeout``). Keyed by
-    process id too, so a forked child starts its own. A finished thread's worker is released with
-    its thread, its pipe closes, and the worker process ends.
-    """
-    workers: dict[int, PdfWorker] = _WORKERS.__dict__.setdefault("by_pid", {})
-    worker = workers.get(os.getpid())
-    if worker is None:
-        worker = workers[os.getpid()] = PdfWorker()
-    return worker
+    """One worker per thread of a process (:func:`core.helper_process.thread_helper`; recipes are
+    pickled to tasks, the worker never is)."""
+    return thread_helper(WORKER, PdfWorker)
 
 
 # -- per document -----------------------------------------------------------------------------

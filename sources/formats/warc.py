@@ -17,7 +17,6 @@ before trafilatura runs (extraction is the slowest step by far, about 10 pages/s
 from __future__ import annotations
 
 import contextlib
-import functools
 import gzip
 import html as html_lib
 import logging
@@ -36,7 +35,7 @@ from core.bounded import BoundedCleaner
 from core.compressed import CODEC_ERRORS, TruncatedInputError
 from core.document import Document, Drop, make_doc_id
 from core.steps import Record
-from sources.formats.html_text import ExtractOptions, decode_html, extract_text
+from sources.formats.html_text import ExtractOptions, bounded_extractor, decode_html
 
 log = logging.getLogger(__name__)
 
@@ -287,11 +286,9 @@ class WarcReader:
     min_text_chars: int = 1
 
     def __iter__(self) -> Iterator[Record]:
-        # trafilatura runs lxml and regular expressions in C, where SIGALRM cannot stop it: each
-        # page is extracted in core.bounded's killable helper, in any runner (threads, process
-        # pools, Dask's daemonic workers); an overrun page is one cleaner_timeout drop.
-        with BoundedCleaner(functools.partial(extract_text, options=self.extract), timeout_s=self.extract.timeout_s,
-                            max_input=self.limits.max_body_bytes, preload=self.extract.preload, shared=True) as extractor:
+        # each page is extracted in a killable helper (html_text.bounded_extractor): an overrun page
+        # is one cleaner_timeout drop
+        with bounded_extractor(self.extract, self.limits.max_body_bytes) as extractor:
             for item in WarcRecords(self.path, self.location, self.limits):
                 yield item if isinstance(item, Drop) else self._document(item, extractor)
 

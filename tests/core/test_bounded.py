@@ -139,7 +139,7 @@ def test_helper_dies_with_a_killed_parent() -> None:
         from core.bounded import BoundedCleaner
         cleaner = BoundedCleaner(functools.partial(re.sub, r"(a+)+b", ""), timeout_s=600)
         cleaner.run("warm", "ab")
-        print(cleaner._holder[0].process.pid, flush=True)
+        print(cleaner._holder.helper.process.pid, flush=True)
         cleaner.run("stuck", "a" * 60)
         """
     )
@@ -168,7 +168,7 @@ def _alive(pid: int) -> bool:
 def _shared_pid() -> int:
     cleaner = BoundedCleaner(abs, shared=True)
     assert cleaner.run("r", -5, size=0) == 5
-    helper = cleaner._holder[0]
+    helper = cleaner._holder.helper
     assert helper is not None
     return helper.process.pid
 

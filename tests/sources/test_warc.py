@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import io
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -15,12 +14,10 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from core.document import Document, Drop
-from sources.formats import html_text
 from sources.formats.crawl_paths import crawl_paths_url, read_paths_list, resolve_url
 from sources.formats.html_text import (
-    BoundedExtractor,
-    ExtractionTimeout,
     ExtractOptions,
+    bounded_extractor,
     decode_html,
     normalize_charset,
 )
@@ -170,27 +167,24 @@ def test_visible_text_strips_scripts_and_tags() -> None:
     assert visible_text(html) == "Hello & welcome"
 
 
-def test_extraction_timeout_in_main_thread(monkeypatch: pytest.MonkeyPatch) -> None:
-    def slow(html: str, options: ExtractOptions) -> str:
-        time.sleep(30)
-        return "never"
+def test_extractor_is_bounded_in_its_helper_from_any_thread() -> None:
+    """The extractor runs in core.bounded's killable helper: a page past its bound is one drop, in a thread too."""
+    page = html_page("T", [ENGLISH] * 2)
+    huge = html_page("T", [ENGLISH] * 20_000)  # ~5 MB: far more than 1 ms of extraction anywhere
+    result: list[object] = []
 
-    monkeypatch.setattr(html_text, "extract_text", slow)
-    extractor = BoundedExtractor(ExtractOptions(timeout_s=0.2))
-    started = time.perf_counter()
-    with pytest.raises(ExtractionTimeout):
-        extractor.extract("<html></html>")
-    assert time.perf_counter() - started < 15  # the 0.2 s bound, not the 30 s sleep (generous for load)
+    def read() -> None:
+        with bounded_extractor(ExtractOptions(timeout_s=0.001)) as tight:
+            result.append(tight.run("huge page", huge))
+        with bounded_extractor(ExtractOptions(timeout_s=60)) as extractor:
+            result.append(extractor.run("page", page))
 
-
-def test_extraction_off_main_thread_uses_a_sandbox() -> None:
-    extractor = BoundedExtractor(ExtractOptions(timeout_s=5))
-    result: list[str] = []
-    thread = threading.Thread(target=lambda: result.append(extractor.extract(html_page("T", [ENGLISH] * 2))))
+    thread = threading.Thread(target=read)
     thread.start()
-    thread.join(60)
-    extractor.close()
-    assert result and "lighthouse keepers" in result[0]
+    thread.join(120)
+    stuck, text = result
+    assert isinstance(stuck, Drop) and stuck.reason == "cleaner_timeout" and stuck.record == "huge page"
+    assert isinstance(text, str) and "lighthouse keepers" in text
 
 
 def test_paths_list_and_urls(tmp_path: Path) -> None:
