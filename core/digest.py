@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 
@@ -35,3 +35,24 @@ def json_hash(value: Any, length: int | None = 16, *, compact: bool = True, sort
     text = canonical_json(value, compact=compact, sort_keys=sort_keys, ascii_only=ascii_only, default=default)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return digest if length is None else digest[:length]
+
+
+def pop_defaults(fields: dict[str, Any], defaults: dict[str, Any], names: Iterable[str]) -> dict[str, Any]:
+    """``fields`` less each named field (dotted: ``epub.chapter_timeout_s``) that equals its default; in place.
+
+    For fields added after hashes were first written: at their default they leave the hash as it
+    was (the output is the output of earlier runs), set to anything else they are hashed like
+    every other field.
+    """
+    for dotted in names:
+        node: Any = fields
+        default: Any = defaults
+        *parents, last = dotted.split(".")
+        for name in parents:
+            node, default = node.get(name), default.get(name)
+            if not isinstance(node, dict) or not isinstance(default, dict):
+                break
+        else:
+            if last in node and node[last] == default.get(last):
+                del node[last]
+    return fields

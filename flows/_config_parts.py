@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from core.config import PipelineConfig
+from core.digest import pop_defaults
 from core.filters.code_quality import CodeFilterSettings
 
 
@@ -50,21 +51,4 @@ class LateBoundsConfig(PipelineConfig):
 
     def output_fields(self) -> dict[str, Any]:
         """:meth:`PipelineConfig.output_fields` less the ``HASHED_WHEN_SET`` fields at their default."""
-        fields = super().output_fields()
-        defaults = type(self)().model_dump(mode="json")
-        for dotted in sorted(self.HASHED_WHEN_SET):
-            _pop_if_default(fields, defaults, dotted.split("."))
-        return fields
-
-
-def _pop_if_default(fields: dict[str, Any], defaults: dict[str, Any], path: list[str]) -> None:
-    """Remove ``fields[a][b]...`` when it equals the same place in ``defaults``."""
-    node: Any = fields
-    default: Any = defaults
-    for name in path[:-1]:
-        node, default = node.get(name), default.get(name)
-        if not isinstance(node, dict) or not isinstance(default, dict):
-            return
-    last = path[-1]
-    if last in node and node[last] == default.get(last):
-        del node[last]
+        return pop_defaults(super().output_fields(), type(self)().model_dump(mode="json"), sorted(self.HASHED_WHEN_SET))

@@ -25,7 +25,7 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from core.config import deep_merge, load_layered
-from core.digest import json_hash
+from core.digest import json_hash, pop_defaults
 from loader.dataset import ItemOptions, MixtureDataset, WindowDataset, plan_counts
 from loader.iterators import Batch, IndexedSource, Prefetch, State, Stride
 from loader.permutation import Permutation
@@ -93,10 +93,7 @@ class Recipe(BaseModel):
         """
         fields = self.model_dump(mode="json", exclude={"cache_dir", "prefetch_workers", "prefetch_files",
                                                         "cache_max_bytes"})
-        for name, default in _LATER_FIELDS.items():
-            if fields.get(name) == default:
-                fields.pop(name)
-        return json_hash(fields, compact=False)
+        return json_hash(pop_defaults(fields, _LATER_FIELDS, _LATER_FIELDS), compact=False)
 
     # -- tensors ----------------------------------------------------------------------------
     def tensor_set(self, location: str) -> TensorSet:

@@ -22,7 +22,9 @@ def test_every_call_site_keeps_its_hash() -> None:
     assert fingerprint("prev", {"b": 1, "a": [1, 2]}, Path("/x/ü")) == "141e96b8383d7530e0bc"
     assert work_dir(Path("out"), "cfg", [("s1", 3), ("s0", 1)]) == Path("out/_dedup/3644dbc9e8ea5104")  # type: ignore[list-item]
     recipe = Recipe.model_validate({"name": "mix", "components": [{"name": "web", "locations": ["t/"], "weight": 2.0}]})
-    assert recipe.fingerprint() == "6b2c28644e076c0a"
+    assert recipe.fingerprint() == "6b2c28644e076c0a"  # the fields added later, at their defaults, are left out
+    later = Recipe.model_validate({"name": "mix", "components": [{"name": "web", "locations": ["t/"]}], "block_docs": 128})
+    assert later.fingerprint() == "940865808e91228d"  # ...and hashed once set
     config = {"model": {"vocab": {"é": 0, "a": 1}}, "added_tokens": []}
     assert tokenizer_hash(config) == "c7e4dab57629476247a72d9afae5229fedf02ac5548a3a6d1239a006dd97c29f"
     assert json_hash(sorted(["k2", "k1"]), compact=False) == "f7b219945cdaafa4"  # commoncrawl's dedup group id
