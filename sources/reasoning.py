@@ -43,7 +43,6 @@ every other per-record cleaner.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -57,7 +56,7 @@ from core.compressed import CODEC_ERRORS, open_binary
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.filters.record_bound import INLINE_CHARS
 from core.steps import Record, Step
-from sources.formats.rows import Oversized, RowError, bounded_lines, open_parquet, parquet_rows
+from sources.formats.rows import Oversized, RowError, json_rows, open_parquet, parquet_file_rows
 
 SOURCE = "reasoning"
 WORK_OPEN = "<work>"
@@ -187,19 +186,13 @@ def read_jsonl(spec: InputSpec, settings: ReasoningSettings, bound: RowBound | N
     number = 0
     try:
         with open_binary(spec.path) as stream:
-            for number, line in enumerate(bounded_lines(stream, settings.max_line_bytes), start=1):
+            for number, row in enumerate(json_rows(stream, settings.max_line_bytes), start=1):
                 where = f"{spec.location}: line {number}"
-                if line is None:
-                    yield Drop("too_large", where, f"{where}: over {settings.max_line_bytes:,} bytes; not read")
-                    continue
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except ValueError as exc:
-                    yield Drop("malformed_json", where, f"{type(exc).__name__}: {exc}")
-                    continue
-                yield bound.run(row, where)
+                if isinstance(row, RowError):
+                    detail = f"{where}: {row.detail}" if row.reason == "too_large" else row.detail
+                    yield Drop("too_large" if row.reason == "too_large" else "malformed_json", where, detail)
+                elif row is not None:
+                    yield bound.run(row, where)
     except CODEC_ERRORS as exc:
         yield Drop("truncated_input", f"{spec.location}: after line {number}", f"{type(exc).__name__}: {exc}")
 
@@ -218,18 +211,9 @@ def read_parquet(spec: InputSpec, settings: ReasoningSettings, bound: RowBound |
             yield Drop("missing_column", f"{spec.location}: row {row}", f"missing column(s) {', '.join(missing)}")
         return
     sized = {"question": settings.max_line_bytes, "answer": settings.max_line_bytes}
-    row = 0
-    for group in range(parquet.metadata.num_row_groups):
-        end = row + parquet.metadata.row_group(group).num_rows
-        try:
-            for item in parquet_rows(parquet, group, ["question", "answer"], 1024, sized):
-                where = f"{spec.location}: row {row}"
-                yield Drop(item.reason, where, item.detail) if isinstance(item, RowError) else bound.run(item, where)
-                row += 1
-        except (OSError, pa.ArrowException) as exc:
-            for lost in range(row, end):
-                yield Drop("corrupt_row_group", f"{spec.location}: row {lost}", f"row group {group}: {exc}")
-        row = end
+    for row, item in enumerate(parquet_file_rows(parquet, ["question", "answer"], 1024, sized)):
+        where = f"{spec.location}: row {row}"
+        yield Drop(item.reason, where, item.detail) if isinstance(item, RowError) else bound.run(item, where)
 
 
 class RowBound:

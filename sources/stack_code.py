@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,7 +64,7 @@ from sources.formats.licenses import (
     normalize_license,
     row_license,
 )
-from sources.formats.rows import Oversized, RowError, bounded_lines, open_parquet, parquet_rows
+from sources.formats.rows import Oversized, RowError, json_rows, open_parquet, parquet_file_rows
 from sources.github import github_url, is_binary, language_for, skip_reason
 
 SOURCE = "stack_code"
@@ -251,19 +250,9 @@ def read_parquet(spec: InputSpec, settings: StackCodeSettings) -> Iterator[Recor
     columns = [*needed, *(c for c in optional if c in names)]
     normalize = stack_row if layout == STACK else github_code_row
     content = "content" if layout == STACK else "code"
-    first = 0
-    for group in range(meta.num_row_groups):
-        rows_in_group = meta.row_group(group).num_rows
-        done = 0
-        try:
-            for row in parquet_rows(parquet, group, columns, settings.batch_rows,
-                                    {content: settings.max_file_bytes}):
-                yield _parquet_record(row, normalize, settings, where, first + done)
-                done += 1
-        except (OSError, pa.ArrowException) as exc:
-            detail = f"row group {group}: {type(exc).__name__}: {exc}"
-            yield from _row_drops("corrupt_row_group", where, first + done, rows_in_group - done, detail)
-        first += rows_in_group
+    rows = parquet_file_rows(parquet, columns, settings.batch_rows, {content: settings.max_file_bytes})
+    for number, row in enumerate(rows):
+        yield _parquet_record(row, normalize, settings, where, number)
 
 
 def _parquet_record(row: dict[str, Any] | RowError, normalize: Callable[[Mapping[str, Any], frozenset[str]], CodeRow],
@@ -281,23 +270,18 @@ def read_jsonl(spec: InputSpec, settings: StackCodeSettings) -> Iterator[Record]
     number = 0
     try:
         with open_binary(spec.path) as stream:
-            for number, line in enumerate(bounded_lines(stream, settings.max_line_bytes), start=1):
-                if line is None:
-                    yield Drop("too_large", f"{where}: line {number}",
-                               f"{where}: line {number}: over {settings.max_line_bytes:,} bytes; not read")
-                elif line.strip():
-                    yield _json_record(line, number, where, settings)
+            for number, row in enumerate(json_rows(stream, settings.max_line_bytes), start=1):
+                if row is not None:
+                    yield _json_record(row, number, where, settings)
     except CODEC_ERRORS as exc:
         yield Drop("truncated_input", f"{where}: after line {number}", f"{type(exc).__name__}: {exc}")
 
 
-def _json_record(line: bytes, number: int, where: str, settings: StackCodeSettings) -> Record:
-    try:
-        row = json.loads(line)
-    except ValueError as exc:
-        return Drop("malformed_json", f"{where}: line {number}", f"{type(exc).__name__}: {exc}")
-    if not isinstance(row, dict):
-        return Drop("malformed_json", f"{where}: line {number}", f"a JSON {type(row).__name__}, not an object")
+def _json_record(row: dict[str, Any] | RowError, number: int, where: str, settings: StackCodeSettings) -> Record:
+    if isinstance(row, RowError):
+        if row.reason == "too_large":
+            return Drop("too_large", f"{where}: line {number}", f"{where}: line {number}: {row.detail}")
+        return Drop("malformed_json", f"{where}: line {number}", row.detail)  # not JSON, or not an object
     layout = row_layout(row)
     if layout is None:
         return Drop("missing_column", f"{where}: line {number}", "neither 'content' nor 'code' in the row")

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import glob
 import hashlib
-import json
 import os
 from collections import Counter
 from collections.abc import Iterator
@@ -34,7 +33,7 @@ from typing import IO, Any, Literal
 import pyarrow as pa
 
 from core.compressed import open_binary
-from sources.formats.rows import Oversized, RowError, bounded_lines, open_parquet, parquet_rows
+from sources.formats.rows import Oversized, RowError, json_rows, open_parquet, parquet_rows
 
 Format = Literal["parquet", "jsonl"]
 #: Suffixes read as JSON Lines; each may carry .gz or .zst (and .bz2/.xz: core.compressed).
@@ -310,24 +309,20 @@ def _keep(file: DatasetFile, row: int, doc_id: Any, text: Any, opts: ReadOptions
 _MISSING = object()
 
 
+#: The shared row reader's errors, in this module's vocabulary (``docs/loader.md``).
+_JSON_REASONS = {"too_large": "line-too-large", "malformed_json": "bad-json", "not_object": "not-object"}
+
+
 def _read_jsonl(file: DatasetFile, opts: ReadOptions, log: DropLog) -> Iterator[TextBatch]:
     batch = TextBatch()
     with _open(file) as handle:
-        for row, line in enumerate(bounded_lines(handle, opts.max_line_bytes)):
+        for row, obj in enumerate(json_rows(handle, opts.max_line_bytes)):
             record = f"{file.rel}#{row}"
-            if line is None:
-                log.drop("line-too-large", record, f"longer than {opts.max_line_bytes} bytes")
-                continue
-            if not line.strip():
+            if obj is None:
                 log.drop("blank-line", record)
                 continue
-            try:
-                obj = json.loads(line)
-            except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
-                log.drop("bad-json", record, str(exc))
-                continue
-            if not isinstance(obj, dict):
-                log.drop("not-object", record, type(obj).__name__)
+            if isinstance(obj, RowError):
+                log.drop(_JSON_REASONS[obj.reason], record, obj.detail)
                 continue
             text = obj.get(opts.text_column, _MISSING)
             doc_id = obj.get(opts.id_column) if opts.id_column else None

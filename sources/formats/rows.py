@@ -1,4 +1,10 @@
-"""Row readers shared by the Parquet and JSON-lines sources, bounded per row in memory.
+"""The one row reader of the Parquet and JSON-lines sources: bad rows become named errors, bounded in memory.
+
+Every Parquet/JSON-lines source (stack_code, reasoning, the external datasets of
+:mod:`sources.formats.datasets_text`) reads its rows here and turns each :class:`RowError` into
+one counted drop in its own vocabulary, naming the file and the row; the rows before and after
+are kept. :func:`parquet_file_rows` and :func:`json_rows` give one item per row (or line), in
+order, so the caller's row numbers are its count of items.
 
 Two ways one bad row used to cost a whole file, or all the memory:
 
@@ -18,6 +24,7 @@ Two ways one bad row used to cost a whole file, or all the memory:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -67,6 +74,53 @@ def bounded_lines(handle: LineSource, limit: int) -> Iterator[bytes | None]:
             yield None
             continue
         yield line
+
+
+def json_rows(handle: LineSource, max_line_bytes: int) -> Iterator[dict[str, Any] | RowError | None]:
+    """One item per line of a JSON-lines stream: its object, None for a blank line, else a :class:`RowError`.
+
+    The errors: ``too_large`` (over ``max_line_bytes``, skipped unread), ``malformed_json`` (not
+    JSON, or not UTF-8), ``not_object`` (a JSON list or scalar). A codec error of the stream (a
+    truncated ``.gz``) propagates: the caller records where its input ended.
+    """
+    for line in bounded_lines(handle, max_line_bytes):
+        if line is None:
+            yield RowError("too_large", f"over {max_line_bytes:,} bytes; not read")
+        elif not line.strip():
+            yield None
+        else:
+            yield _json_object(line)
+
+
+def _json_object(line: bytes) -> dict[str, Any] | RowError:
+    try:
+        row = json.loads(line)
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+        return RowError("malformed_json", f"{type(exc).__name__}: {exc}")
+    if not isinstance(row, dict):
+        return RowError("not_object", f"a JSON {type(row).__name__}, not an object")
+    return row
+
+
+def parquet_file_rows(parquet: pq.ParquetFile, columns: Sequence[str], most: int,
+                      sized: dict[str, int]) -> Iterator[dict[str, Any] | RowError]:
+    """Every row of a Parquet file, row group by row group (:func:`parquet_rows`), one item per row.
+
+    A row group that fails to decode (a corrupt page) gives one ``corrupt_row_group`` error for
+    each of its rows not yet given, and the next group is read: the file's rows before and after
+    are kept.
+    """
+    meta = parquet.metadata
+    for group in range(meta.num_row_groups):
+        left = meta.row_group(group).num_rows
+        try:
+            for row in parquet_rows(parquet, group, columns, most, sized):
+                yield row
+                left -= 1
+        except (OSError, pa.ArrowException) as exc:
+            error = RowError("corrupt_row_group", f"row group {group}: {type(exc).__name__}: {exc}")
+            for _ in range(left):
+                yield error
 
 
 def open_parquet(source: Any, large: Iterable[str]) -> pq.ParquetFile:

@@ -89,6 +89,30 @@ def test_invalid_utf8_in_an_external_dataset_is_one_drop(tmp_path: Path) -> None
     assert len(texts) == ROWS - 1
 
 
+def corrupt_middle_row_group(path: Path) -> None:
+    """Overwrite the compressed pages of the middle row group's first column (zstd then fails on them)."""
+    chunk = pq.ParquetFile(path).metadata.row_group(1).column(0)
+    start = chunk.dictionary_page_offset or chunk.data_page_offset
+    data = bytearray(path.read_bytes())
+    data[start + 40:start + chunk.total_compressed_size - 5] = b"U" * (chunk.total_compressed_size - 45)
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("recipe", [StackCodeRecipe(), ReasoningRecipe()], ids=["stack_code", "reasoning"])
+def test_a_corrupt_row_group_is_one_drop_per_row_the_other_groups_kept(tmp_path: Path,
+                                                                       recipe: StackCodeRecipe | ReasoningRecipe) -> None:
+    """Both recipes read Parquet through the one row reader (sources.formats.rows.parquet_file_rows)."""
+    path = tmp_path / "rows.parquet"
+    table = stack_table([_code(n) * 20 for n in range(30)]) if isinstance(recipe, StackCodeRecipe) else pa.table({
+        "question": [f"Tom has {n} apples and buys 3 more. How many apples does he have? " * 20 for n in range(30)],
+        "answer": [f"He has {n}+3 = {n + 3} apples.\n#### {n + 3}" for n in range(30)]})
+    pq.write_table(table, path, compression="zstd", row_group_size=10)
+    corrupt_middle_row_group(path)
+    docs, drops = read(recipe, path)
+    assert [(d.reason, d.record) for d in drops] == [("corrupt_row_group", f"{path}: row {n}") for n in range(10, 20)]
+    assert "row group 1" in drops[0].detail and len(docs) == 20
+
+
 def test_an_over_long_jsonl_line_is_one_drop_the_next_lines_kept(tmp_path: Path) -> None:
     rows = [{"content": _code(n), "max_stars_repo_path": f"src/h{n}.py", "max_stars_repo_name": "acme/h",
              "max_stars_repo_licenses": ["MIT"]} for n in range(5)]
