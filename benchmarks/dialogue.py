@@ -17,7 +17,8 @@ core (CPU time is measured; pyarrow and DuckDB run single-threaded):
   counting comments: the floor any Reddit reader pays, with no threads, filters or output;
 - ``ours``: :class:`sources.reddit.RedditReader` with the default filters: blocks parsed by
   pyarrow's JSON reader -> Parquet rows -> DuckDB external sort by thread (``--memory-limit``) ->
-  one thread in memory -> conversations; every record (documents and drops) is consumed.
+  a chunk of whole threads rebuilt as columns -> conversations; every record (documents and
+  drops) is consumed.
 
 Reported per contender and size: comments/s per CPU-second and peak RSS, min/median/max over
 ``--repeat`` interleaved rounds (each round runs every contender), and the per-round ratio.
