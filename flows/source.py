@@ -36,9 +36,12 @@ def source_flow(name: str, config: Any) -> SourceRunSummary:
     """Run source ``name`` (a registered spec without a flow of its own) over its config's inputs.
 
     Parameters are not validated by Prefect: ``config`` is the source's own config class, which
-    Prefect would otherwise coerce into the annotation's.
+    Prefect would otherwise coerce into the annotation's. A deployment passes a mapping (the
+    ``parameters`` of ``prefect.yaml``): it is validated here, by the source's config class.
     """
     spec = registry()[name]
+    if isinstance(config, dict):
+        config = spec.config.model_validate(config)
     locations = spec.locations(config.model_dump(mode="json"))
     if not locations:
         raise ValueError(f"no input: give {' or '.join('--' + f.replace('_', '-') for f in spec.input_fields)}")

@@ -135,3 +135,5 @@ def test_the_toy_source_has_a_command_line(toy: Path, tmp_path: Path, capsys: py
     assert "input not found" in capsys.readouterr().err
     assert generic.main(["nope"]) == 2 and "unknown source 'nope'" in capsys.readouterr().err
     assert generic.main(["--help"]) == 0 and "toy_quotes" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="no input: give --inputs"):  # a deployment's mapping, validated
+        generic.source_flow.fn("toy_quotes", {"out": str(tmp_path / "out")})
