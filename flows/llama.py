@@ -69,7 +69,6 @@ else:  # a run needs them (Prefect, DuckDB), --help does not
 STAGES = ("sources", "pile_index", "dedup", "labels", "tokenize")
 
 
-
 def source_registry() -> Registry:
     """Every source a dataset can name, in run order (:data:`flows.registry.SOURCES`).
 
