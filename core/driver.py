@@ -122,24 +122,38 @@ class InProcessExecutor:
         return iter(list(futures))
 
 
+@dataclass(frozen=True)
+class PhaseRun:
+    """What a phase hook gets from the driver: the run's executor and its logger.
+
+    A hook submits its work (a core function per input or group) to ``executor``, as the driver
+    does: in process it runs at once, under Prefect as the task that wraps it
+    (``tasks.executor.TASKS``), so the same phase runs with or without a Prefect API.
+    """
+
+    executor: Executor
+    log: RunLog
+
+
 @dataclass
 class SourcePhases:
     """The one hook a source uses to add phases around stage -> exact dedup -> finalize.
 
-    Each callable runs in the driver's process and may submit its own tasks (one per input or group).
+    Each callable runs in the driver's process and submits its own work (one call per input or
+    group) through the :class:`PhaseRun`'s executor.
 
-    - ``before_stage(ctx, specs)``: work before staging. Returns records by input key: a
+    - ``before_stage(ctx, specs, run)``: work before staging. Returns records by input key: a
       ``failed`` or ``skipped`` record ends that input there (it is not staged); a ``done`` or
       ``partial`` one is merged into the input's final record (its reads and drops add up, so
       ``records_in == kept + dropped`` still holds). Inputs it returns nothing for go on as usual.
-    - ``after_dedup(ctx, keys)``: after the run-wide exact dedup, before finalize; adds rows,
+    - ``after_dedup(ctx, keys, run)``: after the run-wide exact dedup, before finalize; adds rows,
       each with its own step and reason, to the run's drop list (:func:`core.pipeline.add_drops`).
     - ``cleanup(ctx, keys)``: remove the phase's own files once the run finished.
     - ``tables()``: extra table artifacts of the run, as ``(key, rows, description)``.
     """
 
-    before_stage: Callable[[pipeline.RunContext, list[InputSpec]], dict[str, InputRecord]] | None = None
-    after_dedup: Callable[[pipeline.RunContext, list[str]], None] | None = None
+    before_stage: Callable[[pipeline.RunContext, list[InputSpec], PhaseRun], dict[str, InputRecord]] | None = None
+    after_dedup: Callable[[pipeline.RunContext, list[str], PhaseRun], None] | None = None
     cleanup: Callable[[pipeline.RunContext, list[str]], None] | None = None
     tables: Callable[[], list[tuple[str, list[dict[str, Any]], str]]] | None = None
 
@@ -181,7 +195,8 @@ def drive_source(
         run.log.info("all %d inputs already finished for this config; nothing to do", len(specs))
         return [r for r in done.values() if r is not None]
     started = time.perf_counter()
-    before = phases.before_stage(ctx, list(specs)) if phases.before_stage is not None else {}
+    phase_run = PhaseRun(executor, run.log)
+    before = phases.before_stage(ctx, list(specs), phase_run) if phases.before_stage is not None else {}
     ended = {k: r for k, r in before.items() if r.status in ("failed", "skipped")}
     ended.update(_stage_ranges(run, [s for s in specs if s.key not in ended], split))
     active = [s for s in specs if s.key not in ended]
@@ -225,7 +240,7 @@ def _stage_dedup_finalize(
     duplicates = run.executor.submit(pipeline.find_exact_duplicates, run.ctx, ok_keys).result()
     run.log.info("exact dedup across %d inputs: %d duplicates", len(ok_keys), sum(duplicates.values()))
     if phases.after_dedup is not None:
-        phases.after_dedup(run.ctx, ok_keys)
+        phases.after_dedup(run.ctx, ok_keys, PhaseRun(run.executor, run.log))
     return _gather(run.executor, {
         run.executor.submit(pipeline.finalize_input, run.recipe, s, run.ctx, scope, staged[s.key]): s.key
         for s in active

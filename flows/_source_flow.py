@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     )
 
     from core import pipeline
-    from core.driver import SourcePhases, Splitter, drive_source
+    from core.driver import PhaseRun, SourcePhases, Splitter, drive_source
     from core.manifest import InputRecord, Manifest
     from flows._recorder import RunRecorder
     from tasks.executor import PrefectExecutor
@@ -176,9 +176,9 @@ def scratch_phases(scratch: Path, before: SourcePhases | None = None) -> SourceP
     after a clean run."""
     base = before or SourcePhases()
 
-    def before_stage(ctx: pipeline.RunContext, specs: list[InputSpec]) -> dict[str, InputRecord]:
+    def before_stage(ctx: pipeline.RunContext, specs: list[InputSpec], run: PhaseRun) -> dict[str, InputRecord]:
         sweep_scratch(scratch)
-        return base.before_stage(ctx, specs) if base.before_stage else {}
+        return base.before_stage(ctx, specs, run) if base.before_stage else {}
 
     def cleanup(ctx: pipeline.RunContext, keys: list[str]) -> None:
         if base.cleanup:

@@ -3,14 +3,14 @@
 ``flows.commoncrawl`` and ``flows.c4`` (C4 rebuilt from Common Crawl text) read the same inputs
 (crawl ids, WARC/WET paths, globs, URLs), extract pages with the same settings and deduplicate
 units (paragraphs, sentence spans) per group of inputs before staging: the ``extract`` and
-``line-dedup`` tasks (:func:`grouped_dedup_phases`). Here, not in ``flows.commoncrawl``, so neither
+``line-dedup`` tasks (:func:`grouped_dedup_phases`, from :mod:`sources.commoncrawl`). Here, not in ``flows.commoncrawl``, so neither
 flow imports the other's module (``tests/test_layout_rules.py``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,13 +22,7 @@ from flows._source_flow import SourcePhases
 from sources.formats.crawl_paths import CC_BASE_URL, CRAWL_ID, crawl_paths_url, read_paths_list, resolve_url
 
 if TYPE_CHECKING:
-    from prefect import get_run_logger
-    from prefect.futures import as_completed
-
-    from core import pipeline
-    from core.document import InputSpec
     from core.download import download
-    from core.manifest import InputRecord
     from sources import commoncrawl as cc
     from sources.formats.html_text import ExtractOptions
     from sources.formats.warc import WarcLimits
@@ -37,9 +31,6 @@ else:  # only a run needs them (Prefect, DuckDB, warcio, the extractor): not --h
     download = LazyImport("core.download", "download")
     ExtractOptions = LazyImport("sources.formats.html_text", "ExtractOptions")
     WarcLimits = LazyImport("sources.formats.warc", "WarcLimits")
-    get_run_logger = LazyImport("prefect", "get_run_logger")
-    as_completed = LazyImport("prefect.futures", "as_completed")
-    pipeline = LazyImport("core.pipeline")
 
 
 class ExtractConfig(BaseModel):
@@ -103,18 +94,6 @@ class WebConfig(LateBoundsConfig):
 
 
 # -- tasks ----------------------------------------------------------------------------------
-@task(name="extract", cache_policy=NO_CACHE, task_run_name="extract {spec.key}")
-def extract_task(recipe: cc.GroupedDedupRecipe, spec: InputSpec, ctx: pipeline.RunContext) -> InputRecord:
-    """Phase A for one input (see :func:`sources.commoncrawl.extract_input`)."""
-    return cc.extract_input(recipe, spec, ctx)
-
-
-@task(name="line-dedup", cache_policy=NO_CACHE)
-def group_dedup_task(ctx: pipeline.RunContext, keys: list[str], memory_bytes: int) -> dict[str, Any]:
-    """Phase B for one group (see :func:`sources.commoncrawl.dedup_group`)."""
-    return cc.dedup_group(ctx, keys, memory_bytes)
-
-
 @task(name="paths-list", retries=2, retry_delay_seconds=10, cache_policy=NO_CACHE)
 def paths_list_task(url: str, cache_dir: Path) -> list[str]:
     """Download a crawl's ``*.paths.gz`` and return its relative paths."""
@@ -138,30 +117,9 @@ def expand_crawls(config: WebConfig) -> list[str]:
 
 
 def grouped_dedup_phases(recipe: cc.GroupedDedupRecipe, config: WebConfig) -> SourcePhases:
-    """Extraction per input, then paragraph (unit) dedup per group of inputs, before staging."""
-    group_stats: list[dict[str, Any]] = []
-    logger = get_run_logger()
-
-    def before_stage(ctx: pipeline.RunContext, specs: list[InputSpec]) -> dict[str, InputRecord]:
-        recipe.out = ctx.out
-        futures = {extract_task.submit(recipe, s, ctx): s.key for s in specs}
-        extracted = {futures[f]: f.result() for f in as_completed(list(futures))}
-        ok = [s.key for s in specs if extracted[s.key].status != "failed"]
-        groups = cc.make_groups(ok, config.line_dedup.group_files)
-        memory = config.dedup_memory_mb * 1024 * 1024
-        stats = [f.result() for f in [group_dedup_task.submit(ctx, g, memory) for g in groups]]
-        for group, stat in zip(groups, stats, strict=True):
-            logger.info("%s dedup over %d inputs (%s..): %d of %d units removed", recipe.units.name, len(group),
-                        group[0], stat["duplicates"], stat["units"])
-            group_stats.append({"first_input": group[0], **stat})
-        for step, state in getattr(recipe, "quality_status", dict)().items():
-            logger.info("quality step %s: %s", step, state)
-        return extracted
-
-    return SourcePhases(
-        before_stage=before_stage, cleanup=cc.clean_extracted,
-        tables=lambda: [(f"{recipe.name}-dedup-groups", group_stats, f"{recipe.units.name} dedup per group of inputs")],
-    )
+    """Extraction per input, then paragraph (unit) dedup per group of inputs, before staging
+    (:func:`sources.commoncrawl.grouped_dedup_phases`; its tasks are in ``tasks.phases``)."""
+    return cc.grouped_dedup_phases(recipe, config.line_dedup.group_files, config.dedup_memory_mb * 1024 * 1024)
 
 
 WEB_FLAGS = [

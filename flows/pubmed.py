@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from prefect import get_run_logger
 
     from core import pipeline
+    from core.driver import PhaseRun
     from flows._recorder import current_run_id
     from sources.samples.pubmed import write_sample_inputs
 else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
@@ -137,7 +138,7 @@ def version_phases(locations: list[str]) -> SourcePhases:
     """The cross-file versioning phase of the abstracts run."""
     paths = {Path(loc).name: Path(loc) for loc in locations}
 
-    def after_dedup(ctx: pipeline.RunContext, keys: list[str]) -> None:
+    def after_dedup(ctx: pipeline.RunContext, keys: list[str], run: PhaseRun) -> None:
         futures = [pmid_index_task.submit(ctx.out, ctx.source, key, paths[key]) for key in keys if key in paths]
         indexed = sum(f.result() for f in futures)
         added = pmid_versions_task.submit(ctx, keys).result()

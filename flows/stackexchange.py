@@ -3,7 +3,7 @@
     python -m flows.stackexchange --inputs 'stackexchange/*.7z' --top-sites 28 --out data/
     python -m flows.stackexchange --inputs 'dumps/*-Posts.xml' --top-sites 0 --out data/
 
-Phases: size every site (a ``site-size`` task per input: posts counted in one streaming pass, or
+Phases: size every site (a ``site-size`` task per input, ``tasks.phases``: posts counted in one streaming pass, or
 ``--rank-by bytes`` for the size of ``Posts.xml`` from the 7z header; cached per file) -> keep the
 N largest -> the generic source run over the kept sites (one task per site: stream rows to disk,
 group out of core, one document per question). Sites not kept are recorded in the manifest's
@@ -15,17 +15,14 @@ from __future__ import annotations
 import dataclasses
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import Field
 
 from core.config import MemorySize, PipelineConfig
-from core.document import InputSpec
-from core.layout import state_path
-from core.manifest import InputRecord
 from core.registry import SourceSpec
 from flows._cli import Flag, FlowCLI
-from flows._lazy import NO_CACHE, LazyImport, flow, task
+from flows._lazy import LazyImport, flow
 from flows._source_flow import (
     SourcePhases,
     SourceRunSummary,
@@ -34,23 +31,12 @@ from flows._source_flow import (
     run_source,
     scratch_phases,
 )
-from sources.stackexchange import (
-    SOURCE,
-    SiteSize,
-    StackExchangeRecipe,
-    measure_site,
-    posts_path,
-    select_sites,
-)
+from sources.stackexchange import StackExchangeRecipe
+from sources.stackexchange import ranking_phases as rank_phases
 
 if TYPE_CHECKING:
-    from prefect import get_run_logger
-
-    from core import pipeline
     from sources.samples.stackexchange import write_sample_inputs
-else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
-    get_run_logger = LazyImport("prefect", "get_run_logger")
-    pipeline = LazyImport("core.pipeline")
+else:  # only a run needs it: not --help or a refused command
     write_sample_inputs = LazyImport("sources.samples.stackexchange", "write_sample_inputs")
 
 
@@ -78,45 +64,9 @@ class StackExchangeConfig(PipelineConfig):
                                    memory_limit=self.memory_limit)
 
 
-@task(name="site-size", cache_policy=NO_CACHE, task_run_name="size {spec.key}")
-def site_size_task(spec: InputSpec, rank_by: str, cache: Path) -> SiteSize:
-    """Size of one site for ranking (cached next to the run's state, keyed by the file's identity)."""
-    return measure_site(spec, rank_by, cache)
-
-
-def rank_sites(config: StackExchangeConfig, specs: list[InputSpec]) -> tuple[list[InputSpec], dict[str, str], list[SiteSize]]:
-    """Size every input in parallel tasks and choose the ``top_sites`` largest."""
-    out = Path(config.out).resolve()
-    futures = [site_size_task.submit(s, config.rank_by, state_path(out, SOURCE, s.key, f"size-{config.rank_by}"))
-               for s in specs]
-    sizes = [f.result() for f in futures]
-    keep, skipped = select_sites(sizes, config.top_sites, config.include_meta)
-    return [s for s in specs if s.key in set(keep)], skipped, sizes
-
-
-def _skipped_record(spec: InputSpec, reason: str, config: StackExchangeConfig) -> InputRecord:
-    return InputRecord(input_key=spec.key, source=SOURCE, location=spec.location, language=None,
-                       config_hash=config.config_hash(), size=posts_path(spec.path).stat().st_size, status="skipped",
-                       error=reason)
-
-
 def ranking_phases(config: StackExchangeConfig) -> SourcePhases:
-    """Rank the sites before staging: the ones not kept end as ``skipped`` records of this run."""
-    table: list[dict[str, Any]] = []
-
-    def before_stage(ctx: pipeline.RunContext, specs: list[InputSpec]) -> dict[str, InputRecord]:
-        kept, skipped, sizes = rank_sites(config, specs)
-        get_run_logger().info("%d site inputs; keeping %d (top %s by %s)", len(specs), len(kept),
-                              config.top_sites or "all", config.rank_by)
-        table.extend({"input": s.key, "site": s.site, f"size ({config.rank_by})": s.size,
-                      "kept": s.key not in skipped, "reason": skipped.get(s.key, "")}
-                     for s in sorted(sizes, key=lambda s: (-s.size, s.key)))
-        return {s.key: _skipped_record(s, skipped[s.key], config) for s in specs if s.key in skipped}
-
-    def tables() -> list[tuple[str, list[dict[str, Any]], str]]:
-        return [("stackexchange-sites", table, "Sites ranked by size: kept or skipped, with the reason")]
-
-    return SourcePhases(before_stage=before_stage, tables=tables)
+    """Rank the sites before staging (:func:`sources.stackexchange.ranking_phases`)."""
+    return rank_phases(config.top_sites, config.rank_by, config.include_meta)
 
 
 @flow(name="stackexchange", log_prints=True)

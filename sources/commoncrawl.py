@@ -33,6 +33,7 @@ import numpy as np
 
 from core.digest import json_hash
 from core.document import Document, Drop, InputSpec
+from core.driver import PhaseRun, SourcePhases
 from core.filters.ccnet import CCNET_MIN_CHARS, MinLength, TidyLines, normalize_for_dedup
 from core.filters.langid import LanguageID, LanguagePrefilter
 from core.filters.quality import KenLMScorer, PerplexityBuckets, WikiRefFilter
@@ -281,3 +282,33 @@ def clean_extracted(ctx: RunContext, keys: Sequence[str]) -> None:
         state_path(ctx.out, ctx.source + EXTRACT_SUFFIX, key, "extract").unlink(missing_ok=True)
     for marker in (ctx.out / "_state" / (ctx.source + EXTRACT_SUFFIX)).glob("group-*.dedup.json"):
         marker.unlink(missing_ok=True)
+
+
+# -- A and B as a phase of the source run -------------------------------------------------------
+def grouped_dedup_phases(recipe: GroupedDedupRecipe, group_files: int, memory_bytes: int) -> SourcePhases:
+    """Extraction per input (A), then unit dedup per group of ``group_files`` inputs (B), before staging.
+
+    Each input and each group is one call through the driver's executor (the ``extract`` and
+    ``line-dedup`` tasks under Prefect); the groups' counts are a table of the run.
+    """
+    group_stats: list[dict[str, Any]] = []
+
+    def before_stage(ctx: RunContext, specs: list[InputSpec], run: PhaseRun) -> dict[str, InputRecord]:
+        recipe.out = ctx.out
+        futures = {run.executor.submit(extract_input, recipe, s, ctx): s.key for s in specs}
+        extracted = {futures[f]: f.result() for f in run.executor.as_completed(list(futures))}
+        ok = [s.key for s in specs if extracted[s.key].status != "failed"]
+        groups = make_groups(ok, group_files)
+        stats = [f.result() for f in [run.executor.submit(dedup_group, ctx, g, memory_bytes) for g in groups]]
+        for group, stat in zip(groups, stats, strict=True):
+            run.log.info("%s dedup over %d inputs (%s..): %d of %d units removed", recipe.units.name, len(group),
+                         group[0], stat["duplicates"], stat["units"])
+            group_stats.append({"first_input": group[0], **stat})
+        for step, state in getattr(recipe, "quality_status", dict)().items():
+            run.log.info("quality step %s: %s", step, state)
+        return extracted
+
+    return SourcePhases(
+        before_stage=before_stage, cleanup=clean_extracted,
+        tables=lambda: [(f"{recipe.name}-dedup-groups", group_stats, f"{recipe.units.name} dedup per group of inputs")],
+    )

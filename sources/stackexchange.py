@@ -44,6 +44,10 @@ from core.atomic import write_json_atomic
 from core.bounded import DEFAULT_TIMEOUT_S, BoundedCleaner
 from core.compressed import CODEC_ERRORS, open_binary, read_blocks
 from core.document import Document, Drop, InputSpec, make_doc_id
+from core.driver import PhaseRun, SourcePhases
+from core.layout import state_path
+from core.manifest import InputRecord
+from core.pipeline import RunContext
 from core.steps import Filter, Record, Step
 from sources.formats.html_text import html_to_text
 
@@ -786,3 +790,35 @@ class StackExchangeRecipe:
     def partition(self, doc: Document) -> str:
         """One directory per language (nearly all English)."""
         return doc.language or "und"
+
+
+# -- ranking as a phase of the source run -------------------------------------------------------
+def _skipped_record(spec: InputSpec, reason: str, ctx: RunContext) -> InputRecord:
+    return InputRecord(input_key=spec.key, source=SOURCE, location=spec.location, language=None,
+                       config_hash=ctx.config_hash, size=posts_path(spec.path).stat().st_size, status="skipped",
+                       error=reason)
+
+
+def ranking_phases(top_sites: int, rank_by: str, include_meta: bool = False) -> SourcePhases:
+    """Rank the sites before staging: the ``top_sites`` largest go on, the others end as ``skipped``.
+
+    One ``measure_site`` call per input through the driver's executor (the ``site-size`` task
+    under Prefect), its size cached next to the run's state; the ranking is a table of the run.
+    """
+    table: list[dict[str, Any]] = []
+
+    def before_stage(ctx: RunContext, specs: list[InputSpec], run: PhaseRun) -> dict[str, InputRecord]:
+        futures = [run.executor.submit(measure_site, s, rank_by, state_path(ctx.out, SOURCE, s.key, f"size-{rank_by}"))
+                   for s in specs]
+        sizes = [f.result() for f in futures]
+        keep, skipped = select_sites(sizes, top_sites, include_meta)
+        run.log.info("%d site inputs; keeping %d (top %s by %s)", len(specs), len(keep), top_sites or "all", rank_by)
+        table.extend({"input": s.key, "site": s.site, f"size ({rank_by})": s.size,
+                      "kept": s.key not in skipped, "reason": skipped.get(s.key, "")}
+                     for s in sorted(sizes, key=lambda s: (-s.size, s.key)))
+        return {s.key: _skipped_record(s, skipped[s.key], ctx) for s in specs if s.key in skipped}
+
+    def tables() -> list[tuple[str, list[dict[str, Any]], str]]:
+        return [("stackexchange-sites", table, "Sites ranked by size: kept or skipped, with the reason")]
+
+    return SourcePhases(before_stage=before_stage, tables=tables)

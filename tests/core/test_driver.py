@@ -17,7 +17,7 @@ import pytest
 
 from core import pipeline
 from core.document import InputSpec
-from core.driver import InProcessExecutor, SourcePhases, drive_source
+from core.driver import InProcessExecutor, PhaseRun, SourcePhases, drive_source
 from core.layout import drops_attribute_path, staging_dir
 from core.manifest import InputRecord
 from core.shards import ShardLimits
@@ -119,7 +119,7 @@ def test_a_failed_input_does_not_fail_the_others(tmp_path: Path, specs: list[Inp
 def test_phase_hooks_run_in_order_and_end_inputs(tmp_path: Path, specs: list[InputSpec]) -> None:
     calls: list[tuple[str, list[str]]] = []
 
-    def before_stage(ctx: pipeline.RunContext, given: list[InputSpec]) -> dict[str, InputRecord]:
+    def before_stage(ctx: pipeline.RunContext, given: list[InputSpec], run: PhaseRun) -> dict[str, InputRecord]:
         calls.append(("before_stage", [s.key for s in given]))
         skipped = InputRecord(input_key=given[2].key, source=ctx.source, location=given[2].location, language=None,
                               config_hash=ctx.config_hash, status="skipped", error="ranked out")
@@ -127,7 +127,7 @@ def test_phase_hooks_run_in_order_and_end_inputs(tmp_path: Path, specs: list[Inp
 
     phases = SourcePhases(
         before_stage=before_stage,
-        after_dedup=lambda ctx, keys: calls.append(("after_dedup", keys)),
+        after_dedup=lambda ctx, keys, run: calls.append(("after_dedup", keys)),
         cleanup=lambda ctx, keys: calls.append(("cleanup", keys)),
     )
     records, executor = _drive(tmp_path / "out", specs, phases=phases)
