@@ -35,10 +35,12 @@ install: $(STAMP) $(TORCH_STAMP)
 demo: $(STAMP)
 	$(PY) -m flows.demo
 
+# The suite on two pytest-xdist workers (one per core of the 2-core CI machine); a test file and its
+# module fixtures (the shared sample runs) stay on one worker; the slow files start first (tests/conftest.py)
 test: $(STAMP) $(TORCH_STAMP) $(ENGINES_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m mypy
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -33,6 +33,33 @@ import prefect  # noqa: E402, F401
 
 from tests.toy import toy_texts, train_toy_tokenizer  # noqa: E402
 
+#: ``make test`` runs the suite on two workers (pytest-xdist, ``--dist loadfile``: a module's tests
+#: and its module fixtures stay on one worker) that take the test files in collection order; the
+#: longest go first so that the many short ones fill in at the end, and neither worker is left
+#: alone with a long file when the other runs out. The longest files, longest first (a serial run's
+#: durations, 2026-11-25), then the other files that start a Prefect API, then the rest.
+SLOWEST_FILES = ("ops/test_install.py", "test_readme.py", "ops/test_prefect_server.py", "loader/test_exit.py",
+                 "ops/test_offline.py", "ops/test_dask.py", "ops/test_slurm.py", "sources/test_wikipedia.py",
+                 "ops/test_ray.py", "sources/test_wikipedia_multistream.py", "flows/test_llama.py",
+                 "sources/test_scibooks.py")
+TESTS = Path(__file__).resolve().parent
+
+
+def _file_rank(item: pytest.Item) -> int:
+    """Where ``item``'s file goes: its place in :data:`SLOWEST_FILES`, then Prefect's, then the rest."""
+    name = item.path.relative_to(TESTS).as_posix() if item.path.is_relative_to(TESTS) else ""
+    if name in SLOWEST_FILES:
+        return SLOWEST_FILES.index(name)
+    return len(SLOWEST_FILES) + (0 if item.get_closest_marker("prefect") else 1)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order the test files by :func:`_file_rank`: a stable sort, so each file's tests keep their order."""
+    rank: dict[Path, int] = {}
+    for item in items:
+        rank[item.path] = min(rank.get(item.path, len(SLOWEST_FILES) + 1), _file_rank(item))
+    items.sort(key=lambda item: rank[item.path])
+
 
 @pytest.fixture(scope="session")
 def realdata() -> Path:
