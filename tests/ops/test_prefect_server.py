@@ -22,7 +22,9 @@ from typing import Any
 import pytest
 import yaml
 
-pytestmark = pytest.mark.prefect
+#: pytest-timeout's 300 s default would cut the waits below (600 s for a deployment run) short on a busy
+#: machine (make test runs the suite on two workers; the deploy test timed out at 300 s at load ~30).
+pytestmark = [pytest.mark.prefect, pytest.mark.timeout(1500)]
 REPO = Path(__file__).resolve().parents[2]
 PREFECT = [sys.executable, "-m", "prefect"]
 
