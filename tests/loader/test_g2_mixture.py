@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from core.document import Document, make_doc_id
 from core.shards import ShardLimits, ShardWriter
 from loader import Recipe
 from loader.tensor_writer import TokenizeSettings, find_input_shards, tokenize_shard, write_metadata
+from tests.toy import train_toy_tokenizer
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 LLAMA = ["commoncrawl", "c4", "github", "wikipedia", "books", "arxiv", "stackexchange"]
@@ -35,16 +35,6 @@ def test_weights_keep_the_llama_table_and_add_the_extensions() -> None:
     assert code == pytest.approx(0.067, abs=0.001)  # the header's figure (Galactica: 7%)
 
 
-def _toy_tokenizer(path: Path, texts: list[str]) -> Path:
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>"],
-                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tok.save(str(path))
-    return path
-
-
 def test_loads_over_g2_tensors(tmp_path: Path) -> None:
     """Every component finds its G2 tensors; the planned windows follow the weights."""
     rnd = random.Random(2)
@@ -57,7 +47,7 @@ def test_loads_over_g2_tensors(tmp_path: Path) -> None:
                          ShardLimits(max_docs=100, row_group_docs=10)) as writer:
             for i, text in enumerate(docs):
                 writer.write(Document(make_doc_id(source, str(i)), text, source, {"language": "en"}))
-    tokenizer = _toy_tokenizer(tmp_path / "tokenizer.json", [t for docs in texts.values() for t in docs])
+    tokenizer = train_toy_tokenizer(tmp_path / "tokenizer.json", [t for docs in texts.values() for t in docs])
     tensors = tmp_path / "tensors" / "g2"
     settings = TokenizeSettings(tokenizer=str(tokenizer), split_digits=True, holdout_fraction=0.0, work_tokens="text")
     shards = find_input_shards(data, ["G2"])
