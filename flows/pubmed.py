@@ -27,10 +27,9 @@ from core.config import PipelineConfig
 from core.registry import SourceSpec
 from flows._cli import Flag, FlowCLI
 from flows._config_parts import LateBoundsConfig
-from flows._lazy import NO_CACHE, LazyImport, flow, task
+from flows._lazy import LazyImport, flow
 from flows._runtime import make_task_runner
 from flows._source_flow import (
-    SourcePhases,
     SourceRunSummary,
     expand_locations,
     print_summary,
@@ -45,18 +44,13 @@ from sources.pubmed import (
     PubmedCentralRecipe,
     is_package,
     list_payload,
+    version_phases,
 )
 
 if TYPE_CHECKING:
-    from prefect import get_run_logger
-
-    from core import pipeline
-    from core.driver import PhaseRun
     from flows._recorder import current_run_id
     from sources.samples.pubmed import write_sample_inputs
 else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
-    get_run_logger = LazyImport("prefect", "get_run_logger")
-    pipeline = LazyImport("core.pipeline")
     current_run_id = LazyImport("flows._recorder", "current_run_id")
     write_sample_inputs = LazyImport("sources.samples.pubmed", "write_sample_inputs")
 
@@ -120,32 +114,6 @@ class PubmedConfig(LateBoundsConfig):
         lists = write_input_lists(Path(self.out).resolve() / "_inputs" / "pubmed_central", "pmc", LIST_SUFFIX,
                                   singles, self.articles_per_input, list_payload) if singles else []
         return packages + lists
-
-
-@task(name="pmid-index", cache_policy=NO_CACHE, task_run_name="pmids {key}")
-def pmid_index_task(out: Path, source: str, key: str, path: Path) -> int:
-    """Index one staged MEDLINE input (see :func:`sources.formats.medline.write_pmid_index`)."""
-    return medline.write_pmid_index(out, source, key, path)
-
-
-@task(name="pmid-versions", cache_policy=NO_CACHE)
-def pmid_versions_task(ctx: pipeline.RunContext, keys: list[str]) -> int:
-    """Put superseded and deleted citations on the run's drop list."""
-    return pipeline.add_drops(ctx, medline.cross_file_drops(ctx.out, ctx.source, keys))
-
-
-def version_phases(locations: list[str]) -> SourcePhases:
-    """The cross-file versioning phase of the abstracts run."""
-    paths = {Path(loc).name: Path(loc) for loc in locations}
-
-    def after_dedup(ctx: pipeline.RunContext, keys: list[str], run: PhaseRun) -> None:
-        futures = [pmid_index_task.submit(ctx.out, ctx.source, key, paths[key]) for key in keys if key in paths]
-        indexed = sum(f.result() for f in futures)
-        added = pmid_versions_task.submit(ctx, keys).result()
-        get_run_logger().info("PMID versions across %d files (%d citations): %d superseded or deleted",
-                              len(keys), indexed, added)
-
-    return SourcePhases(after_dedup=after_dedup)
 
 
 @flow(name="pubmed_central", log_prints=True)

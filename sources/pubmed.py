@@ -40,6 +40,8 @@ from lxml import etree
 from core.bounded import BoundedCleaner
 from core.compressed import CODEC_ERRORS, TruncatedInputError
 from core.document import Document, Drop, InputSpec, make_doc_id
+from core.driver import PhaseRun, SourcePhases
+from core.pipeline import RunContext, add_drops
 from core.steps import MinLength, Record, Step
 from sources.formats import medline
 from sources.formats.pubmed_jats import (
@@ -290,3 +292,28 @@ class PubmedAbstractsRecipe:
     def partition(self, doc: Document) -> str:
         """All English."""
         return doc.language or "en"
+
+
+# -- cross-file versions as a phase of the abstracts run ---------------------------------------
+def drop_superseded(ctx: RunContext, keys: list[str]) -> int:
+    """Put the run's superseded and deleted citations on its drop list; how many rows were added."""
+    return add_drops(ctx, medline.cross_file_drops(ctx.out, ctx.source, keys))
+
+
+def version_phases(locations: list[str]) -> SourcePhases:
+    """The cross-file versioning phase of the abstracts run, between exact dedup and finalize.
+
+    One PMID index per staged input, then one run-wide pass, each through the driver's executor
+    (the ``pmid-index`` and ``pmid-versions`` tasks under Prefect).
+    """
+    paths = {Path(loc).name: Path(loc) for loc in locations}
+
+    def after_dedup(ctx: RunContext, keys: list[str], run: PhaseRun) -> None:
+        futures = [run.executor.submit(medline.write_pmid_index, ctx.out, ctx.source, key, paths[key])
+                   for key in keys if key in paths]
+        indexed = sum(f.result() for f in futures)
+        added = run.executor.submit(drop_superseded, ctx, keys).result()
+        run.log.info("PMID versions across %d files (%d citations): %d superseded or deleted",
+                     len(keys), indexed, added)
+
+    return SourcePhases(after_dedup=after_dedup)

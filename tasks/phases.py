@@ -65,6 +65,22 @@ def site_size_task(spec: InputSpec, rank_by: str, cache: Path | None = None) -> 
     return measure_site(spec, rank_by, cache)
 
 
+@task(name="pmid-index", cache_policy=NO_CACHE, task_run_name="pmids {key}")
+def pmid_index_task(out: Path, source: str, key: str, input_path: Path) -> int:
+    """Index one staged MEDLINE input (see :func:`sources.formats.medline.write_pmid_index`)."""
+    from sources.formats.medline import write_pmid_index
+
+    return write_pmid_index(out, source, key, input_path)
+
+
+@task(name="pmid-versions", cache_policy=NO_CACHE)
+def pmid_versions_task(ctx: pipeline.RunContext, keys: list[str]) -> int:
+    """Put superseded and deleted citations on the run's drop list (see :func:`sources.pubmed.drop_superseded`)."""
+    from sources.pubmed import drop_superseded
+
+    return drop_superseded(ctx, keys)
+
+
 #: The core function each task wraps, by qualified name (``module.function``): naming them by
 #: string keeps their modules out of a run that does not use them.
 WRAPS: dict[str, Any] = {
@@ -73,4 +89,6 @@ WRAPS: dict[str, Any] = {
     "dedupe.near_books.write_signatures": signature_task,
     "dedupe.near_books_phase.match_near_duplicates": near_dedup_task,
     "sources.stackexchange.measure_site": site_size_task,
+    "sources.formats.medline.write_pmid_index": pmid_index_task,
+    "sources.pubmed.drop_superseded": pmid_versions_task,
 }
