@@ -3,9 +3,9 @@
 The driver and the sources' phases submit core functions; this executor submits the Prefect
 task that wraps each one (:mod:`tasks.pipeline`: ``stage-input``, ``exact-dedup``,
 ``finalize-input``; :mod:`tasks.phases`: ``extract``, ``line-dedup``, ``near-signatures``,
-``near-dedup``, ``site-size``, with their names, run names and cache policies), so a flow run
-shows one task run per input and phase, on whatever task runner the flow was given. Call it
-inside a running flow.
+``near-dedup``, ``site-size``, ``pmid-index``, ``pmid-versions``, with their names, run names and
+cache policies), so a flow run shows one task run per input and phase, on whatever task runner
+the flow was given. Call it inside a running flow.
 """
 
 from __future__ import annotations
