@@ -40,7 +40,7 @@ demo: $(STAMP)
 test: $(STAMP) $(TORCH_STAMP) $(ENGINES_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m mypy
-	$(PY) -m pytest -q -n 2 --dist loadfile
+	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

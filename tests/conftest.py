@@ -34,7 +34,8 @@ import prefect  # noqa: E402, F401
 from tests.toy import toy_texts, train_toy_tokenizer  # noqa: E402
 
 #: ``make test`` runs the suite on two workers (pytest-xdist, ``--dist loadfile``: a module's tests
-#: and its module fixtures stay on one worker) that take the test files in collection order; the
+#: and its module fixtures stay on one worker) that take the test files in collection order
+#: (``--no-loadscope-reorder``: xdist's default reorders by test count, a 1-test file last); the
 #: longest go first so that the many short ones fill in at the end, and neither worker is left
 #: alone with a long file when the other runs out. The longest files, longest first (a serial run's
 #: durations, 2026-11-25), then the other files that start a Prefect API, then the rest.
