@@ -68,8 +68,11 @@ EXTENSION_LANGUAGES: dict[str, str] = {
     "Dockerfile": "dockerfile", "Makefile": "makefile",
     ".xml": "xml", ".rst": "restructuredtext", ".m": "objective-c", ".smali": "smali",
 }
-#: Lengths of the whitelisted suffixes, longest first: a name is looked up by its last k characters.
-_SUFFIX_LENGTHS: tuple[int, ...] = tuple(sorted({len(suffix) for suffix in EXTENSION_LANGUAGES}, reverse=True))
+#: The whitelisted suffixes without a dot (whole-name suffixes such as ``Makefile``). Every other
+#: suffix is one dot and no other, so it can only be the name's part from its last dot: one lookup.
+_UNDOTTED_SUFFIXES: tuple[tuple[str, str], ...] = tuple(
+    (suffix, language) for suffix, language in EXTENSION_LANGUAGES.items() if "." not in suffix)
+assert all(suffix.rfind(".") == 0 for suffix in EXTENSION_LANGUAGES if "." in suffix)
 
 #: Directories of version-control metadata: never part of the code.
 VCS_DIRS: frozenset[str] = frozenset({".git", ".hg", ".svn", ".bzr"})
@@ -78,11 +81,12 @@ VCS_DIRS: frozenset[str] = frozenset({".git", ".hg", ".svn", ".bzr"})
 def language_for(path: str) -> str | None:
     """The language of a whitelisted file path, or None when its extension is not allowed."""
     name = path.rsplit("/", 1)[-1]
-    for length in _SUFFIX_LENGTHS:  # longest first: ``.phps`` before ``.php``... and ``.h++`` before ``.h``
-        language = EXTENSION_LANGUAGES.get(name[-length:]) if len(name) >= length else None
-        if language is not None:
-            return language
-    return None
+    dot = name.rfind(".")
+    language = EXTENSION_LANGUAGES.get(name[dot:]) if dot != -1 else None
+    if language is not None:
+        return language
+    # An undotted suffix cannot end a name that a dotted one ends (it has no dot), so no order matters.
+    return next((language for suffix, language in _UNDOTTED_SUFFIXES if name.endswith(suffix)), None)
 
 
 def skip_reason(path: str) -> str | None:
@@ -97,7 +101,7 @@ def skip_reason(path: str) -> str | None:
 
 def is_binary(data: bytes, sniff_bytes: int = 8000) -> bool:
     """git's heuristic: a NUL byte in the first ``sniff_bytes`` bytes means binary."""
-    return b"\x00" in data[:sniff_bytes]
+    return data.find(b"\x00", 0, sniff_bytes) != -1  # no copy of the sniffed bytes
 
 
 def decode_source(data: bytes) -> str | None:
@@ -110,7 +114,10 @@ def decode_source(data: bytes) -> str | None:
 
 def github_url(repo: str, path: str) -> str | None:
     """A browsable URL when ``repo`` looks like ``owner/name``."""
-    return f"https://github.com/{repo}/blob/HEAD/{path}" if re.fullmatch(r"[\w.-]+/[\w.-]+", repo) else None
+    return f"https://github.com/{repo}/blob/HEAD/{path}" if _REPO_NAME.fullmatch(repo) else None
+
+
+_REPO_NAME = re.compile(r"[\w.-]+/[\w.-]+")
 
 
 @dataclass(frozen=True)

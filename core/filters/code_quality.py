@@ -153,23 +153,39 @@ def remove_copyright_header(text: str, language: str | None = None) -> str:
     first block that does not look like a header stops the search, so a module docstring-like
     comment explaining the code stays.
     """
+    return apply_cuts(text, copyright_header_cuts(text, language))
+
+
+Cuts = tuple[tuple[int, int], ...]
+
+
+def apply_cuts(text: str, cuts: Cuts) -> str:
+    """``text`` without the ``(start, end)`` spans in ``cuts`` (ascending, not overlapping)."""
+    if not cuts:
+        return text
+    pieces, kept_from = [], 0
+    for start, end in cuts:
+        pieces.append(text[kept_from:start])
+        kept_from = end
+    pieces.append(text[kept_from:])
+    return "".join(pieces)
+
+
+def copyright_header_cuts(text: str, language: str | None = None) -> Cuts:
+    """The span :func:`remove_copyright_header` removes (positions, so the text is never copied)."""
     syntax = COMMENT_SYNTAX.get(language or "", _DEFAULT_SYNTAX)
     pos = _skip_blank_lines(text, 0)
     preamble_end = _line_end(text, pos) if _PREAMBLE.match(text[pos:pos + 8]) else 0
-    preamble = text[:preamble_end]
-    body = text[preamble_end:]
-    removed = False
+    cursor, removed = preamble_end, False
     for _ in range(_MAX_HEADER_BLOCKS):
-        start = _skip_blank_lines(body, 0)
-        end = _block_comment_end(body, start, syntax)
+        start = _skip_blank_lines(text, cursor)
+        end = _block_comment_end(text, start, syntax)
         if end is None:
-            end = _line_comment_end(body, start, syntax)
-        if end is None or not _HEADER_WORDS.search(body[start:end]):
+            end = _line_comment_end(text, start, syntax)
+        if end is None or not _HEADER_WORDS.search(text[start:end]):
             break
-        body, removed = body[end:], True
-    if not removed:
-        return text
-    return preamble + body[_skip_blank_lines(body, 0):]
+        cursor, removed = end, True
+    return ((preamble_end, _skip_blank_lines(text, cursor)),) if removed else ()
 
 
 _RP_BLOCK = re.compile(r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
@@ -182,29 +198,42 @@ def remove_copyright_header_redpajama(text: str) -> str:
     Kept faithful on purpose, including what we consider bugs: any leading line starting with
     ``#`` (``#include``, ``#!``, a Markdown heading) or ``--`` is deleted whatever the language.
     """
+    return apply_cuts(text, redpajama_header_cuts(text))
+
+
+def redpajama_header_cuts(text: str) -> Cuts:
+    """The spans :func:`remove_copyright_header_redpajama` removes: the leading comment/blank
+    lines, then the first ``/* ... */`` block of the next 100 lines when it says "copyright"."""
     lines = text.split("\n")
-    skip = 0
+    skipped = 0
     for line in lines:
-        stripped = line.lstrip()
-        if stripped.startswith(("//", "#", "--")) or not line:
-            skip += 1
+        if not line or line.lstrip().startswith(("//", "#", "--")):
+            skipped += 1
         else:
             break
-    lines = lines[skip:]
-    head, tail = "\n".join(lines[:100]), lines[100:]
-    match = _RP_BLOCK.search(head)
+    rest = lines[skipped:]
+    offset = min(len(text), sum(len(line) + 1 for line in lines[:skipped]))
+    head_end = offset + sum(len(line) + 1 for line in rest[:100]) - 1 if rest else offset
+    cuts = [(0, offset)] if offset else []
+    match = _RP_BLOCK.search(text, offset, head_end)
     if match and _RP_COPYRIGHT.search(match.group(0)):
-        head = head[: match.start()] + head[match.end():]
-    return head + "\n" + "\n".join(tail) if tail else head
+        cuts.append(match.span())
+    return tuple(cuts)
+
+
+def header_cuts(text: str, mode: HeaderMode, language: str | None) -> Cuts:
+    """The spans of ``text`` that are its header, according to ``mode`` (what the bounded helper
+    runs: it sends back positions, not a copy of the text)."""
+    if mode == "redpajama":
+        return redpajama_header_cuts(text)
+    if mode == "copyright":
+        return copyright_header_cuts(text, language)
+    return ()
 
 
 def strip_header(text: str, mode: HeaderMode, language: str | None) -> str:
-    """``text`` without its header, according to ``mode`` (what the bounded helper runs)."""
-    if mode == "redpajama":
-        return remove_copyright_header_redpajama(text)
-    if mode == "copyright":
-        return remove_copyright_header(text, language)
-    return text
+    """``text`` without its header, according to ``mode``."""
+    return apply_cuts(text, header_cuts(text, mode, language))
 
 
 #: RedPajama's comment pattern rescans from every ``/*`` when none is closed (quadratic): only
@@ -221,10 +250,10 @@ class CopyrightHeaderRemover(Step):
 
     name = "copyright_header"
 
-    def __init__(self, mode: HeaderMode = "copyright", bound: TextBound[str] | None = None) -> None:
+    def __init__(self, mode: HeaderMode = "copyright", bound: TextBound[Cuts] | None = None) -> None:
         self.mode = mode
         inline = REDPAJAMA_INLINE_CHARS if mode == "redpajama" else INLINE_CHARS
-        self.bound = bound or TextBound(strip_header, inline_below=inline)
+        self.bound = bound or TextBound(header_cuts, inline_below=inline)
 
     def clean(self, doc: Document) -> str:
         """The text of ``doc`` without its header, according to :attr:`mode` (unbounded)."""
@@ -232,15 +261,15 @@ class CopyrightHeaderRemover(Step):
 
     def run(self, docs: Iterable[Document]) -> Iterator[Record]:
         for doc in docs:
-            text: str | Drop
-            if (self.mode == "copyright" and len(doc.text) <= self.bound.max_chars
-                    and not may_have_header(doc.text, doc.meta.get("language"))):
-                text = doc.text  # no comment opens it: nothing to remove, and no bounded run needed
-            else:
-                text = self.bound.run(doc, doc.text, self.mode, doc.meta.get("language"))
-            if isinstance(text, Drop):
-                yield Drop(text.reason, _label(doc), text.detail, language=doc.language)
-            elif not text.strip():
+            cuts: Cuts | Drop = ()  # no comment opens it: nothing to remove, and no bounded run needed
+            if (self.mode != "copyright" or len(doc.text) > self.bound.max_chars
+                    or may_have_header(doc.text, doc.meta.get("language"))):
+                cuts = self.bound.run(doc, doc.text, self.mode, doc.meta.get("language"))
+            if isinstance(cuts, Drop):
+                yield Drop(cuts.reason, _label(doc), cuts.detail, language=doc.language)
+                continue
+            text = apply_cuts(doc.text, cuts)
+            if not text.strip():
                 yield _drop(doc, "empty_after_header_removal")
             elif text == doc.text:
                 yield doc

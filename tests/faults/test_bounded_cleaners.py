@@ -28,7 +28,7 @@ import zstandard
 
 from core.document import Document, Drop, InputSpec
 from core.filters.ccnet import TidyLines, tidy_lines
-from core.filters.code_quality import CopyrightHeaderRemover, strip_header
+from core.filters.code_quality import CopyrightHeaderRemover, header_cuts
 from core.filters.record_bound import TextBound
 from core.pile_format import iter_pile
 from sources.formats.epub import EpubSettings, read_epub
@@ -150,7 +150,7 @@ def test_medline_citation_past_the_bound_is_one_drop(tmp_path: Path, cpu_clock) 
 
 # -- regex filters ---------------------------------------------------------------------------
 def test_regex_step_past_the_bound_is_one_drop(tmp_path: Path, cpu_clock) -> None:
-    step = CopyrightHeaderRemover("redpajama", TextBound(strip_header, timeout_s=BOUND_S, inline_below=4096))
+    step = CopyrightHeaderRemover("redpajama", TextBound(header_cuts, timeout_s=BOUND_S, inline_below=4096))
     docs = [Document("ok1", "/* Copyright 2020 */\nint x;\n" + "int y;\n" * 1000, "github", {"language": "c"}),
             Document("bad", "/* a" * 50_000, "github", {"language": "c"}),  # RedPajama's pattern: quadratic
             Document("ok2", "int z;\n" * 1000, "github", {"language": "c"})]
