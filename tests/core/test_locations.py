@@ -36,7 +36,8 @@ def test_the_three_callers_agree(tmp_path: Path) -> None:
     present, absent = str(tmp_path / "x.txt"), str(tmp_path / "y.txt")
     Path(present).write_text("x")
     assert _Inputs(inputs=[present, absent]).missing_inputs() == [absent]
-    assert not missing_inputs({"inputs": [absent], "dumps": [present]})  # one present input: the source runs
-    assert missing_inputs({"inputs": [absent]})
-    assert not missing_inputs({"from_commoncrawl": ["CC-MAIN-2023-06"]})  # downloaded by the source
-    assert not missing_inputs({})  # nothing named: the source's own check decides
+    # the parent flow reads a source's locations from its registry spec's input fields
+    assert not missing_inputs([absent, present])  # one present input: the source runs
+    assert missing_inputs([absent])
+    assert not missing_inputs(["CC-MAIN-2023-06"])  # a crawl id: downloaded by the source
+    assert not missing_inputs([])  # nothing named: the source's own check decides
