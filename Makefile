@@ -32,8 +32,9 @@ $(ENGINES_STAMP): $(STAMP)
 .PHONY: install demo test lint
 install: $(STAMP) $(TORCH_STAMP)
 
+# The whole LLaMA recipe on the offline sample: 7 sources, Pile index, dedup, labels, tokens (README)
 demo: $(STAMP)
-	$(PY) -m flows.demo
+	$(PY) -m flows.llama --sample --out data/
 
 # The suite on two pytest-xdist workers (one per core of the 2-core CI machine); a test file and its
 # module fixtures (the shared sample runs) stay on one worker; the slow files start first (tests/conftest.py)
