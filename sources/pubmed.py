@@ -33,15 +33,13 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lxml import etree
 
 from core.bounded import BoundedCleaner
 from core.compressed import CODEC_ERRORS, TruncatedInputError
 from core.document import Document, Drop, InputSpec, make_doc_id
-from core.driver import PhaseRun, SourcePhases
-from core.pipeline import RunContext, add_drops
 from core.steps import MinLength, Record, Step
 from sources.formats import medline
 from sources.formats.pubmed_jats import (
@@ -53,6 +51,10 @@ from sources.formats.pubmed_jats import (
     render,
 )
 from sources.formats.tar_stream import open_tar_stream, unsafe_member
+
+if TYPE_CHECKING:  # the article cleaner's module loads in a memory-bounded helper: no pyarrow there
+    from core.driver import PhaseRun, SourcePhases
+    from core.pipeline import RunContext
 
 CENTRAL = "pubmed_central"
 ABSTRACTS = medline.SOURCE
@@ -297,6 +299,8 @@ class PubmedAbstractsRecipe:
 # -- cross-file versions as a phase of the abstracts run ---------------------------------------
 def drop_superseded(ctx: RunContext, keys: list[str]) -> int:
     """Put the run's superseded and deleted citations on its drop list; how many rows were added."""
+    from core.pipeline import add_drops  # pyarrow: not for the bounded article cleaner's helper
+
     return add_drops(ctx, medline.cross_file_drops(ctx.out, ctx.source, keys))
 
 
@@ -306,6 +310,8 @@ def version_phases(locations: list[str]) -> SourcePhases:
     One PMID index per staged input, then one run-wide pass, each through the driver's executor
     (the ``pmid-index`` and ``pmid-versions`` tasks under Prefect).
     """
+    from core.driver import SourcePhases  # pyarrow, as drop_superseded
+
     paths = {Path(loc).name: Path(loc) for loc in locations}
 
     def after_dedup(ctx: RunContext, keys: list[str], run: PhaseRun) -> None:

@@ -1,5 +1,6 @@
-"""Nothing calls the internet unless asked: the demo flow with every non-loopback connection (and
-name lookup) recorded and refused, in every Python process it starts; and our default settings."""
+"""Nothing calls the internet unless asked: the main job (the whole recipe on its sample) with every
+non-loopback connection (and name lookup) recorded and refused, in every Python process it starts;
+and our default settings."""
 
 from __future__ import annotations
 
@@ -79,12 +80,17 @@ def test_the_guard_catches_a_real_attempt(guarded_env: tuple[dict[str, str], Pat
 
 
 @pytest.mark.prefect
-def test_demo_flow_makes_no_outbound_connection(guarded_env: tuple[dict[str, str], Path], tmp_path: Path) -> None:
+def test_main_job_makes_no_outbound_connection(guarded_env: tuple[dict[str, str], Path], tmp_path: Path) -> None:
+    """``make demo``'s job: every LLaMA source, the Pile index, dedup, labels and tokens, all offline."""
     env, log = guarded_env
-    done = subprocess.run([sys.executable, "-m", "flows.demo", "--out", str(tmp_path / "data"), "--pages", "20",
-                           "--workers", "1"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-m", "flows.llama", "--sample", "--sample-pages", "20", "--workers", "1",
+                           "--out", str(tmp_path / "data")], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert list((tmp_path / "data" / "docs").rglob("*.parquet"))
+    labeled = {p.relative_to(tmp_path / "data" / "labeled" / "llama").parts[0]
+               for p in (tmp_path / "data" / "labeled" / "llama").rglob("*.parquet")}
+    assert labeled == {"commoncrawl", "c4", "github", "wikipedia", "books", "arxiv", "stackexchange"}
+    assert list((tmp_path / "data" / "tensors" / "g1").rglob("*.tokens"))
     attempts = [json.loads(line) for line in log.read_text().splitlines()]
     assert attempts == [], f"outbound attempts: {attempts[:5]}"
 

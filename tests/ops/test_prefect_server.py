@@ -199,12 +199,13 @@ def test_source_deployments_match_their_configs() -> None:
     declared = {d["name"]: d for d in yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]}
     after = after_flows()
     checked = 0
-    stages = {**{s.deployment: (s.config, s.default_yaml) for s in SOURCES.specs() if s.deployment},
-              "dedup": (after["dedup"].config, after["dedup"].default_yaml),
-              "label": (after["labels"].config, after["labels"].default_yaml)}
-    for name, (config_cls, default_yaml) in stages.items():
+    # deployment -> (config class, default YAML, the module of the flow the entrypoint names)
+    stages = {**{s.deployment: (s.config, s.default_yaml, s.config.__module__) for s in SOURCES.specs() if s.deployment},
+              "dedup": (after["dedup"].config, after["dedup"].default_yaml, "flows.dedup"),
+              "label": (after["labels"].config, after["labels"].default_yaml, "flows.label")}
+    for name, (config_cls, default_yaml, module) in stages.items():
         params = declared[name]["parameters"]["config"]
-        assert declared[name]["entrypoint"].startswith(config_cls.__module__.replace(".", "/") + ".py:")
+        assert declared[name]["entrypoint"].startswith(module.replace(".", "/") + ".py:"), name
         from_params = config_cls.model_validate(params)
         from_yaml = config_cls.from_yaml(CONFIG_DIR / default_yaml, params)
         assert from_params.config_hash() == from_yaml.config_hash(), name
