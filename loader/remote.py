@@ -401,6 +401,7 @@ class RemoteFiles:
                     if room is not None:
                         evicted.extend(room)
                         future = Future()
+                        future.set_running_or_notify_cancel()  # running: no other caller's cancel() frees its bytes
                         self._futures[rel_path] = future
                         self._resident[rel_path] = size
                         mine = True

@@ -31,12 +31,20 @@ CAP = 24_000  # the served set's train files: ~58 KB; its largest shard (tokens 
 
 def _cache_bytes(cache: Path) -> int:
     """Bytes of the set's files in the cache (``.part`` downloads included; metadata.json and the
-    ~100-byte ``.verified`` stamps, which the cap does not count, not)."""
+    ~100-byte ``.verified`` stamps, which the cap does not count, not).
+
+    The walk lists every folder first and stats the files after: a file counted was on disk both
+    when its folder was listed and when it was stat'ed, so at the moment the listing ended, and
+    the sum is of files that were there at one instant. Stat'ing while walking would add a file
+    evicted from a folder already walked to one downloaded since into a folder walked later, a
+    total the cache never held at any moment.
+    """
+    listed = [path for path in cache.rglob("*")
+              if path.name != "metadata.json" and not path.name.endswith(STAMP_SUFFIX)]
     total = 0
-    for path in cache.rglob("*"):
-        if path.name != "metadata.json" and not path.name.endswith(STAMP_SUFFIX):
-            with contextlib.suppress(FileNotFoundError, IsADirectoryError):  # renamed or evicted meanwhile
-                total += path.stat().st_size if path.is_file() else 0
+    for path in listed:
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):  # renamed or evicted meanwhile
+            total += path.stat().st_size if path.is_file() else 0
     return total
 
 
