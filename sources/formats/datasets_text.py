@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import hashlib
+import itertools
 import os
 from collections import Counter
 from collections.abc import Iterator
@@ -33,7 +34,7 @@ from typing import IO, Any, Literal
 import pyarrow as pa
 
 from core.compressed import open_binary
-from sources.formats.rows import Oversized, RowError, json_rows, open_parquet, parquet_rows
+from sources.formats.rows import Oversized, RowError, json_rows, open_parquet, parquet_file_rows
 
 Format = Literal["parquet", "jsonl"]
 #: Suffixes read as JSON Lines; each may carry .gz or .zst (and .bz2/.xz: core.compressed).
@@ -268,21 +269,20 @@ def _read_parquet(file: DatasetFile, opts: ReadOptions, log: DropLog) -> Iterato
         columns = [opts.text_column] + ([opts.id_column] if opts.id_column else [])
         # a UTF-8 character is at most 4 bytes: a value over this is over max_text_chars too
         sized = {opts.text_column: 4 * opts.max_text_chars}
-        row = 0
-        for group in range(parquet.metadata.num_row_groups):
-            batch = TextBatch()
-            for item in parquet_rows(parquet, group, columns, opts.batch_rows, sized):
-                if isinstance(item, RowError):
-                    log.drop(item.reason, f"{file.rel}#{row}", item.detail)
-                else:
-                    _keep(file, row, item.get(opts.id_column) if opts.id_column else None, item[opts.text_column],
-                          opts, log, batch)
-                row += 1
-                if len(batch.keys) >= opts.batch_rows:
-                    yield batch
-                    batch = TextBatch()
-            if batch.keys:
+        group_ends = set(itertools.accumulate(parquet.metadata.row_group(g).num_rows
+                                              for g in range(parquet.metadata.num_row_groups)))
+        batch = TextBatch()
+        # row by row over the groups (a corrupt group is one drop per row, the next group is read);
+        # a batch never spans two groups
+        for row, item in enumerate(parquet_file_rows(parquet, columns, opts.batch_rows, sized)):
+            if isinstance(item, RowError):
+                log.drop(item.reason, f"{file.rel}#{row}", item.detail)
+            else:
+                _keep(file, row, item.get(opts.id_column) if opts.id_column else None, item[opts.text_column],
+                      opts, log, batch)
+            if batch.keys and (len(batch.keys) >= opts.batch_rows or row + 1 in group_ends):
                 yield batch
+                batch = TextBatch()
 
 
 def _keep(file: DatasetFile, row: int, doc_id: Any, text: Any, opts: ReadOptions, log: DropLog,

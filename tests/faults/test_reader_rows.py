@@ -113,6 +113,20 @@ def test_a_corrupt_row_group_is_one_drop_per_row_the_other_groups_kept(tmp_path:
     assert "row group 1" in drops[0].detail and len(docs) == 20
 
 
+def test_a_corrupt_row_group_of_an_external_dataset_is_one_drop_per_row(tmp_path: Path) -> None:
+    """tokenize-external reads Parquet through the same row reader: the groups around it are kept."""
+    path = tmp_path / "ds.parquet"
+    pq.write_table(pa.table({"text": [f"text number {n} " * 40 for n in range(30)]}), path,
+                   compression="zstd", row_group_size=10)
+    corrupt_middle_row_group(path)
+    log = DropLog()
+    batches = list(read_texts(DatasetFile(str(path), "ds.parquet", "parquet"), ReadOptions(), log))
+    assert dict(log.counts) == {"corrupt_row_group": 10}
+    assert log.examples[0]["record"] == "ds.parquet#10" and "row group 1" in log.examples[0]["detail"]
+    assert [key for batch in batches for key in batch.keys] == [f"ds.parquet#{n}" for n in [*range(10), *range(20, 30)]]
+    assert [len(batch.keys) for batch in batches] == [10, 10]  # a batch never spans two groups
+
+
 def test_an_over_long_jsonl_line_is_one_drop_the_next_lines_kept(tmp_path: Path) -> None:
     rows = [{"content": _code(n), "max_stars_repo_path": f"src/h{n}.py", "max_stars_repo_name": "acme/h",
              "max_stars_repo_licenses": ["MIT"]} for n in range(5)]
