@@ -15,7 +15,7 @@ source run is, in this order:
 6. **finalize** every input, its done marker valid for the set of inputs deduplicated together
    (an input that failed is not in it: once fixed, it may hold the first copy of another's
    documents, so the others are finalized again); then, when no input failed and staging is
-   not kept, **clean staging** and the phases' own files.
+   not kept, **clean staging**, the phases' own files and the folders they leave empty.
 
 It returns one :class:`core.manifest.InputRecord` per input, in input order; writing them to
 the manifest is the caller's (the flow process is the manifest's one writer).
@@ -29,6 +29,8 @@ phase. The driver holds no Prefect, so all of the above is tested without a Pref
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -209,8 +211,23 @@ def drive_source(
             phases.cleanup(ctx, keys)
         if split is not None:
             splits.remove_ranges(ctx, keys)
+        _remove_empty_staging(ctx)
     run.log.info("processed %d inputs in %.1fs", len(specs), time.perf_counter() - started)
     return records
+
+
+def _remove_empty_staging(ctx: pipeline.RunContext) -> None:
+    """Remove this source's phase folders (``_staging/<source>.<phase>``) and ``_staging`` once empty.
+
+    :func:`core.pipeline.clean_staging` runs before the phases' own cleanup, so when it tried to
+    remove ``_staging`` a phase's folder (Common Crawl's ``commoncrawl.extract``) still held
+    files; the phase then emptied its folder but left it. Only empty folders go: another source
+    may still be staging beside this one.
+    """
+    root = ctx.out / "_staging"
+    for directory in [*root.glob(f"{glob.escape(ctx.source)}.*"), root]:
+        with contextlib.suppress(OSError):
+            directory.rmdir()
 
 
 def _stage_dedup_finalize(

@@ -59,7 +59,7 @@ def test_commoncrawl_flow_end_to_end(tmp_path: Path, prefect_api_url: str) -> No
     _, drops = manifest.query("SELECT step, reason, language FROM drops")
     assert drops == [("language_id", "language_not_kept", "de")]
     shards = sorted(p.read_bytes() for p in (tmp_path / "out" / "docs").rglob("*.parquet"))
-    assert not list((tmp_path / "out" / "_staging").rglob("*.parquet"))  # staging cleaned
+    assert not (tmp_path / "out" / "_staging").exists(), sorted((tmp_path / "out" / "_staging").rglob("*"))
 
     again = cc_flow.run(config)  # resumed: nothing redone, same bytes
     assert again.kept == 2
