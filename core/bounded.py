@@ -174,12 +174,15 @@ class BoundedCleaner(Generic[R]):
         try:
             helper.send_bytes(request)
             status, value = helper.receive(STARTUP_TIMEOUT_S)
-        except (HelperTimeout, HelperEnded):
-            status, value = "dead", None
+        except HelperTimeout:
+            status, value = "dead", f"no answer within {STARTUP_TIMEOUT_S:g} s"
+        except HelperEnded:  # e.g. an address-space bound too small to map a native library
+            status, value = "dead", f"the helper exited while loading (exit {helper.exit_code()})"
+        if status == "oom":
+            value = "it ran out of memory importing its modules"
         if status != "ok":
             self._holder.kill()
-            detail = value if status == "err" else f"no answer within {STARTUP_TIMEOUT_S:g} s"
-            raise CleanerError(f"the cleaner {self.func!r} could not be loaded in its helper: {detail}")
+            raise CleanerError(f"the cleaner {self.func!r} could not be loaded in its helper: {value}")
 
     def _round_trip(self, record: str, request: bytes) -> R | Drop:
         helper = self._helper()
@@ -196,7 +199,8 @@ class BoundedCleaner(Generic[R]):
             return value
         if status == "oom":
             self._holder.kill()
-            return Drop("record_too_large", record, f"cleaner ran out of its {self.memory_limit:,}-byte memory bound")
+            bound = f"its {self.memory_limit:,}-byte memory bound" if self.memory_limit is not None else "memory"
+            return Drop("record_too_large", record, f"cleaner ran out of {bound}")
         raise value
 
 

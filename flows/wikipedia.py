@@ -86,7 +86,7 @@ class WikipediaConfig(PipelineConfig):
 def page_ranges(split_bytes: int) -> Splitter:
     """The driver's splitter: a multistream dump's page-range inputs of about ``split_bytes`` each.
 
-    None for a dump read whole (no index beside it, splitting off, one range only). The driver
+    An empty list for a dump read whole (no index beside it, splitting off, one range only). The driver
     stages the ranges as tasks of their own and joins them into the dump's staging, so dedup
     and finalize see one input per dump and the output is the one-task run's, byte for byte.
     """

@@ -177,12 +177,22 @@ def _bare(value: str | None, prefix: str) -> str | None:
     return value[len(prefix):] if value is not None and value.startswith(prefix) else value
 
 
+#: The int64 column's range: a value outside it is one malformed record, not a failed month.
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _as_int(value: Any) -> int:
     if value is None or value == "":
         return 0
     if isinstance(value, bool):
         raise ValueError(f"not a number: {value!r}")
-    return int(float(value)) if isinstance(value, str) and "." in value else int(value)
+    try:
+        number = int(float(value)) if isinstance(value, str) and "." in value else int(value)
+    except OverflowError as exc:  # an infinite float
+        raise ValueError(f"not a finite number: {value!r}") from exc
+    if not _INT64_MIN <= number <= _INT64_MAX:
+        raise ValueError(f"out of the int64 range: {value!r}")
+    return number
 
 
 def comment_row(obj: Any, line: int) -> dict[str, Any]:

@@ -13,9 +13,11 @@ What identifies a document, and so decides the 0.1% holdout, is its id column wh
 relative path, so it survives adding hosts' mounts in other places and re-running one host alone.
 
 Bad input is a counted drop with a reason and the record named (``file#row``), never an
-exception: a row whose strings are not UTF-8 (``invalid_utf8``), a null or non-string text, a row without the column, a file without the column, a
-line that is not JSON, an oversized line or text. An unreadable file (truncated compression,
-corrupt Parquet page) raises, and the caller fails that one file.
+exception: a row whose strings are not UTF-8 (``invalid_utf8``), a null or non-string text, a
+row without the column, a file without the column, a line that is not JSON, an oversized line
+or text, each row of a Parquet row group that cannot be decoded (``corrupt_row_group``; the
+file's other groups are read). A file that cannot be read on (truncated compression, an
+unreadable footer) raises, and the caller fails that one file.
 """
 
 from __future__ import annotations

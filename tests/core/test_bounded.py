@@ -20,7 +20,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import pytest
 
-from core.bounded import BoundedCleaner
+from core.bounded import BoundedCleaner, CleanerError
 from core.document import Drop
 
 #: Exponential backtracking in C: ``(a+)+b`` against a run of a's without a b.
@@ -90,6 +90,22 @@ def test_memory_bound_turns_a_blow_up_into_a_drop() -> None:
         assert cleaner.run("fine", 3, size=0) == bytearray(3)
 
 
+def test_running_out_of_memory_without_a_bound_is_a_drop_too() -> None:
+    with BoundedCleaner(bytearray) as cleaner:  # no memory_limit: the allocation itself fails
+        blown = cleaner.run("macro bomb", 1 << 62, size=0)
+        assert isinstance(blown, Drop) and blown.reason == "record_too_large" and "out of memory" in blown.detail
+        assert cleaner.run("fine", 2, size=0) == bytearray(2)
+
+
+def test_a_helper_that_dies_while_loading_says_so(tmp_path, monkeypatch) -> None:
+    """Not a made-up timeout: the error names the exit (a bound too small to map a library, say)."""
+    (tmp_path / "dies_on_import.py").write_text("import os\nos._exit(3)\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))  # the helper takes the parent's sys.path
+    with BoundedCleaner(str.upper, preload=("dies_on_import",)) as cleaner, \
+            pytest.raises(CleanerError, match=r"exited while loading \(exit 3\)"):
+        cleaner.run("first", "x" * 100, size=100)
+
+
 def test_cleaner_output_on_stdout_does_not_corrupt_answers() -> None:
     with BoundedCleaner(print) as cleaner:
         assert cleaner.run("noisy", "hello from the cleaner") is None
@@ -136,7 +152,7 @@ def test_helper_dies_with_a_killed_parent() -> None:
     script = textwrap.dedent(
         """
         import functools, re, sys
-        from core.bounded import BoundedCleaner
+        from core.bounded import BoundedCleaner, CleanerError
         cleaner = BoundedCleaner(functools.partial(re.sub, r"(a+)+b", ""), timeout_s=600)
         cleaner.run("warm", "ab")
         print(cleaner._holder.helper.process.pid, flush=True)

@@ -179,6 +179,20 @@ def test_malformed_lines_bots_and_entities(tmp_path: Path) -> None:
     assert docs[0].meta["speakers"] == ["A", "A", "B"]
 
 
+def test_a_score_outside_int64_is_one_malformed_record(tmp_path: Path) -> None:
+    """Scores and times go into int64 columns: 1e30, 10**20 or Infinity drop their own line only."""
+    path = tmp_path / "RC_2006-03.zst"
+    rows = [comment("a", "t3_L", "first"), comment("b", "t1_a", "second")]
+    bad = [b'{"id": "x", "parent_id": "t1_a", "link_id": "t3_L", "body": "b", "score": 99999999999999999999}',
+           b'{"id": "y", "parent_id": "t1_a", "link_id": "t3_L", "body": "b", "score": 1e30}',
+           b'{"id": "z", "parent_id": "t1_a", "link_id": "t3_L", "body": "b", "created_utc": Infinity}',
+           json.dumps(comment("c", "t1_b", "third")).encode()]
+    write_ndjson_zst(path, rows, extra_lines=bad)
+    docs, drops = read(path)
+    assert sorted(d.record for d in drops if d.reason == "malformed_record") == [f"{path}: line {n}" for n in (3, 4, 5)]
+    assert [d.text for d in docs] == ["A: first\n\nA: second\n\nA: third"]
+
+
 def test_overlong_line_is_skipped_and_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import sources.reddit as reddit
 
