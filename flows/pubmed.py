@@ -126,7 +126,7 @@ def pubmed_central_flow(config: PubmedConfig) -> SourceRunSummary:
 def pubmed_abstracts_flow(config: PubmedConfig) -> SourceRunSummary:
     """PubMed/MEDLINE titles and abstracts."""
     locations = expand_locations(config.abstracts)
-    phases = version_phases(locations) if config.cross_file_versions else None
+    phases = version_phases() if config.cross_file_versions else None
     return run_source("pubmed_abstracts", config, config.abstracts_recipe(), locations, phases=phases)
 
 

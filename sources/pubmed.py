@@ -54,6 +54,7 @@ from sources.formats.tar_stream import open_tar_stream, unsafe_member
 
 if TYPE_CHECKING:  # the article cleaner's module loads in a memory-bounded helper: no pyarrow there
     from core.driver import PhaseRun, SourcePhases
+    from core.manifest import InputRecord
     from core.pipeline import RunContext
 
 CENTRAL = "pubmed_central"
@@ -304,15 +305,20 @@ def drop_superseded(ctx: RunContext, keys: list[str]) -> int:
     return add_drops(ctx, medline.cross_file_drops(ctx.out, ctx.source, keys))
 
 
-def version_phases(locations: list[str]) -> SourcePhases:
+def version_phases() -> SourcePhases:
     """The cross-file versioning phase of the abstracts run, between exact dedup and finalize.
 
     One PMID index per staged input, then one run-wide pass, each through the driver's executor
-    (the ``pmid-index`` and ``pmid-versions`` tasks under Prefect).
+    (the ``pmid-index`` and ``pmid-versions`` tasks under Prefect). The index reads each input's
+    local file as the run resolved it (a URL's downloaded copy), noted before staging.
     """
     from core.driver import SourcePhases  # pyarrow, as drop_superseded
 
-    paths = {Path(loc).name: Path(loc) for loc in locations}
+    paths: dict[str, Path] = {}
+
+    def before_stage(ctx: RunContext, specs: list[InputSpec], run: PhaseRun) -> dict[str, InputRecord]:
+        paths.update((spec.key, spec.path) for spec in specs)
+        return {}
 
     def after_dedup(ctx: RunContext, keys: list[str], run: PhaseRun) -> None:
         futures = [run.executor.submit(medline.write_pmid_index, ctx.out, ctx.source, key, paths[key])
@@ -322,4 +328,4 @@ def version_phases(locations: list[str]) -> SourcePhases:
         run.log.info("PMID versions across %d files (%d citations): %d superseded or deleted",
                      len(keys), indexed, added)
 
-    return SourcePhases(after_dedup=after_dedup)
+    return SourcePhases(before_stage=before_stage, after_dedup=after_dedup)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
+import http.server
+import threading
 from pathlib import Path
 
 import pytest
@@ -73,6 +76,32 @@ def test_pubmed_flow_both_sources_versions_and_resume(prefect_api_url: str, tmp_
     before = _hashes(out)
     again = run_pubmed(config)  # resume: finished inputs are skipped, same bytes
     assert _hashes(out) == before and again.kept == summary.kept
+
+
+def test_pubmed_abstracts_over_http_version_like_local_files(prefect_api_url: str, tmp_path: Path) -> None:
+    """NLM serves MEDLINE over https: the versions phase reads each file's downloaded copy."""
+    pubmed_sample.write_sample_inputs(tmp_path / "in")
+    medline_dir = tmp_path / "in" / "medline"
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(medline_dir))
+    handler.log_message = lambda *args: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        urls = [f"{base}/{p.name}" for p in sorted(medline_dir.glob("*.xml.gz"))]
+        outs = {}
+        for name, inputs in (("local", [str(medline_dir / "*.xml.gz")]), ("http", urls)):
+            outs[name] = tmp_path / name
+            args = [arg for location in inputs for arg in ("--abstracts", location)]
+            config = pubmed_args([*args, "--out", str(outs[name]), "--runner", "thread"])
+            assert not run_pubmed(config.model_copy(update={"progress": False})).failed
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert _drops(outs["http"], "pubmed_abstracts") == _drops(outs["local"], "pubmed_abstracts")
+    assert "deleted_citation" in _drops(outs["http"], "pubmed_abstracts")
+    assert [d.text for d in _docs(outs["http"], "pubmed_abstracts")] == [
+        d.text for d in _docs(outs["local"], "pubmed_abstracts")]
 
 
 def test_dm_math_flow_groups_pairs_and_selects_pile_subset(prefect_api_url: str, tmp_path: Path) -> None:
