@@ -14,7 +14,8 @@ source run is, in this order:
    adds its drops);
 6. **finalize** every input, its done marker valid for the set of inputs deduplicated together
    (an input that failed is not in it: once fixed, it may hold the first copy of another's
-   documents, so the others are finalized again); then, when no input failed and staging is
+   documents, so the others are finalized again; an input ``before_stage`` skipped is, and holds
+   a done marker of its own); then, when no input failed and staging is
    not kept, **clean staging**, the phases' own files and the folders they leave empty.
 
 It returns one :class:`core.manifest.InputRecord` per input, in input order; writing them to
@@ -202,7 +203,8 @@ def drive_source(
     ended = {k: r for k, r in before.items() if r.status in ("failed", "skipped")}
     ended.update(_stage_ranges(run, [s for s in specs if s.key not in ended], split))
     active = [s for s in specs if s.key not in ended]
-    finals = _stage_dedup_finalize(run, active, before, ended, phases)
+    skipped = [s for s in specs if s.key in ended and ended[s.key].status == "skipped"]
+    finals = _stage_dedup_finalize(run, active, skipped, before, ended, phases)
     finals.update(ended)
     records = [finals[k] for k in keys]
     if not keep_staging and all(r.status != "failed" for r in records):
@@ -231,13 +233,15 @@ def _remove_empty_staging(ctx: pipeline.RunContext) -> None:
 
 
 def _stage_dedup_finalize(
-    run: _Run, active: list[InputSpec], before: dict[str, InputRecord], ended: dict[str, InputRecord],
-    phases: SourcePhases,
+    run: _Run, active: list[InputSpec], skipped: list[InputSpec], before: dict[str, InputRecord],
+    ended: dict[str, InputRecord], phases: SourcePhases,
 ) -> dict[str, InputRecord]:
     """Stage the inputs still to stage, dedup across the run, finalize each; records by key.
 
     ``before`` holds what ``before_stage`` recorded (merged into the staged records), ``ended``
-    the inputs that ended before staging (only named here when they failed).
+    the inputs that ended before staging (only named here when they failed). The ``skipped``
+    inputs (a phase ended them with a reason) are part of the scope the done markers hold and get
+    one themselves: with no failure, the scope is the whole run's, so a re-run has nothing to do.
     """
     steps = _Steps(run.progress, 2 * len(active))
     # inputs staged before (a resumed run, a split input joined from its ranges) cost no task
@@ -253,7 +257,10 @@ def _stage_dedup_finalize(
         if record.status == "failed":
             run.log.error("input failed: %s", record.error)
     ok_keys = [s.key for s in active if staged[s.key].status != "failed"]
-    scope = pipeline.scope_hash(ok_keys, run.ctx.config_hash)  # what was deduplicated together
+    # what was deduplicated together, and the inputs whose outcome was to hold nothing
+    scope = pipeline.scope_hash(ok_keys + [s.key for s in skipped], run.ctx.config_hash)
+    for spec in skipped:
+        pipeline.finish_skipped(spec, run.ctx, scope, ended[spec.key])
     duplicates = run.executor.submit(pipeline.find_exact_duplicates, run.ctx, ok_keys).result()
     run.log.info("exact dedup across %d inputs: %d duplicates", len(ok_keys), sum(duplicates.values()))
     if phases.after_dedup is not None:

@@ -430,6 +430,20 @@ def finalize_input(
     return record
 
 
+def finish_skipped(spec: InputSpec, ctx: RunContext, scope: str, record: InputRecord) -> None:
+    """Phase 3 for an input a phase skipped (a site outside the top N): its done marker, holding its record.
+
+    Without it a re-run of the same inputs never found them all finished and redid the run. Shards
+    an earlier run wrote for the input (kept then, under another config) are removed first, as
+    :func:`finalize_input` does: the marker that named them is replaced, and they are no output
+    of this run.
+    """
+    if load_done(spec, ctx, scope) is not None:
+        return
+    _remove_previous_output(ctx, spec.key)
+    done_marker(spec, ctx, scope).write({"record": record.to_dict()})
+
+
 def clean_staging(ctx: RunContext, keys: Sequence[str]) -> None:
     """Remove staging shards and stage markers once every input is finalized."""
     for key in keys:

@@ -819,6 +819,8 @@ def ranking_phases(top_sites: int, rank_by: str, include_meta: bool = False) -> 
         return {s.key: _skipped_record(s, skipped[s.key], ctx) for s in specs if s.key in skipped}
 
     def tables() -> list[tuple[str, list[dict[str, Any]], str]]:
+        if not table:  # a re-run with nothing to do ranks nothing: the last ranking stands
+            return []
         return [("stackexchange-sites", table, "Sites ranked by size: kept or skipped, with the reason")]
 
     return SourcePhases(before_stage=before_stage, tables=tables)

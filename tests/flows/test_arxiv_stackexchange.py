@@ -97,7 +97,8 @@ def seven_zip(path: Path, files: dict[str, bytes]) -> None:
             archive.writestr(data, name)
 
 
-def test_stackexchange_flow_top_sites_and_skips(tmp_path: Path, prefect_api_url: str) -> None:
+def test_stackexchange_flow_top_sites_and_skips(tmp_path: Path, prefect_api_url: str,
+                                                caplog: pytest.LogCaptureFixture) -> None:
     dumps = tmp_path / "dumps"
     dumps.mkdir()
     seven_zip(dumps / "big.stackexchange.com.7z", {"Posts.xml": posts(5), "Users.xml": b"<users/>"})
@@ -130,8 +131,14 @@ def test_stackexchange_flow_top_sites_and_skips(tmp_path: Path, prefect_api_url:
     }
     assert (out / "_state" / "stackexchange" / "big.stackexchange.com.7z.size-posts.json").exists()
     first = shard_hashes(out)
+    caplog.clear()
     again = run_stackexchange(config)
     assert again.kept == 8 and shard_hashes(out) == first
+    # the skipped sites hold done markers too, so the re-run takes the nothing-to-do shortcut
+    # (no ranking, no staging) and records the same outcome for every input
+    assert "all 6 inputs already finished for this config; nothing to do" in caplog.text
+    _, rerun_rows = manifest.query("SELECT input_key, status, error FROM latest_inputs ORDER BY input_key")
+    assert rerun_rows == rows
 
 
 # -- command lines (no server) ----------------------------------------------------------------
