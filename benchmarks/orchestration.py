@@ -18,6 +18,11 @@ times) is compared between the two runners in every round.
 none, each run ``--rounds`` times under one embedded server and one worker pool started
 beforehand, CPU of this process, its workers and the server (read from ``/proc``) per extra
 task. Workers are reaped only when the pool closes, so their CPU is read from ``/proc`` too.
+
+``--help-rounds N`` (default 5; 0 skips) measures what a user pays before any run: CPU of
+``python -m flows.<name> --help`` for every runnable flow module and of ``kinda --help`` (the
+goal: under 0.5 CPU-s each), N interleaved rounds, beside ``python -c pass`` (the interpreter's
+own start, the floor no command goes under).
 """
 
 from __future__ import annotations
@@ -181,6 +186,39 @@ def per_task_cost(tasks: int, rounds: int, work: Path) -> list[float]:
     return costs
 
 
+def help_commands() -> dict[str, list[str]]:
+    """``--help`` of every runnable flow module (``flows/<name>.py``, not the private ``_*.py``) and of kinda."""
+    modules = [p.stem for p in sorted((REPO / "flows").glob("*.py")) if not p.stem.startswith("_") and p.stem != "registry"]
+    commands = {f"flows.{m}": [sys.executable, "-m", f"flows.{m}", "--help"] for m in modules}
+    commands["kinda"] = [sys.executable, "-c", "import sys; from kinda.cli import main; sys.exit(main(['--help']))"]
+    commands["python -c pass"] = [sys.executable, "-c", "pass"]
+    return commands
+
+
+def _child_cpu(args: list[str]) -> float:
+    """CPU seconds (user + system, descendants included) of one command run to its end."""
+    process = subprocess.Popen(args, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    assert process.stderr is not None
+    error = process.stderr.read().decode(errors="replace")
+    process.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(args)} failed: {error[-500:]}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def help_cost(rounds: int) -> dict[str, list[float]]:
+    """CPU of each ``--help``, ``rounds`` times, the commands interleaved (round after round)."""
+    commands = help_commands()
+    spent: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(rounds):
+        for name, args in commands.items():
+            spent[name].append(_child_cpu(args))
+    for name, values in spent.items():
+        print(f"{name + ' --help' if name != 'python -c pass' else name:34s} CPU-s: {_spread(values)}")
+    return spent
+
+
 def _spread(values: list[float]) -> str:
     return f"min {min(values):.2f}, median {statistics.median(values):.2f}, max {max(values):.2f}"
 
@@ -189,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     parser.add_argument("--tasks", type=int, default=40, help="no-op tasks for the per-task cost (0: skip)")
-    parser.add_argument("--no-sample", action="store_true", help="only the per-task cost")
+    parser.add_argument("--help-rounds", type=int, default=5, help="rounds of every flow's --help CPU (0: skip)")
+    parser.add_argument("--no-sample", action="store_true", help="no sample run (the per-task and --help legs only)")
     parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temporary one)")
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="kinda-orchestration-"))
@@ -203,6 +242,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.tasks:
         costs = per_task_cost(args.tasks, args.rounds, work)
         print(f"per-task cost on the process runner, CPU ms: {_spread([1000 * c for c in costs])}")
+    if args.help_rounds:
+        spent = help_cost(args.help_rounds)
+        medians = {name: statistics.median(v) for name, v in spent.items() if name != "python -c pass"}
+        worst = max(medians, key=medians.__getitem__)
+        print(f"--help of {len(medians)} commands, CPU-s: medians {min(medians.values()):.2f}-{medians[worst]:.2f} "
+              f"(highest: {worst}); max of any run {max(max(v) for n, v in spent.items() if n in medians):.2f}")
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -9,13 +9,15 @@ every hash as it was (tests/flows/test_config_parts.py pins them).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field
 
 from core.config import PipelineConfig
 from core.digest import pop_defaults
-from core.filters.code_quality import CodeFilterSettings
+
+if TYPE_CHECKING:
+    from core.filters.code_quality import CodeFilterSettings
 
 
 class CodeFilterConfig(PipelineConfig):
@@ -29,7 +31,9 @@ class CodeFilterConfig(PipelineConfig):
     tokenizer: str = Field("regex", description="'regex' or a path to a tokenizer.json")
 
     def code_filters(self) -> CodeFilterSettings:
-        """As the pure filters' settings."""
+        """As the pure filters' settings (the filters are imported by a run, not by ``--help``)."""
+        from core.filters.code_quality import CodeFilterSettings
+
         return CodeFilterSettings(
             header_mode=self.header_mode, max_line_length=self.max_line_length,
             max_avg_line_length=self.max_avg_line_length, min_alphanumeric_fraction=self.min_alphanumeric_fraction,

@@ -8,16 +8,17 @@ neither flow imports the other's module (``tests/test_layout_rules.py``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.config import MemorySize, PipelineConfig
 from core.pile_format import MAX_LINE_BYTES
-from dedupe.lsh import BandLayout, JoinSettings
-from dedupe.minhash import MinHashConfig
-from dedupe.priority import as_chains
-from dedupe.shingles import ShingleConfig
+
+if TYPE_CHECKING:  # dedupe's modules import numpy, pyarrow and DuckDB: the methods import them for a run,
+    # so ``--help`` of dedup, pile_index and the parent flow does not pay for them
+    from dedupe.lsh import BandLayout, JoinSettings
+    from dedupe.minhash import MinHashConfig
 
 
 class MinHashSettings(BaseModel):
@@ -29,6 +30,9 @@ class MinHashSettings(BaseModel):
     ngram: int = Field(5, ge=1, le=64)
 
     def config(self) -> MinHashConfig:
+        from dedupe.minhash import MinHashConfig
+        from dedupe.shingles import ShingleConfig
+
         return MinHashConfig(self.num_perm, self.seed, ShingleConfig(self.ngram))
 
 
@@ -58,6 +62,8 @@ class DedupConfig(PipelineConfig):
     @classmethod
     def _chains(cls, value: Any) -> Any:
         """One flat list is one chain; a source in two chains is refused (it would have two levels)."""
+        from dedupe.priority import as_chains
+
         return as_chains(value) if isinstance(value, list | tuple) else value
 
     def priority_chains(self) -> list[list[str]]:
@@ -65,7 +71,11 @@ class DedupConfig(PipelineConfig):
         return [] if self.across_sources else self.priority
 
     def band_layout(self) -> BandLayout:
+        from dedupe.lsh import BandLayout
+
         return BandLayout.named(self.layout, self.threshold)
 
     def join_settings(self, out: Path) -> JoinSettings:
+        from dedupe.lsh import JoinSettings
+
         return JoinSettings(self.memory_limit, 1, self.spill_dir or (out / "_dedup" / "duckdb_tmp"), self.max_bucket)

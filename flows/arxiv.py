@@ -20,12 +20,15 @@ from core.registry import SourceSpec
 from flows._cli import Flag, FlowCLI
 from flows._lazy import LazyImport, flow
 from flows._source_flow import SourceRunSummary, print_summary, run_source
-from sources.arxiv import ArchiveLimits, ArxivRecipe
-from sources.formats.latex import LatexOptions
 
 if TYPE_CHECKING:
+    from sources.arxiv import ArchiveLimits, ArxivRecipe
+    from sources.formats.latex import LatexOptions
     from sources.samples.arxiv import write_sample_inputs
-else:  # the sample writer: for a sample run, not --help
+else:  # the recipe and the sample writer: for a run, not --help or the source registry
+    ArchiveLimits = LazyImport("sources.arxiv", "ArchiveLimits")
+    ArxivRecipe = LazyImport("sources.arxiv", "ArxivRecipe")
+    LatexOptions = LazyImport("sources.formats.latex", "LatexOptions")
     write_sample_inputs = LazyImport("sources.samples.arxiv", "write_sample_inputs")
 
 

@@ -35,9 +35,9 @@ from flows._source_flow import (
     run_source,
     write_input_lists,
 )
-from sources.gutenberg import BOOK_LIST_SUFFIX, BookSettings, GutenbergRecipe, book_list_payload
 
 if TYPE_CHECKING:
+    from sources.gutenberg import GutenbergRecipe
     from sources.samples.gutenberg import write_sample_inputs
 else:  # the sample writer: for a sample run, not --help
     write_sample_inputs = LazyImport("sources.samples.gutenberg", "write_sample_inputs")
@@ -63,11 +63,15 @@ class BooksConfig(LateBoundsConfig):
 
     def recipe(self) -> GutenbergRecipe:
         """The source object the pipeline runs."""
+        from sources.gutenberg import BookSettings, GutenbergRecipe  # the recipe: for a run, not --help
+
         return GutenbergRecipe(BookSettings(self.keep_without_header, self.max_book_bytes, self.min_chars,
                                             clean_timeout_s=self.clean_timeout_s))
 
     def locations(self) -> list[str]:
         """Book files, or book lists grouping ``books_per_input`` files each."""
+        from sources.gutenberg import BOOK_LIST_SUFFIX, book_list_payload
+
         if not self.inputs:
             raise ValueError("no input: give --inputs (paths or globs of book files)")
         files = expand_locations(self.inputs)

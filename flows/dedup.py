@@ -30,8 +30,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dedupe import explain as decisions
-from dedupe.stages import DedupPlan, DedupSummary, source_counts, sources_table
 from flows._cli import Flag, FlowCLI
 from flows._dedup_config import DedupConfig
 from flows._lazy import LazyImport, flow
@@ -39,6 +37,8 @@ from flows._lazy import LazyImport, flow
 if TYPE_CHECKING:
     from prefect import get_run_logger
 
+    from dedupe import explain as decisions
+    from dedupe.stages import DedupPlan, DedupSummary, source_counts, sources_table
     from flows._recorder import RunRecorder
     from tasks.dedup import (
         attributes_all,
@@ -48,8 +48,13 @@ if TYPE_CHECKING:
         sign_all,
         within_edges,
     )
-else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
+else:  # only a run needs them (Prefect, pyarrow, DuckDB): not --help or a refused command
     get_run_logger = LazyImport("prefect", "get_run_logger")
+    decisions = LazyImport("dedupe.explain")
+    DedupPlan = LazyImport("dedupe.stages", "DedupPlan")
+    DedupSummary = LazyImport("dedupe.stages", "DedupSummary")
+    source_counts = LazyImport("dedupe.stages", "source_counts")
+    sources_table = LazyImport("dedupe.stages", "sources_table")
     RunRecorder = LazyImport("flows._recorder", "RunRecorder")
     attributes_all = LazyImport("tasks.dedup", "attributes_all")
     cluster_task = LazyImport("tasks.dedup", "cluster_task")

@@ -24,15 +24,33 @@ from core.registry import SourceSpec
 from flows._cli import Flag, FlowCLI
 from flows._lazy import LazyImport, flow
 from flows._source_flow import SourceRunSummary, print_summary, run_scratch, run_source, scratch_phases
-from sources.dialogue import DialogueLimits, DialogueRecipe, ZipLimits
-from sources.reddit import DEFAULT_BOT_AUTHORS, DEFAULT_BOT_PATTERN, RedditFilters
 
 if TYPE_CHECKING:
     from core import pipeline
+    from sources.dialogue import DialogueRecipe
     from sources.samples.dialogue import write_sample_inputs
 else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
     pipeline = LazyImport("core.pipeline")
     write_sample_inputs = LazyImport("sources.samples.dialogue", "write_sample_inputs")
+
+
+def _bot_authors() -> list[str]:
+    """Reddit's default bot accounts, read when a config is built.
+
+    :mod:`sources.reddit` imports pyarrow, DuckDB and numpy (~0.3 CPU-s): this module, which the
+    source registry and ``python -m flows.dialogue --help`` import, must not at its top
+    (tests/flows/test_help_imports.py).
+    """
+    from sources.reddit import DEFAULT_BOT_AUTHORS
+
+    return list(DEFAULT_BOT_AUTHORS)
+
+
+def _bot_pattern() -> str:
+    """Reddit's default bot-name pattern (see :func:`_bot_authors`)."""
+    from sources.reddit import DEFAULT_BOT_PATTERN
+
+    return DEFAULT_BOT_PATTERN
 
 
 class DialogueConfig(PipelineConfig):
@@ -53,8 +71,8 @@ class DialogueConfig(PipelineConfig):
     max_thread_comments: int = Field(200_000, gt=0)
     subreddits_allow: list[str] = Field(default_factory=list)
     subreddits_deny: list[str] = Field(default_factory=list)
-    bot_authors: list[str] = Field(default_factory=lambda: list(DEFAULT_BOT_AUTHORS))
-    bot_author_pattern: str = DEFAULT_BOT_PATTERN
+    bot_authors: list[str] = Field(default_factory=_bot_authors)
+    bot_author_pattern: str = Field(default_factory=_bot_pattern)
     use_submissions: bool = True
     max_window_log: int = Field(31, ge=10, le=31)
     memory_limit: MemorySize = "1GB"
@@ -66,6 +84,10 @@ class DialogueConfig(PipelineConfig):
 
     def recipe(self) -> DialogueRecipe:
         """The source object the pipeline runs."""
+        # the recipe modules: for a run, not --help (see _bot_authors)
+        from sources.dialogue import DialogueLimits, DialogueRecipe, ZipLimits
+        from sources.reddit import RedditFilters
+
         filters = RedditFilters(
             min_score=self.min_score, min_turns=self.min_turns, max_depth=self.max_depth,
             max_paths_per_root=self.max_paths_per_root, max_body_chars=self.max_body_chars,

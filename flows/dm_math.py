@@ -26,20 +26,19 @@ from core.registry import SourceSpec
 from flows._cli import Flag, FlowCLI
 from flows._lazy import LazyImport, flow
 from flows._source_flow import SourceRunSummary, expand_locations, print_summary, run_source
-from sources.dmmath import (
-    LIST_SUFFIX,
-    SPLITS,
-    TRAIN_SPLITS,
-    DmMathRecipe,
-    DmMathSettings,
-    list_payload,
-    split_of,
-)
 
 if TYPE_CHECKING:
+    from sources.dmmath import DmMathRecipe
     from sources.samples.dmmath import write_sample_inputs
 else:  # the sample writer: for a sample run, not --help
     write_sample_inputs = LazyImport("sources.samples.dmmath", "write_sample_inputs")
+
+
+def _train_splits() -> tuple[str, ...]:
+    """The default splits, read when a config is built (the recipe module is not imported by ``--help``)."""
+    from sources.dmmath import TRAIN_SPLITS
+
+    return TRAIN_SPLITS
 
 
 class DmMathConfig(PipelineConfig):
@@ -50,13 +49,15 @@ class DmMathConfig(PipelineConfig):
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"inputs"}
 
     inputs: list[str] = Field(default_factory=list, description="module files, the release .tar.gz, or Pile shards")
-    splits: list[str] = Field(default_factory=lambda: list(TRAIN_SPLITS),
+    splits: list[str] = Field(default_factory=lambda: list(_train_splits()),
                               description="splits to read; interpolate/extrapolate are test sets")
     chunk_chars: int = Field(8192, gt=0, description="a document ends after the pair that reaches this size")
     max_line_chars: int = Field(10_000, gt=0)
 
     def recipe(self) -> DmMathRecipe:
         """The source object the pipeline runs."""
+        from sources.dmmath import SPLITS, DmMathRecipe, DmMathSettings  # the recipe: for a run, not --help
+
         unknown = sorted(set(self.splits) - set(SPLITS))
         if unknown:
             raise ValueError(f"unknown splits {unknown}; known: {list(SPLITS)}")
@@ -64,6 +65,8 @@ class DmMathConfig(PipelineConfig):
 
     def locations(self) -> list[str]:
         """Pile shards and packages as they are; each released module file behind a one-file list."""
+        from sources.dmmath import LIST_SUFFIX, list_payload, split_of
+
         if not self.inputs:
             raise ValueError("no input: give --inputs (module files, the release .tar.gz or Pile shards)")
         lists = Path(self.out).resolve() / "_inputs" / "dm_math"

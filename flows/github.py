@@ -31,14 +31,9 @@ from flows._source_flow import (
     run_source,
     write_input_lists,
 )
-from sources.github import (
-    REPO_LIST_SUFFIX,
-    GithubRecipe,
-    GithubSettings,
-    repo_list_payload,
-)
 
 if TYPE_CHECKING:
+    from sources.github import GithubRecipe
     from sources.samples.github import write_sample_inputs
 else:  # the sample writer: for a sample run, not --help
     write_sample_inputs = LazyImport("sources.samples.github", "write_sample_inputs")
@@ -61,6 +56,8 @@ class GithubConfig(CodeFilterConfig):
 
     def recipe(self) -> GithubRecipe:
         """The source object the pipeline runs."""
+        from sources.github import GithubRecipe, GithubSettings  # the recipe: for a run, not --help
+
         settings = GithubSettings(frozenset(self.allowed_licenses), self.max_file_bytes, filters=self.code_filters())
         return GithubRecipe(settings, raw_dedup=self.dedup_key == "raw")
 
@@ -78,6 +75,8 @@ class GithubConfig(CodeFilterConfig):
             raise ValueError("no input: give --repos (clone folders) and/or --inputs (BigQuery exports)")
         locations = expand_locations(self.inputs) if self.inputs else []
         if self.repos:
+            from sources.github import REPO_LIST_SUFFIX, repo_list_payload
+
             roots = [Path(p) for p in expand_locations(self.repos) if Path(p).is_dir()]
             lists_dir = Path(self.out).resolve() / "_inputs" / "github"
             locations += write_input_lists(lists_dir, "repos", REPO_LIST_SUFFIX, roots, self.repos_per_input,

@@ -21,27 +21,24 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, model_validator
 
 from core.config import PipelineConfig
-from core.manifest import Manifest, Statement
 from core.version import code_version
-from dedupe.labels import (
-    CLASS_LABELS,
-    LABELED,
-    LabelJob,
-    LabelResult,
-    check_rules,
-    label_shard,
-    stale_labeled,
-)
 from flows._cli import Flag, FlowCLI
 from flows._lazy import NO_CACHE, LazyImport, flow, task
 
 if TYPE_CHECKING:
     from prefect import get_run_logger
 
+    from core.manifest import Manifest, Statement
+    from dedupe.labels import LabelJob, LabelResult, check_rules, label_shard, stale_labeled
     from flows._recorder import RunRecorder
-else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
+else:  # only a run needs them (Prefect, pyarrow, DuckDB): not --help or a refused command
     get_run_logger = LazyImport("prefect", "get_run_logger")
     RunRecorder = LazyImport("flows._recorder", "RunRecorder")
+    LabelJob = LazyImport("dedupe.labels", "LabelJob")
+    LabelResult = LazyImport("dedupe.labels", "LabelResult")
+    check_rules = LazyImport("dedupe.labels", "check_rules")
+    label_shard = LazyImport("dedupe.labels", "label_shard")
+    stale_labeled = LazyImport("dedupe.labels", "stale_labeled")
 
 
 class LabelConfig(PipelineConfig):
@@ -94,6 +91,8 @@ def record_releases(manifest: Manifest, run_id: str, results: list[LabelResult])
 @flow(name="label", log_prints=True)
 def label_flow(config: LabelConfig) -> list[LabelResult]:
     """Label every document shard of the output root (see the module docstring)."""
+    from dedupe.labels import CLASS_LABELS, LABELED
+
     logger = get_run_logger()
     out = Path(config.out).resolve()
     with RunRecorder(out, "label", None, config) as run:

@@ -18,9 +18,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
-from dedupe.lsh import BandLayout
-from dedupe.minhash import MinHashConfig
-from dedupe.reference import ReferenceIndex, index_pile_shard
 from flows._cli import Flag, FlowCLI
 from flows._dedup_config import DedupConfig
 from flows._lazy import NO_CACHE, LazyImport, flow, task
@@ -29,9 +26,17 @@ from flows._source_flow import expand_locations
 if TYPE_CHECKING:
     from prefect import get_run_logger
     from prefect.artifacts import create_table_artifact
-else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
+
+    from dedupe.lsh import BandLayout
+    from dedupe.minhash import MinHashConfig
+    from dedupe.reference import ReferenceIndex, index_pile_shard
+else:  # only a run needs them (Prefect, pyarrow, DuckDB, numpy): not --help or a refused command
     get_run_logger = LazyImport("prefect", "get_run_logger")
     create_table_artifact = LazyImport("prefect.artifacts", "create_table_artifact")
+    BandLayout = LazyImport("dedupe.lsh", "BandLayout")
+    MinHashConfig = LazyImport("dedupe.minhash", "MinHashConfig")
+    ReferenceIndex = LazyImport("dedupe.reference", "ReferenceIndex")
+    index_pile_shard = LazyImport("dedupe.reference", "index_pile_shard")
 
 
 class PileIndexConfig(DedupConfig):

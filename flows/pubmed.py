@@ -36,22 +36,19 @@ from flows._source_flow import (
     run_source,
     write_input_lists,
 )
-from sources.formats import medline
-from sources.pubmed import (
-    LIST_SUFFIX,
-    CentralSettings,
-    PubmedAbstractsRecipe,
-    PubmedCentralRecipe,
-    is_package,
-    list_payload,
-    version_phases,
-)
 
 if TYPE_CHECKING:
     from flows._recorder import current_run_id
+    from sources.formats import medline
+    from sources.pubmed import CentralSettings, PubmedAbstractsRecipe, PubmedCentralRecipe, version_phases
     from sources.samples.pubmed import write_sample_inputs
-else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
+else:  # only a run needs them (Prefect, pyarrow, lxml): not --help, a refused command or the source registry
     current_run_id = LazyImport("flows._recorder", "current_run_id")
+    medline = LazyImport("sources.formats.medline")
+    CentralSettings = LazyImport("sources.pubmed", "CentralSettings")
+    PubmedAbstractsRecipe = LazyImport("sources.pubmed", "PubmedAbstractsRecipe")
+    PubmedCentralRecipe = LazyImport("sources.pubmed", "PubmedCentralRecipe")
+    version_phases = LazyImport("sources.pubmed", "version_phases")
     write_sample_inputs = LazyImport("sources.samples.pubmed", "write_sample_inputs")
 
 
@@ -108,6 +105,8 @@ class PubmedConfig(LateBoundsConfig):
 
     def central_locations(self) -> list[str]:
         """Packages one per task; single article files batched into article lists."""
+        from sources.pubmed import LIST_SUFFIX, is_package, list_payload
+
         files = expand_locations(self.central) if self.central else []
         packages = [f for f in files if is_package(Path(f).name)]
         singles = [Path(f) for f in files if not is_package(Path(f).name)]

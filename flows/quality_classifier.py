@@ -24,17 +24,22 @@ from pydantic import Field
 from core.atomic import write_json_atomic
 from core.config import PipelineConfig
 from core.document import Document
-from core.filters.ccnet import tidy_lines
-from core.filters.quality import ClassifierReport, train_wikiref_classifier
 from flows._cli import Flag, FlowCLI
 from flows._lazy import NO_CACHE, LazyImport, flow, task
 from flows._source_flow import expand_locations
-from sources.formats.warc import WarcReader
 
 if TYPE_CHECKING:
     from prefect.artifacts import create_table_artifact
-else:  # only a run needs them (Prefect, pyarrow): not --help or a refused command
+
+    from core.filters.ccnet import tidy_lines
+    from core.filters.quality import ClassifierReport, train_wikiref_classifier
+    from sources.formats.warc import WarcReader
+else:  # only a run needs them (Prefect, warcio, the filters): not --help or a refused command
     create_table_artifact = LazyImport("prefect.artifacts", "create_table_artifact")
+    tidy_lines = LazyImport("core.filters.ccnet", "tidy_lines")
+    ClassifierReport = LazyImport("core.filters.quality", "ClassifierReport")
+    train_wikiref_classifier = LazyImport("core.filters.quality", "train_wikiref_classifier")
+    WarcReader = LazyImport("sources.formats.warc", "WarcReader")
 
 
 class ClassifierConfig(PipelineConfig):

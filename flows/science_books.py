@@ -28,14 +28,19 @@ from flows._config_parts import LateBoundsConfig
 from flows._lazy import LazyImport, flow
 from flows._near_dedup import NearDedupConfig, near_dedup_phases
 from flows._source_flow import SourceRunSummary, expand_locations, print_summary, run_source
-from sources.formats.epub import EpubSettings
-from sources.formats.pdf_text import PdfSettings
-from sources.scibooks import SOURCE, QualitySettings, SciBookSettings, SciBooksRecipe
 
 if TYPE_CHECKING:
+    from sources.formats.epub import EpubSettings
+    from sources.formats.pdf_text import PdfSettings
     from sources.samples.scibooks import write_sample_inputs
-else:  # the sample writer: for a sample run, not --help
+    from sources.scibooks import QualitySettings, SciBookSettings, SciBooksRecipe
+else:  # the readers and the sample writer: for a run, not --help or the source registry
+    EpubSettings = LazyImport("sources.formats.epub", "EpubSettings")
+    PdfSettings = LazyImport("sources.formats.pdf_text", "PdfSettings")
     write_sample_inputs = LazyImport("sources.samples.scibooks", "write_sample_inputs")
+    QualitySettings = LazyImport("sources.scibooks", "QualitySettings")
+    SciBookSettings = LazyImport("sources.scibooks", "SciBookSettings")
+    SciBooksRecipe = LazyImport("sources.scibooks", "SciBooksRecipe")
 
 
 class PdfConfig(BaseModel):
@@ -135,6 +140,8 @@ class ScienceBooksConfig(LateBoundsConfig):
 @flow(name="science_books", log_prints=True)
 def science_books_flow(config: ScienceBooksConfig) -> SourceRunSummary:
     """Read, clean, filter and deduplicate science books and papers (see the module docstring)."""
+    from sources.scibooks import SOURCE
+
     phases = near_dedup_phases(config.near_dedup.settings()) if config.near_dedup.enabled else None
     return run_source(SOURCE, config, config.recipe(), config.locations(), phases=phases)
 

@@ -31,11 +31,10 @@ from flows._source_flow import (
     run_source,
     scratch_phases,
 )
-from sources.stackexchange import StackExchangeRecipe
-from sources.stackexchange import ranking_phases as rank_phases
 
 if TYPE_CHECKING:
     from sources.samples.stackexchange import write_sample_inputs
+    from sources.stackexchange import StackExchangeRecipe
 else:  # only a run needs it: not --help or a refused command
     write_sample_inputs = LazyImport("sources.samples.stackexchange", "write_sample_inputs")
 
@@ -60,12 +59,16 @@ class StackExchangeConfig(PipelineConfig):
 
     def recipe(self) -> StackExchangeRecipe:
         """The source object the pipeline runs."""
+        from sources.stackexchange import StackExchangeRecipe  # DuckDB, pyarrow, lxml: a run, not --help
+
         return StackExchangeRecipe(min_answers=self.min_answers, scratch_dir=self.scratch_dir,
                                    memory_limit=self.memory_limit)
 
 
 def ranking_phases(config: StackExchangeConfig) -> SourcePhases:
     """Rank the sites before staging (:func:`sources.stackexchange.ranking_phases`)."""
+    from sources.stackexchange import ranking_phases as rank_phases
+
     return rank_phases(config.top_sites, config.rank_by, config.include_meta)
 
 

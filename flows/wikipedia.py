@@ -23,14 +23,17 @@ from core.registry import SourceSpec
 from flows._cli import Flag, FlowCLI
 from flows._lazy import LazyImport, flow
 from flows._source_flow import SourceRunSummary, print_summary, run_source
-from sources.formats.wikipedia_multistream import plan_split, range_key
-from sources.wikipedia import WikipediaRecipe
 
 if TYPE_CHECKING:
     from core import splits
     from core.driver import Splitter
-else:  # only a run needs it (pyarrow): not --help or a refused command
+    from sources.formats.wikipedia_multistream import plan_split, range_key
+    from sources.wikipedia import WikipediaRecipe
+else:  # only a run needs them (pyarrow; the recipe's parser): not --help or the source registry
     splits = LazyImport("core.splits")
+    plan_split = LazyImport("sources.formats.wikipedia_multistream", "plan_split")
+    range_key = LazyImport("sources.formats.wikipedia_multistream", "range_key")
+    WikipediaRecipe = LazyImport("sources.wikipedia", "WikipediaRecipe")
 
 
 class WikipediaConfig(PipelineConfig):

@@ -10,12 +10,14 @@ import argparse
 import json
 from pathlib import Path
 
-from dedupe.explain import explain, format_explanation
 from kinda.command import KindaError, open_manifest
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """Print what the output root records about one document."""
+    # pyarrow and numpy: imported by this command, not by kinda --help
+    from dedupe.explain import explain, format_explanation
+
     manifest = open_manifest(args)
     out = Path(args.manifest).parent if args.manifest else Path(args.out)
     result = explain(out, args.doc_id, manifest.path)
