@@ -4,6 +4,16 @@
     python benchmarks/pile_scale.py --sizes 1000000,3000000,10000000 --corpus 1000000 --workers 2
     python benchmarks/pile_scale.py --sizes 200000 --corpus 20000 --work /tmp --keep   # keep the files
     python benchmarks/pile_scale.py --sizes 1000000 --work /scratch --reuse   # shards generated once, then reused
+    python benchmarks/pile_scale.py --sizes 3000000 --work /scratch --reuse --compare-workers 1,2   # build only
+
+With ``--compare-workers 1,2`` only the build runs: the same reference is indexed with each worker
+count (``--runner dask`` unless another runner is named), ``--rounds`` times in interleaved order
+(1, 2, then 2, 1, ...), each into a fresh index folder. Reported per run: wall, CPU of the process
+tree, peak RSS and the load average around it; then the speed-up (median wall with the first count
+over median wall with the last), the CPU ratio, whether every index file is byte-identical across
+all runs (sha256 of each; ``index.json`` and ``parts/*.json`` hashed without the parts' build
+``seconds``, the one field that times the run), and what caps the speed-up: the fixed cost of a
+run (wall less the parts' own time) and the parts' makespan on N workers taking them in order.
 
 Per reference size N, the way a user runs it:
 
@@ -30,10 +40,12 @@ document's true word 5-gram Jaccard with the matched document reaches the thresh
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -269,10 +281,7 @@ def run_size(size: int, args: argparse.Namespace, work: Path) -> dict[str, objec
           f"({len(truth):,} planted) in {time.monotonic() - started:.0f} s", flush=True)
     python = [sys.executable, "-m"]
     workers = ["--workers", str(args.workers), "--runner", args.runner]
-    build = measure([*python, "flows.pile_index", "--inputs", str(ref / "*.jsonl.zst"), "--index", str(index),
-                     *workers], work)
-    if build.returncode != 0:
-        raise SystemExit(f"flows.pile_index failed:\n{build.tail}")
+    build = build_index(ref, index, args.workers, args.runner, work)
     threshold = ["--set", f"threshold={args.threshold}"] if args.threshold is not None else []
     match = measure([*python, "flows.dedup", "--data", str(corpus), "--against", str(index), "--set",
                      "within_sources=false", "--layout", args.layout, *threshold, *workers], work)
@@ -289,6 +298,98 @@ def run_size(size: int, args: argparse.Namespace, work: Path) -> dict[str, objec
             "match_mb_per_cpu_s": round(corpus_mb / match.cpu_s, 1),
             "match_ms_per_doc": round(1000 * match.cpu_s / args.corpus, 3),
             "match_peak_rss_mb": round(match.peak_rss_mb), **{k: round(v, 4) for k, v in scores.items()}}
+
+
+def build_index(ref: Path, index: Path, workers: int, runner: str, work: Path) -> Measured:
+    """``flows.pile_index`` over every shard of ``ref`` into ``index``, measured; exits when it fails."""
+    build = measure([sys.executable, "-m", "flows.pile_index", "--inputs", str(ref / "*.jsonl.zst"),
+                     "--index", str(index), "--workers", str(workers), "--runner", runner], work)
+    if build.returncode != 0:
+        raise SystemExit(f"flows.pile_index --workers {workers} failed:\n{build.tail}")
+    return build
+
+
+# -- 1 vs 2 workers: same bytes, how much faster ---------------------------------------------------
+#: Fields of a part's record that time the run instead of describing what was built.
+RUN_FIELDS = frozenset({"seconds"})
+RECORDS = ("index.json", "parts/")
+
+
+def _untimed(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if k not in RUN_FIELDS}
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    return value
+
+
+def index_digests(index: Path) -> dict[str, str]:
+    """sha256 of every file of an index by relative path; a JSON record (``index.json``,
+    ``parts/*.json``) is hashed as its canonical JSON without :data:`RUN_FIELDS`."""
+    digests = {}
+    for path in sorted(p for p in index.rglob("*") if p.is_file()):
+        name = path.relative_to(index).as_posix()
+        data = path.read_bytes()
+        if name.startswith(RECORDS):
+            data = json.dumps(_untimed(json.loads(data)), sort_keys=True).encode()
+        digests[name] = hashlib.sha256(data).hexdigest()
+    return digests
+
+
+def part_seconds(index: Path) -> list[float]:
+    """Each part's build time (its task's wall seconds, in part order), from ``index.json``."""
+    meta = json.loads((index / "index.json").read_text(encoding="utf-8"))
+    return [float(p["seconds"]) for p in meta["parts"]]
+
+
+def makespan(seconds: list[float], workers: int) -> float:
+    """When the last part ends if ``workers`` take the parts in order, each the next free one."""
+    ends = [0.0] * workers
+    for cost in seconds:
+        ends[ends.index(min(ends))] += cost
+    return max(ends)
+
+
+def _load() -> str:
+    return "/".join(f"{v:.1f}" for v in os.getloadavg())
+
+
+def compare_workers(size: int, args: argparse.Namespace, work: Path) -> dict[str, object]:
+    """Build the reference of ``size`` documents with each of ``--compare-workers``, interleaved."""
+    ref = work / "ref"
+    _, text_mb = reference_shards(ref, size, args)
+    counts = [int(c) for c in args.compare_workers.split(",")]
+    runs: dict[int, list[Measured]] = {w: [] for w in counts}
+    digests: dict[tuple[int, int], dict[str, str]] = {}
+    parts: dict[int, list[float]] = {}
+    for round_no in range(args.rounds):
+        for workers in counts if round_no % 2 == 0 else counts[::-1]:
+            index = work / f"index-workers-{workers}"
+            shutil.rmtree(index, ignore_errors=True)
+            before = _load()
+            build = build_index(ref, index, workers, args.runner, work)
+            runs[workers].append(build)
+            digests[(workers, round_no)] = index_digests(index)
+            parts.setdefault(workers, part_seconds(index))
+            print(f"round {round_no + 1}, {workers} worker(s): wall {build.wall_s:.1f} s, CPU {build.cpu_s:.1f} s, "
+                  f"peak RSS {build.peak_rss_mb:.0f} MB, load {before} -> {_load()}", flush=True)
+            if not args.keep:
+                shutil.rmtree(index, ignore_errors=True)
+    reference = next(iter(digests.values()))
+    differing = sorted({name for d in digests.values() for name in set(d) | set(reference)
+                        if d.get(name) != reference.get(name)})
+    wall = {w: statistics.median(m.wall_s for m in runs[w]) for w in counts}
+    cpu = {w: statistics.median(m.cpu_s for m in runs[w]) for w in counts}
+    first, last = counts[0], counts[-1]
+    serial = parts[first]  # the parts' own time when one worker builds them all
+    fixed = wall[first] - sum(serial)
+    return {"documents": size, "text_mb": round(text_mb), "runner": args.runner, "rounds": args.rounds,
+            **{f"wall_s_{w}": round(wall[w], 1) for w in counts}, **{f"cpu_s_{w}": round(cpu[w], 1) for w in counts},
+            "speedup": round(wall[first] / wall[last], 3), "cpu_ratio": round(cpu[last] / cpu[first], 3),
+            "identical": not differing, "files": len(reference), "differing": differing[:10],
+            "parts": len(serial), **{f"part_s_sum_{w}": round(sum(parts[w]), 1) for w in counts},
+            "part_s_max": round(max(serial, default=0), 1), "fixed_s": round(fixed, 1),
+            "speedup_cap": round(wall[first] / (fixed + makespan(serial, last)), 3) if serial else None}
 
 
 #: The whole Pile (v1): documents, megabytes of text, shards (one index part each).
@@ -324,38 +425,8 @@ def projection(row: dict[str, object]) -> list[str]:
     ]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="1000000", help="reference sizes in documents (comma-separated)")
-    parser.add_argument("--corpus", type=int, default=100_000, help="documents in the matched corpus")
-    parser.add_argument("--planted", type=float, default=0.2, help="share of corpus documents that are copies")
-    parser.add_argument("--shards", type=int, default=30, help="Pile shards (the Pile has 30)")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--runner", default="process", help="process or dask (a local cluster)")
-    parser.add_argument("--layout", default="0.7", help="band layout of the candidates (0.7 = 14x9)")
-    parser.add_argument("--threshold", type=float, default=0.8, help="estimated Jaccard a match must reach")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--work", type=Path, default=None, help="where the files go (default: system temp)")
-    parser.add_argument("--keep", action="store_true", help="keep the generated files")
-    parser.add_argument("--reuse", action="store_true",
-                        help="generate the reference shards once into --work/pile-scale-N and reuse them on later "
-                             "runs (index and corpus are made again; the folder is kept)")
-    args = parser.parse_args(argv)
-    if args.reuse and args.work is None:
-        parser.error("--reuse needs --work")
-    rows = []
-    for size in (int(s) for s in args.sizes.split(",")):
-        if args.reuse:
-            work = args.work / f"pile-scale-{size}"
-            work.mkdir(parents=True, exist_ok=True)
-        else:
-            work = Path(tempfile.mkdtemp(prefix=f"pile-scale-{size}-", dir=args.work))
-        try:
-            rows.append(run_size(size, args, work))
-            print(json.dumps(rows[-1]), flush=True)
-        finally:
-            if not (args.keep or args.reuse):
-                shutil.rmtree(work, ignore_errors=True)
+def print_sizes(rows: list[dict[str, object]]) -> None:
+    """The table of the full runs (build and match), the projection and the build's linearity."""
     cols = list(rows[0]) if rows else []
     print("\n" + " ".join(f"{c:>18}" for c in cols))
     for row in rows:
@@ -367,8 +438,73 @@ def main(argv: list[str] | None = None) -> int:
         per_doc = [float(r["build_cpu_s"]) / int(r["documents"]) for r in (first, last)]  # type: ignore[arg-type]
         print(f"\nbuild CPU per document: {1e6 * per_doc[0]:.1f} us at {first['documents']:,}, "
               f"{1e6 * per_doc[1]:.1f} us at {last['documents']:,} ({per_doc[1] / per_doc[0] - 1:+.1%})")
-    return 0
 
+
+def print_comparison(row: dict[str, object], counts: list[int]) -> None:
+    """The worker comparison in words: speed-up, same bytes, and what caps it."""
+    first, last = counts[0], counts[-1]
+    print(f"\n{row['documents']:,} documents ({row['text_mb']:,} MB), --runner {row['runner']}, "
+          f"medians of {row['rounds']} rounds: wall {row[f'wall_s_{first}']} s with {first} worker(s), "
+          f"{row[f'wall_s_{last}']} s with {last}: speed-up {row['speedup']}x; CPU {row[f'cpu_s_{first}']} s "
+          f"vs {row[f'cpu_s_{last}']} s (ratio {row['cpu_ratio']})")
+    print(f"index files byte-identical across every run: {'yes' if row['identical'] else 'NO'} "
+          f"({row['files']} files{'' if row['identical'] else '; differing: ' + ', '.join(row['differing'])})")  # type: ignore[arg-type]
+    print(f"serial share: {row['fixed_s']} s of each run is not a part (Prefect server, Dask cluster, imports, "
+          f"commit); {row['parts']} parts took {row[f'part_s_sum_{first}']} s in all with {first} worker(s) "
+          f"({row[f'part_s_sum_{last}']} s with {last}: contention), the largest {row['part_s_max']} s; "
+          f"at the {first}-worker part times, {last} workers could reach {row['speedup_cap']}x")
+    print(f"load average now (1/5/15 min): {_load()}")
+
+
+def work_folder(size: int, args: argparse.Namespace) -> Path:
+    """``--work/pile-scale-N`` with ``--reuse``, else a new temporary folder."""
+    if args.reuse:
+        work = Path(args.work) / f"pile-scale-{size}"
+        work.mkdir(parents=True, exist_ok=True)
+        return work
+    return Path(tempfile.mkdtemp(prefix=f"pile-scale-{size}-", dir=args.work))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000000", help="reference sizes in documents (comma-separated)")
+    parser.add_argument("--corpus", type=int, default=100_000, help="documents in the matched corpus")
+    parser.add_argument("--planted", type=float, default=0.2, help="share of corpus documents that are copies")
+    parser.add_argument("--shards", type=int, default=30, help="Pile shards (the Pile has 30)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--runner", default=None,
+                        help="process or dask (a local cluster); default process, dask with --compare-workers")
+    parser.add_argument("--compare-workers", default=None, metavar="N,M",
+                        help="build only, with each worker count (e.g. 1,2) in interleaved rounds: speed-up and "
+                             "byte-identical index files (see above)")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of --compare-workers (default: %(default)s)")
+    parser.add_argument("--layout", default="0.7", help="band layout of the candidates (0.7 = 14x9)")
+    parser.add_argument("--threshold", type=float, default=0.8, help="estimated Jaccard a match must reach")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--work", type=Path, default=None, help="where the files go (default: system temp)")
+    parser.add_argument("--keep", action="store_true", help="keep the generated files (and compared indexes)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="generate the reference shards once into --work/pile-scale-N and reuse them on later "
+                             "runs (index and corpus are made again; the folder is kept)")
+    args = parser.parse_args(argv)
+    if args.reuse and args.work is None:
+        parser.error("--reuse needs --work")
+    args.runner = args.runner or ("dask" if args.compare_workers else "process")
+    rows = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        work = work_folder(size, args)
+        try:
+            rows.append(compare_workers(size, args, work) if args.compare_workers else run_size(size, args, work))
+            print(json.dumps(rows[-1]), flush=True)
+        finally:
+            if not (args.keep or args.reuse):
+                shutil.rmtree(work, ignore_errors=True)
+    if args.compare_workers:
+        for row in rows:
+            print_comparison(row, [int(c) for c in args.compare_workers.split(",")])
+    else:
+        print_sizes(rows)
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -42,7 +42,7 @@ from tests.toy import toy_texts, train_toy_tokenizer  # noqa: E402
 SLOWEST_FILES = ("ops/test_install.py", "test_readme.py", "ops/test_prefect_server.py", "loader/test_exit.py",
                  "ops/test_offline.py", "ops/test_dask.py", "ops/test_slurm.py", "sources/test_wikipedia.py",
                  "ops/test_ray.py", "sources/test_wikipedia_multistream.py", "flows/test_llama.py",
-                 "sources/test_scibooks.py")
+                 "sources/test_scibooks.py", "dedupe/test_pile_workers.py")
 TESTS = Path(__file__).resolve().parent
 
 
