@@ -158,7 +158,42 @@ def make_ray_runner(workers: int) -> Any:
     if address:
         log.info("ray: joining the cluster at %s", address)
         return RayTaskRunner(address=address)
-    return RayTaskRunner(address="local", init_kwargs={"num_cpus": workers})
+    # no dashboard: a run's own instance is watched in Prefect's UI, and the dashboard is a dozen
+    # processes more to start on every run
+    return _linked_ray_runner_class()(address="local", init_kwargs={"num_cpus": workers, "include_dashboard": False})
+
+
+_reapers: list[Any] = []  # this process's watchdog of its local Ray instance (its pipe held open)
+_reapers_guard = threading.Lock()
+
+
+@functools.cache
+def _linked_ray_runner_class() -> type:
+    """Prefect's Ray runner whose private local instance dies with the flow process (``kill -9`` included).
+
+    The raylet and gcs_server die with the driver, but the agents the raylet starts outlive it
+    (:mod:`core.reaper`), so a watchdog of this process is started before the instance is.
+    """
+    import ray
+    from prefect_ray import RayTaskRunner
+
+    class LinkedRayTaskRunner(RayTaskRunner):
+        def __enter__(self) -> Any:
+            if self.address == "local" and not ray.is_initialized():
+                _watch_this_process()
+            return super().__enter__()
+
+    return LinkedRayTaskRunner
+
+
+def _watch_this_process() -> None:
+    """Start this process's watchdog once (a module function: the runner class above is pickled
+    by value into Ray's workers, and must not carry the watchdog's pipe)."""
+    with _reapers_guard:
+        if not _reapers:
+            from core import reaper
+
+            _reapers.append(reaper.start())
 
 
 # -- one linked worker pool per run -----------------------------------------------------------

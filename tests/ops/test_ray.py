@@ -4,6 +4,9 @@
 The shards must equal a ``--runner thread`` run's byte for byte, the cluster's own worker logs must
 show the stage tasks (they ran on Ray, not in the flow process), and the Prefect API must hold every
 task run as completed. Takes ~40-60 s on 2 busy cores (cluster start-up is most of it).
+
+Without ``RAY_ADDRESS`` a flow starts a private local instance, and a ``kill -9`` of the flow must
+take every process of it along, the agents the raylet starts included (30-70 s).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +30,7 @@ import pytest
 
 from core.manifest import Manifest
 from sources.samples.wikipedia import write_sample_dumps
+from tests.faults.test_kill9 import MARK, _gsm8k_lines, _open_when_read, marked
 
 pytestmark = pytest.mark.prefect
 try:
@@ -180,3 +185,57 @@ def test_runner_joins_ray_address_or_starts_a_private_local_instance(monkeypatch
     monkeypatch.setenv("RAY_ADDRESS", "10.0.0.7:6379")
     joined = make_ray_runner(3)
     assert joined.address == "10.0.0.7:6379" and "num_cpus" not in joined.init_kwargs
+
+
+def in_session(session: int) -> dict[int, str]:
+    """Live processes of a session: pid -> command line (Ray's agents rewrite their environment, so
+    the run's marker is not found in theirs)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if fields[0] != "Z" and int(fields[3]) == session:
+                found[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError, ValueError):  # gone meanwhile, or not a process
+            continue
+    return found
+
+
+def test_kill9_of_the_flow_takes_its_local_ray_instance_along(prefect_api_url: str, tmp_path: Path) -> None:
+    """The flow's private instance (no ``RAY_ADDRESS``): its raylet, gcs_server, agents, workers and
+    the flow's watchdog are all gone within 10 s of a ``kill -9`` of the flow, mid-input."""
+    token = uuid.uuid4().hex
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env.update({MARK: token, "PREFECT_API_URL": prefect_api_url})
+    real, slow = tmp_path / "real.jsonl", tmp_path / "slow.jsonl"
+    real.write_text("".join(_gsm8k_lines(0, 20)), encoding="utf-8")
+    os.mkfifo(slow)
+    logs = tmp_path / "flow.log"
+    with open(logs, "wb") as log:
+        flow = subprocess.Popen([sys.executable, "-m", "flows.reasoning", "--inputs", str(slow), "--inputs", str(real),
+                                 "--runner", "ray", "--workers", "2", "--out", str(tmp_path / "out")],
+                                cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def run() -> dict[int, str]:
+        return {**marked(token), **in_session(flow.pid)}
+
+    try:
+        feed = _open_when_read(slow, flow, logs, timeout_s=240)  # a Ray worker is reading it
+        os.write(feed, "".join(_gsm8k_lines(1000, 5)).encode())
+        deadline = time.monotonic() + 60  # the raylet starts its agents itself, maybe after the workers
+        while not all(name in " | ".join(run().values()) for name in ("DashboardAgent", "RuntimeEnvAgent")):
+            assert time.monotonic() < deadline, f"no Ray agents: {run()}"
+            time.sleep(0.5)
+        commands = " | ".join(run().values())
+        assert all(name in commands for name in ("raylet", "gcs_server", "ray::stage-input", "core.reaper")), commands
+        os.kill(flow.pid, signal.SIGKILL)
+        flow.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while run() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert run() == {}, f"alive 10 s after the kill: {run()}"
+        os.close(feed)
+    finally:
+        for pid in run():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
