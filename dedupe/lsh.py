@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 from core.atomic import AtomicOutput, atomic_path
 from dedupe.arrow_columns import arrow_table
 from dedupe.minhash import is_empty
-from dedupe.shingles import fmix64
+from dedupe.shingles import fmix64_inplace
 
 #: RedPajama-v2 layouts for 128 permutations: threshold -> (bands, rows).
 BAND_LAYOUTS: dict[str, tuple[int, int]] = {"0.7": (14, 9), "0.8": (9, 13), "0.9": (5, 25)}
@@ -90,15 +90,21 @@ def band_keys(signatures: np.ndarray, layout: BandLayout) -> np.ndarray:
 
     A 64-bit key instead of the band's raw bytes keeps band tables small and joins fast;
     a key collision only adds a candidate, which verification then rejects.
+
+    Every band is chained at once, one row position at a time (``rows`` array steps over all
+    bands instead of ``bands * rows`` steps over one column each: the same keys, ~10x fewer
+    numpy calls on 1,024-document batches). The result is column-major, so one band's keys
+    (``keys[:, band]``, what a band file holds) are contiguous.
     """
     layout.check(signatures.shape[1])
-    keys = np.empty((signatures.shape[0], layout.bands), dtype=np.uint64)
-    for band in range(layout.bands):
-        acc = np.full(signatures.shape[0], ((band + 1) * _BAND_SALT) & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
-        for col in range(band * layout.rows, (band + 1) * layout.rows):
-            acc = fmix64(acc ^ signatures[:, col].astype(np.uint64))
-        keys[:, band] = acc
-    return keys
+    used = signatures[:, : layout.bands * layout.rows].reshape(len(signatures), layout.bands, layout.rows)
+    by_row = np.ascontiguousarray(used.transpose(2, 1, 0), dtype=np.uint64)  # (rows, bands, docs)
+    salts = np.array([((band + 1) * _BAND_SALT) & 0xFFFFFFFFFFFFFFFF for band in range(layout.bands)], dtype=np.uint64)
+    acc = np.repeat(salts[:, None], len(signatures), axis=1)  # (bands, docs)
+    for row in by_row:
+        acc ^= row
+        fmix64_inplace(acc)
+    return acc.T
 
 
 # -- signatures on disk -----------------------------------------------------------------------

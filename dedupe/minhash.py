@@ -83,13 +83,15 @@ class MinHasher:
             raise ValueError("num_perm must be positive")
         self.a, self.b = datasketch_permutations(self.config.num_perm, self.config.seed)
 
-    def signatures(self, texts: Sequence[str], encoded: Sequence[bytes] | None = None) -> np.ndarray:
+    def signatures(self, texts: Sequence[str], encoded: Sequence[bytes] | None = None,
+                   others: Sequence[str] | None = None) -> np.ndarray:
         """A ``(len(texts), num_perm)`` uint32 array; a text without words gets an all-max row.
 
-        ``encoded``: the texts as UTF-8 (:func:`dedupe.shingles.encode_texts`) when the caller
-        needs them too, so each text is encoded once.
+        ``encoded``: the texts as UTF-8 (:func:`dedupe.shingles.encode_texts`), and ``others``
+        their non-ASCII characters (:func:`core.exact.non_ascii_chars`), when the caller needs
+        them too, so each is computed once.
         """
-        hashes, offsets = shingle_hashes(texts, self.config.shingles, encoded)
+        hashes, offsets = shingle_hashes(texts, self.config.shingles, encoded, others)
         return self.signatures_from_hashes(to_hashfunc_value(hashes), offsets)
 
     def signatures_from_hashes(self, values: np.ndarray, offsets: np.ndarray) -> np.ndarray:

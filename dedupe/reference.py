@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from core.atomic import AtomicOutput, atomic_path, sha256_file, write_json_atomic
 from core.document import Drop
-from core.exact import exact_hashes
+from core.exact import exact_hashes, non_ascii_chars
 from core.layout import slug
 from core.markers import Marker
 from core.pile_format import MAX_LINE_BYTES, PileLine, iter_pile
@@ -94,13 +94,14 @@ class PartBuilder:
         if not texts:
             return
         encoded = encode_texts(texts) if encoded is None else encoded  # once, for signatures and exact hashes
-        signatures = self.hasher.signatures(texts, encoded)
+        others = [non_ascii_chars(text, raw) for text, raw in zip(texts, encoded, strict=True)]
+        signatures = self.hasher.signatures(texts, encoded, others)
         docs = np.arange(self.first + self.count, self.first + self.count + len(texts), dtype=np.int64)
         empty = is_empty(signatures)
         self._sigs.write(signatures)
         for bands in self._bands:
             bands.write(signatures, docs)
-        table = {"doc": docs, "hash": exact_hashes(texts, encoded), "empty": empty, **columns}
+        table = {"doc": docs, "hash": exact_hashes(texts, encoded, others), "empty": empty, **columns}
         self._docs.write_table(arrow_table(table, self.schema))
         self.count += len(texts)
         self.empty += int(empty.sum())

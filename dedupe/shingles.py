@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.exact import non_ascii_chars
+
 U64 = np.uint64
 MASK64 = (1 << 64) - 1
 #: Odd multiplier of the polynomial word hash, and its inverse modulo 2**64.
@@ -67,10 +69,10 @@ class ShingleConfig:
 
 def fmix64(values: np.ndarray) -> np.ndarray:
     """MurmurHash3's 64-bit finalizer: a bijection that spreads every input bit (array in, array out)."""
-    return _fmix64_inplace(values.astype(U64, copy=True))
+    return fmix64_inplace(values.astype(U64, copy=True))
 
 
-def _fmix64_inplace(h: np.ndarray) -> np.ndarray:
+def fmix64_inplace(h: np.ndarray) -> np.ndarray:
     """:func:`fmix64` overwriting a uint64 array the caller owns (saves a copy on hot paths)."""
     h ^= h >> U64(33)
     h *= U64(0xFF51AFD7ED558CCD)
@@ -148,7 +150,7 @@ def word_hashes(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     starts, ends = bounds[0::2], bounds[1::2]
     raw = at_bounds[1::2] - at_bounds[0::2]
     raw *= _POWERS.base[ends]
-    return starts, _fmix64_inplace(raw)
+    return starts, fmix64_inplace(raw)
 
 
 def _split_points(data: np.ndarray, limit: int) -> list[int]:
@@ -168,34 +170,48 @@ def _encode(text: str) -> bytes:
     return text.lower().encode("utf-8", errors="surrogatepass")
 
 
-_ASCII_BYTES = bytes(range(128))
-
-
 def encode_texts(texts: Sequence[str]) -> list[bytes]:
     """The texts as UTF-8 (lone surrogates kept), encoded once per batch for every consumer."""
     return [text.encode("utf-8", errors="surrogatepass") for text in texts]
 
 
-def _lowerable_bytes(text: str, raw: bytes) -> bytes:
+#: The one character ``str.lower`` maps by context (final sigma): a text holding it is lowered whole.
+_CONTEXT_LOWERED = "\u03a3"
+
+
+def _lowerable_bytes(text: str, raw: bytes, others: str | None = None) -> bytes:
     """Bytes whose ASCII lowering (``bytes.lower``) is ``_encode(text)``, given ``raw`` = ``text`` as UTF-8.
 
-    ``str.lower`` maps each character on its own (its one context rule, the final sigma, only
-    touches ``Σ``), so when no non-ASCII character of the text changes under it, lowering the
-    ASCII letters of ``raw`` is the whole job, and one ``bytes.lower`` of the batch buffer does it
-    (``str.lower`` on a non-ASCII string was the shingler's largest cost). The non-ASCII
-    characters are found with one ``translate`` that deletes the ASCII bytes. A text where one of
-    them changes (capital accented letters, Greek, Cyrillic, ...) is lowered by ``str.lower``
-    itself; its result holds no ASCII capital (tested for every code point), so ``bytes.lower``
-    leaves it alone.
+    ``others``: the text's non-ASCII characters (:func:`core.exact.non_ascii_chars`), computed
+    here when not given. ``str.lower`` maps each character on its own (its one context rule, the
+    final sigma, only touches ``Σ``), so lowering the ASCII letters of ``raw`` (one
+    ``bytes.lower`` of the batch buffer does that) and replacing, in the bytes, each distinct
+    non-ASCII character that changes by its lowered form is the whole job (``str.lower`` on a
+    non-ASCII string was the shingler's largest cost). UTF-8 is self-synchronizing, so a
+    character's bytes never match across a character boundary; no lowered character changes
+    when lowered again, and none holds an ASCII capital (both tested for every code point), so
+    the replacements do not interfere with each other or with ``bytes.lower``. A text holding
+    ``Σ`` is lowered by ``str.lower`` itself.
     """
-    if text.isascii():
+    if others is None:
+        others = non_ascii_chars(text, raw)
+    if not others or others.lower() == others:
         return raw
-    others = raw.translate(None, _ASCII_BYTES).decode("utf-8", errors="surrogatepass")
-    return raw if others.lower() == others else _encode(text)
+    if _CONTEXT_LOWERED in others:
+        return _encode(text)
+    for char in set(others):
+        lowered = char.lower()
+        if lowered != char:
+            raw = raw.replace(char.encode("utf-8"), lowered.encode("utf-8"))
+    return raw
 
 
-def _batch_word_hashes(texts: Sequence[str], encoded: Sequence[bytes] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Word hashes of a batch and the number of words of each document (``encoded``: the texts as UTF-8)."""
+def _batch_word_hashes(texts: Sequence[str], encoded: Sequence[bytes] | None = None,
+                       others: Sequence[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Word hashes of a batch and the number of words of each document.
+
+    ``encoded``: the texts as UTF-8; ``others``: their non-ASCII characters (:func:`core.exact.non_ascii_chars`).
+    """
     hashes: list[np.ndarray] = []
     counts = np.zeros(len(texts), dtype=np.int64)
     pending: list[tuple[int, bytes]] = []
@@ -217,8 +233,10 @@ def _batch_word_hashes(texts: Sequence[str], encoded: Sequence[bytes] | None = N
         pending, pending_bytes = [], 0
 
     raws = encoded if encoded is not None else encode_texts(texts)
-    for index, (text, raw) in enumerate(zip(texts, raws, strict=True)):
-        lowerable = _lowerable_bytes(text, raw)
+    if others is None:
+        others = [non_ascii_chars(text, raw) for text, raw in zip(texts, raws, strict=True)]
+    for index, (text, raw, other) in enumerate(zip(texts, raws, others, strict=True)):
+        lowerable = _lowerable_bytes(text, raw, other)
         if len(lowerable) > CHUNK_BYTES:
             flush()
             data = np.frombuffer(lowerable.lower(), dtype=np.uint8)
@@ -236,16 +254,18 @@ def _batch_word_hashes(texts: Sequence[str], encoded: Sequence[bytes] | None = N
     return (np.concatenate(hashes) if hashes else np.empty(0, dtype=U64)), counts
 
 
-def shingle_hashes(texts: Sequence[str], config: ShingleConfig | None = None,
-                   encoded: Sequence[bytes] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Hash every shingle of every document of a batch (``encoded``: the texts as UTF-8, if known).
+def shingle_hashes(texts: Sequence[str], config: ShingleConfig | None = None, encoded: Sequence[bytes] | None = None,
+                   others: Sequence[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Hash every shingle of every document of a batch.
+
+    ``encoded``: the texts as UTF-8, and ``others``: their :func:`core.exact.non_ascii_chars`, if known.
 
     Returns ``(hashes, offsets)``: 64-bit shingle hashes of all documents, concatenated, and
     ``offsets`` (length ``len(texts) + 1``) so document ``i`` owns ``hashes[offsets[i]:offsets[i+1]]``.
     Duplicate shingles inside a document are kept (MinHash ignores them).
     """
     ngram = (config or ShingleConfig()).ngram
-    words, counts = _batch_word_hashes(texts, encoded)
+    words, counts = _batch_word_hashes(texts, encoded, others)
     shingles_per_doc = np.where(counts >= ngram, counts - ngram + 1, np.minimum(counts, 1))
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(shingles_per_doc, out=offsets[1:])
@@ -257,13 +277,13 @@ def shingle_hashes(texts: Sequence[str], config: ShingleConfig | None = None,
     constants = shingle_constants(ngram)
     short_docs = np.flatnonzero((counts > 0) & (counts < ngram))
     if len(short_docs) == 0:  # the usual batch: every shingle is a full window
-        return _fmix64_inplace(_full_windows(words, word_offsets, constants)), offsets
+        return fmix64_inplace(_full_windows(words, word_offsets, constants)), offsets
     hashes = np.empty(total, dtype=U64)
     is_short_slot = np.zeros(total, dtype=bool)
     is_short_slot[offsets[short_docs]] = True
     hashes[~is_short_slot] = _full_windows(words, word_offsets, constants)
     hashes[is_short_slot] = _short_document_sums(words, word_offsets[short_docs], counts[short_docs], constants)
-    return _fmix64_inplace(hashes), offsets
+    return fmix64_inplace(hashes), offsets
 
 
 def _full_windows(words: np.ndarray, word_offsets: np.ndarray, constants: np.ndarray) -> np.ndarray:

@@ -57,17 +57,21 @@ def test_vectorized_equals_reference_for_any_text(texts: list[str], ngram: int) 
 
 
 def test_ascii_lowering_of_the_chosen_bytes_is_str_lower() -> None:
-    """The fast path lowers only ASCII bytes: right whenever the non-ASCII characters are
-    unchanged by ``str.lower`` (every BMP code point and a sample of the others, between ASCII
-    capitals), and ``str.lower``'s own output never holds an ASCII capital (all of Unicode)."""
+    """The fast path lowers the ASCII bytes and replaces each changing non-ASCII character by its
+    lowered bytes: right for every BMP code point and a sample of the others (inside a word, at a
+    word's end, doubled, between ASCII capitals), because ``str.lower``'s output never holds an
+    ASCII capital nor a character that lowering changes again (all of Unicode)."""
     points = [*range(0x80, 0x10000), *range(0x10000, sys.maxunicode + 1, 97)]
     for point in points:
-        text = f"Ab{chr(point)}CD"
+        char = chr(point)
+        text = f"Ab{char}CD x{char} {char}{char}É"
         raw = text.encode("utf-8", "surrogatepass")
         assert sh._lowerable_bytes(text, raw).lower() == sh._encode(text), hex(point)
     capitals = re.compile(b"[A-Z]")
     everything = "".join(chr(c) for c in range(sys.maxunicode + 1))
     assert capitals.search(sh._encode(everything)) is None
+    lowered = everything.lower()
+    assert lowered.lower() == lowered
 
 
 def test_given_utf8_equals_encoding_here() -> None:
