@@ -2,6 +2,7 @@
 
     python benchmarks/dedup.py signatures --docs 2000 --peer-python /tmp/dedup-peers/bin/python
     python benchmarks/dedup.py end-to-end --sizes 250000,1000000 --doc-words 200
+    python benchmarks/dedup.py build --shards 'ref/0[0-3].jsonl.zst' --peer /tmp/old-checkout --rounds 3
 
 ``signatures``: one core, shingling included, same generated corpus for everyone; ours (batch of
 1,024 documents), ``datasketch.MinHash.update_batch`` per document (SHA1, Python shingles), and,
@@ -12,16 +13,27 @@ when ``--peer-python`` names a venv with them (``benchmarks/requirements-dedup.t
 near-duplicates of reference documents, 5% planted within the query set), each size in a fresh
 process: index build, query signatures, band joins, verification, clustering. Prints wall time,
 peak RSS, and precision/recall at 0.8 against exact shingle Jaccard of the planted pairs.
+
+``build``: the Pile index build on real-format shards (``benchmarks/pile_scale.py`` writes them),
+this checkout against a ``--peer`` checkout (e.g. ``git worktree add /tmp/old <commit>``) in
+interleaved rounds: the shard function (``index_pile_shard`` over every shard in one process, its
+CPU without imports) and the whole flow (``python -m flows.pile_index``: Prefect server, worker
+pool and all, CPU of every process by ``os.wait4``). MB of text per CPU-second, medians, and
+whether both checkouts wrote the same bytes (every index file but the JSON records, which hold
+timings).
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import glob
 import json
+import os
 import random
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -275,6 +287,89 @@ def cmd_end_to_end(args: argparse.Namespace) -> None:
         print("".join(f"{row[c]!s:>17}" for c in cols))
 
 
+#: Indexes the shards in one process with a checkout's own code (run with that checkout's PYTHONPATH);
+#: prints the CPU seconds spent in ``index_pile_shard`` (imports excluded). Same settings as configs/dedup.yaml.
+_INDEX_SHARDS = """
+import sys, time
+from pathlib import Path
+from dedupe.lsh import BandLayout
+from dedupe.minhash import MinHashConfig
+from dedupe.reference import ReferenceIndex, index_pile_shard
+index = ReferenceIndex.open_or_create(Path(sys.argv[2]), MinHashConfig(), [BandLayout.named(n) for n in ("0.7", "0.8", "0.9")])
+started = time.process_time()
+parts = [index_pile_shard(shard, index.root, no, name, index.minhash, index.layouts, 256 << 20, index.signature_bits)
+         for shard, no, name in index.plan([Path(p) for p in sys.argv[1].split(",")])]
+index.commit(parts)
+print(time.process_time() - started)
+"""
+
+
+def run_measured(argv: list[str], checkout: Path) -> tuple[float, str]:
+    """CPU seconds of a command and every process it started (``os.wait4``), and its output."""
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(argv, cwd=checkout, env=env, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{argv[:3]} in {checkout} failed:\n{text[-3000:]}")
+    return usage.ru_utime + usage.ru_stime, text
+
+
+def index_files(root: Path) -> dict[str, bytes]:
+    """Every file of an index but its JSON records (they hold timings and the input's location)."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.suffix != ".json"}
+
+
+def cmd_build(args: argparse.Namespace) -> None:
+    from core.pile_format import PileLine, iter_pile
+
+    shards = sorted(glob.glob(args.shards))
+    if not shards:
+        raise SystemExit(f"no shard matches {args.shards}")
+    text_mb = sum(len(i.utf8) for s in shards for i in iter_pile(Path(s)) if isinstance(i, PileLine)) / 1e6
+    checkouts = {"this": Path(__file__).resolve().parent.parent}
+    if args.peer:
+        checkouts["peer"] = Path(args.peer).resolve()
+    work = Path(tempfile.mkdtemp(prefix="dedup-build-", dir=args.tmp))
+    cpu: dict[tuple[str, str], list[float]] = {}
+    same = True
+    try:
+        for round_no in range(args.rounds):
+            order = list(checkouts.items()) if round_no % 2 == 0 else list(checkouts.items())[::-1]
+            for mode in ("shard function", "flow") if args.flow else ("shard function",):
+                built = {}
+                for name, checkout in order:
+                    index = work / f"{name}-{mode.replace(' ', '-')}"
+                    shutil.rmtree(index, ignore_errors=True)
+                    if mode == "flow":
+                        seconds, _ = run_measured([sys.executable, "-m", "flows.pile_index", "--inputs", *shards,
+                                                   "--index", str(index)], checkout)
+                    else:
+                        _, printed = run_measured([sys.executable, "-c", _INDEX_SHARDS, ",".join(shards), str(index)],
+                                                  checkout)
+                        seconds = float(printed.strip().splitlines()[-1])
+                    cpu.setdefault((mode, name), []).append(seconds)
+                    built[name] = index
+                    print(f"round {round_no + 1} {mode:14s} {name}: {seconds:.2f} CPU-s", flush=True)
+                if "peer" in built:
+                    same = same and index_files(built["this"]) == index_files(built["peer"])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"\n{len(shards)} shards, {text_mb:,.1f} MB of text, {args.rounds} interleaved rounds (median CPU-s)")
+    for (mode, name), values in cpu.items():
+        median = statistics.median(values)
+        ratio = ""
+        if name == "this" and (mode, "peer") in cpu:
+            ratio = f"  {statistics.median(cpu[(mode, 'peer')]) / median:.2f}x the peer"
+        print(f"{mode:14s} {name:5s} {median:7.2f} CPU-s ({min(values):.2f}-{max(values):.2f})  "
+              f"{text_mb / median:6.1f} MB/CPU-s{ratio}")
+    if args.peer:
+        print("same index bytes as the peer:", "yes" if same else "NO")
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "_engine":
@@ -299,6 +394,13 @@ def main(argv: list[str] | None = None) -> None:
     e2e.add_argument("--threshold", type=float)
     e2e.add_argument("--tmp", default=None, help="where the work files go (default: system temp)")
     e2e.set_defaults(func=cmd_end_to_end)
+    build = sub.add_parser("build", help="Pile index build, MB of text per CPU-second: this checkout vs a peer")
+    build.add_argument("--shards", required=True, help="glob of Pile-format *.jsonl.zst shards")
+    build.add_argument("--peer", help="another checkout of the project (e.g. a git worktree of an older commit)")
+    build.add_argument("--rounds", type=int, default=3)
+    build.add_argument("--no-flow", dest="flow", action="store_false", help="only the shard function, not the flow")
+    build.add_argument("--tmp", default=None, help="where the indexes go (default: system temp)")
+    build.set_defaults(func=cmd_build)
     args = parser.parse_args(argv)
     args.func(args)
 

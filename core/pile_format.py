@@ -21,6 +21,9 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 from core.compressed import CODEC_ERRORS, TruncatedInputError, open_binary, zstd_chunks
 from core.document import Drop
@@ -61,13 +64,11 @@ class PileLine:
 def _parse(raw: bytes, shard: str, number: int) -> PileLine | Drop:
     where = f"{shard}:{number}"
     try:
-        decoded = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return Drop("invalid_utf8", where, f"{where}: {exc}")
-    try:
-        payload = json.loads(decoded)
-    except json.JSONDecodeError as exc:
-        return Drop("bad_json", where, f"{where}: {exc}")
+        payload = orjson.loads(raw)  # ~1.5x faster than decode + json.loads on Pile lines
+    except orjson.JSONDecodeError:  # the standard library says why, as it always did
+        payload = _standard_payload(raw, where)
+        if isinstance(payload, Drop):
+            return payload
     text = payload.get("text") if isinstance(payload, dict) else None
     if not isinstance(text, str):
         return Drop("missing_text", where, f"{where}: no string 'text' field")
@@ -80,6 +81,23 @@ def _parse(raw: bytes, shard: str, number: int) -> PileLine | Drop:
     meta = payload.get("meta")
     set_name = meta.get("pile_set_name") if isinstance(meta, dict) else None
     return PileLine(shard, number, text, set_name if isinstance(set_name, str) else UNKNOWN_SET, encoded)
+
+
+def _standard_payload(raw: bytes, where: str) -> Any:
+    """The line decoded by the standard library, or the drop that names what is wrong with it.
+
+    orjson refuses some lines the standard library reads (``NaN``, integers beyond 64 bits, lone
+    surrogate escapes, very deep nesting) and names errors its own way, so a line orjson refuses
+    is read again here: the reasons and messages stay those of ``json``.
+    """
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Drop("invalid_utf8", where, f"{where}: {exc}")
+    try:
+        return json.loads(decoded)
+    except json.JSONDecodeError as exc:
+        return Drop("bad_json", where, f"{where}: {exc}")
 
 
 class _LineBuffer:

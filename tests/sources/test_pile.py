@@ -59,6 +59,17 @@ def test_bad_lines_are_counted_with_reasons(tmp_path: Path) -> None:
     assert [(k.line, k.pile_set_name) for k in kept] == [(1, "Pile-CC"), (9, "unknown")]
 
 
+def test_lines_the_fast_parser_refuses_are_read_as_json_reads_them(tmp_path: Path) -> None:
+    """orjson parses the lines; what it refuses (NaN, integers beyond 64 bits) or reads its own way
+    (duplicate keys) must come out as the standard library's ``json`` reads it."""
+    lines = [b'{"text": "nan score", "score": NaN}', b'{"text": "big", "n": 123456789012345678901234567890}',
+             b'{"text": "\\ud83d\\ude00 pair", "meta": {"pile_set_name": "A", "pile_set_name": "B"}}',
+             b'{"text": "first", "text": "last wins"}']
+    items = list(iter_pile(write_pile(tmp_path / "02.jsonl.zst", lines)))
+    assert [(i.text, i.pile_set_name) for i in items if isinstance(i, PileLine)] == [
+        ("nan score", "unknown"), ("big", "unknown"), ("\U0001f600 pair", "B"), ("last wins", "unknown")]
+
+
 def test_truncated_shard_keeps_what_was_readable(tmp_path: Path) -> None:
     full = write_pile(tmp_path / "full.jsonl.zst", [pile_line(f"text number {i} " * 50) for i in range(400)], frames=8)
     cut = tmp_path / "02.jsonl.zst"
