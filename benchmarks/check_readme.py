@@ -135,11 +135,16 @@ def readme_rows(readme: Path) -> dict[str, str]:
 
 
 def results(output: str) -> dict[str, list[float]]:
-    """The RESULT lines of a benchmark's output: every value per metric (inputs pooled)."""
+    """The RESULT lines of a benchmark's output: every value per metric, inputs pooled under the
+    metric's name and, where a line names its input, also kept apart under ``"metric [input]"``
+    (a README row that states a figure per input is checked against that input alone)."""
     found: dict[str, list[float]] = {}
     for match in RESULT.finditer(output):
         payload = json.loads(match.group(1))
-        found.setdefault(payload["metric"], []).extend(float(v) for v in payload["values"])
+        values = [float(v) for v in payload["values"]]
+        found.setdefault(payload["metric"], []).extend(values)
+        if "input" in payload:
+            found.setdefault(f"{payload['metric']} [{payload['input']}]", []).extend(values)
     return found
 
 
@@ -189,6 +194,19 @@ def verdict(check: Check, values: list[float], tolerance: float) -> tuple[str, s
     return ("ok" if abs(off) <= tolerance else "FIX"), text
 
 
+def report_unchecked(rows: dict[str, str], checked: set[str]) -> None:
+    """One line for every README table row this run did not measure, so the output accounts for the
+    whole table: rows never re-run here (and the command that reproduces them), rows left out by
+    ``--rows``, and rows that no check covers."""
+    for row, why in NOT_RERUN.items():
+        print(f"{row:<22} not re-run: {why}")
+    for row in rows:
+        if row in checked or row in NOT_RERUN:
+            continue
+        covered = any(c.row == row for c in CHECKS)
+        print(f"{row:<22} {'not selected (--rows)' if covered else 'no check: add a Check line for this row'}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of every benchmark (default 3)")
@@ -202,6 +220,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         setup(args.peers)
         return 0
     wanted = set(args.rows.split(",")) if args.rows else None
+    known = {c.row for c in CHECKS} | set(NOT_RERUN)
+    if wanted and wanted - known:
+        parser.error(f"no check for {', '.join(sorted(wanted - known))}; known rows: {', '.join(sorted(known))}")
     checks = [c for c in CHECKS if wanted is None or c.row in wanted]
     rows = readme_rows(REPO / "README.md")
     runs = list(dict.fromkeys(c.run for c in checks))
@@ -227,9 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             status += f" (README row does not state {check.readme!r})"
         failed += status != "ok"
         print(f"{check.row:<22} {check.metric:<52} {check.claim:>7.2f} {text:>32}  {status}")
-    for row, why in NOT_RERUN.items():
-        if wanted is None or row in wanted:
-            print(f"{row:<22} not re-run: {why}")
+    report_unchecked(rows, {c.row for c in checks})
     print(f"\n{len(checks) - failed} of {len(checks)} figures within {args.tolerance:.0%}; "
           f"{args.rounds} interleaved rounds; full output in {args.log}")
     return 1 if failed else 0

@@ -52,7 +52,19 @@ def test_results_are_parsed_per_metric_and_pooled() -> None:
     check = _check_readme()
     output = ("table line\nRESULT {\"metric\": \"ours vs peer\", \"values\": [1.5, 2.0]}\n"
               "RESULT {\"metric\": \"ours vs peer\", \"input\": \"b\", \"values\": [3]}\nRESULT not json-ish\n")
-    assert check.results(output) == {"ours vs peer": [1.5, 2.0, 3.0]}
+    assert check.results(output) == {"ours vs peer": [1.5, 2.0, 3.0], "ours vs peer [b]": [3.0]}
     claim = check.Check("x.py", "ours vs peer", 2.0, "2.0x", check.RUNS["latex"])
     assert check.verdict(claim, [1.9, 2.0, 2.2], 0.15)[0] == "ok"
     assert check.verdict(claim, [1.5, 1.6, 1.7], 0.15)[0] == "FIX"
+
+
+def test_rows_not_measured_are_reported(capsys) -> None:
+    """The output accounts for the whole table: rows never re-run and rows left out by --rows."""
+    check = _check_readme()
+    rows = check.readme_rows(REPO / "README.md")
+    check.report_unchecked(rows, {"latex.py"})
+    lines = capsys.readouterr().out.splitlines()
+    for row in check.NOT_RERUN:
+        assert any(line.startswith(row) and "not re-run" in line for line in lines), row
+    assert any(line.startswith("wikipedia.py") and "not selected" in line for line in lines)
+    assert not any(line.startswith("latex.py") for line in lines)
