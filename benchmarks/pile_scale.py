@@ -13,7 +13,8 @@ tree, peak RSS and the load average around it; then the speed-up (median wall wi
 over median wall with the last), the CPU ratio, whether every index file is byte-identical across
 all runs (sha256 of each; ``index.json`` and ``parts/*.json`` hashed without the parts' build
 ``seconds``, the one field that times the run), and what caps the speed-up: the fixed cost of a
-run (wall less the parts' own time) and the parts' makespan on N workers taking them in order.
+run (measured each round by a build of a 50-document, one-shard reference with the same count),
+the speed-up less it, and the parts' makespan on N workers taking them in order.
 
 Per reference size N, the way a user runs it:
 
@@ -313,6 +314,8 @@ def build_index(ref: Path, index: Path, workers: int, runner: str, work: Path) -
 #: Fields of a part's record that time the run instead of describing what was built.
 RUN_FIELDS = frozenset({"seconds"})
 RECORDS = ("index.json", "parts/")
+#: Documents of the one-shard reference whose build measures a run's fixed cost.
+TINY_DOCS = 50
 
 
 def _untimed(value: object) -> object:
@@ -354,42 +357,57 @@ def _load() -> str:
     return "/".join(f"{v:.1f}" for v in os.getloadavg())
 
 
+def _logged_build(ref: Path, index: Path, workers: int, runner: str, work: Path, label: str) -> Measured:
+    """One measured build into a fresh ``index``, printed with the load average around it."""
+    shutil.rmtree(index, ignore_errors=True)
+    before = _load()
+    build = build_index(ref, index, workers, runner, work)
+    print(f"{label}, {workers} worker(s): wall {build.wall_s:.1f} s, CPU {build.cpu_s:.1f} s, "
+          f"peak RSS {build.peak_rss_mb:.0f} MB, load {before} -> {_load()}", flush=True)
+    return build
+
+
 def compare_workers(size: int, args: argparse.Namespace, work: Path) -> dict[str, object]:
-    """Build the reference of ``size`` documents with each of ``--compare-workers``, interleaved."""
-    ref = work / "ref"
+    """Build the reference of ``size`` documents with each of ``--compare-workers``, interleaved.
+
+    Each round also builds a one-shard reference of ``TINY_DOCS`` documents with each count: what a
+    run costs besides its parts (the fixed, serial share), so the speed-up of the parts themselves
+    can be told apart from the command's.
+    """
+    ref, tiny = work / "ref", work / "fixed-cost-ref"
     _, text_mb = reference_shards(ref, size, args)
+    if not tiny.is_dir():
+        write_reference(tiny, TINY_DOCS, 1, args.seed, TINY_DOCS + 1)
     counts = [int(c) for c in args.compare_workers.split(",")]
     runs: dict[int, list[Measured]] = {w: [] for w in counts}
-    digests: dict[tuple[int, int], dict[str, str]] = {}
+    fixed_runs: dict[int, list[Measured]] = {w: [] for w in counts}
+    digests: list[dict[str, str]] = []
     parts: dict[int, list[float]] = {}
     for round_no in range(args.rounds):
         for workers in counts if round_no % 2 == 0 else counts[::-1]:
             index = work / f"index-workers-{workers}"
-            shutil.rmtree(index, ignore_errors=True)
-            before = _load()
-            build = build_index(ref, index, workers, args.runner, work)
-            runs[workers].append(build)
-            digests[(workers, round_no)] = index_digests(index)
+            fixed_runs[workers].append(_logged_build(tiny, work / "fixed-cost-index", workers, args.runner, work,
+                                                     f"round {round_no + 1}, {TINY_DOCS} documents"))
+            runs[workers].append(_logged_build(ref, index, workers, args.runner, work, f"round {round_no + 1}"))
+            digests.append(index_digests(index))
             parts.setdefault(workers, part_seconds(index))
-            print(f"round {round_no + 1}, {workers} worker(s): wall {build.wall_s:.1f} s, CPU {build.cpu_s:.1f} s, "
-                  f"peak RSS {build.peak_rss_mb:.0f} MB, load {before} -> {_load()}", flush=True)
             if not args.keep:
                 shutil.rmtree(index, ignore_errors=True)
-    reference = next(iter(digests.values()))
-    differing = sorted({name for d in digests.values() for name in set(d) | set(reference)
-                        if d.get(name) != reference.get(name)})
-    wall = {w: statistics.median(m.wall_s for m in runs[w]) for w in counts}
-    cpu = {w: statistics.median(m.cpu_s for m in runs[w]) for w in counts}
+    shutil.rmtree(work / "fixed-cost-index", ignore_errors=True)
+    differing = sorted({name for d in digests for name in set(d) | set(digests[0]) if d.get(name) != digests[0].get(name)})
+    wall, cpu, fixed = ({w: statistics.median(getattr(m, field) for m in measured[w]) for w in counts}
+                        for measured, field in ((runs, "wall_s"), (runs, "cpu_s"), (fixed_runs, "wall_s")))
     first, last = counts[0], counts[-1]
-    serial = parts[first]  # the parts' own time when one worker builds them all
-    fixed = wall[first] - sum(serial)
+    serial = parts[first]  # the parts' own wall time when one worker builds them all
     return {"documents": size, "text_mb": round(text_mb), "runner": args.runner, "rounds": args.rounds,
             **{f"wall_s_{w}": round(wall[w], 1) for w in counts}, **{f"cpu_s_{w}": round(cpu[w], 1) for w in counts},
             "speedup": round(wall[first] / wall[last], 3), "cpu_ratio": round(cpu[last] / cpu[first], 3),
-            "identical": not differing, "files": len(reference), "differing": differing[:10],
+            "identical": not differing, "files": len(digests[0]), "differing": differing[:10],
+            **{f"fixed_s_{w}": round(fixed[w], 1) for w in counts},
+            "speedup_less_fixed": round((wall[first] - fixed[first]) / max(wall[last] - fixed[last], 0.1), 3),
             "parts": len(serial), **{f"part_s_sum_{w}": round(sum(parts[w]), 1) for w in counts},
-            "part_s_max": round(max(serial, default=0), 1), "fixed_s": round(fixed, 1),
-            "speedup_cap": round(wall[first] / (fixed + makespan(serial, last)), 3) if serial else None}
+            "part_s_max": round(max(serial, default=0), 1),
+            "speedup_cap": round(wall[first] / (fixed[last] + makespan(serial, last)), 3)}
 
 
 #: The whole Pile (v1): documents, megabytes of text, shards (one index part each).
@@ -449,10 +467,13 @@ def print_comparison(row: dict[str, object], counts: list[int]) -> None:
           f"vs {row[f'cpu_s_{last}']} s (ratio {row['cpu_ratio']})")
     print(f"index files byte-identical across every run: {'yes' if row['identical'] else 'NO'} "
           f"({row['files']} files{'' if row['identical'] else '; differing: ' + ', '.join(row['differing'])})")  # type: ignore[arg-type]
-    print(f"serial share: {row['fixed_s']} s of each run is not a part (Prefect server, Dask cluster, imports, "
-          f"commit); {row['parts']} parts took {row[f'part_s_sum_{first}']} s in all with {first} worker(s) "
-          f"({row[f'part_s_sum_{last}']} s with {last}: contention), the largest {row['part_s_max']} s; "
-          f"at the {first}-worker part times, {last} workers could reach {row['speedup_cap']}x")
+    print(f"fixed cost (a {TINY_DOCS}-document build: Prefect server, Dask cluster, imports, commit): "
+          f"{row[f'fixed_s_{first}']} s wall with {first} worker(s), {row[f'fixed_s_{last}']} s with {last}; "
+          f"speed-up of the rest {row['speedup_less_fixed']}x")
+    print(f"parts: {row['parts']}, {row[f'part_s_sum_{first}']} s of task time in all with {first} worker(s) "
+          f"({row[f'part_s_sum_{last}']} s with {last}; more = the workers waited for a core), the largest "
+          f"{row['part_s_max']} s; with the {first}-worker part times and the fixed cost, {last} workers taking the "
+          f"parts in order could reach {row['speedup_cap']}x")
     print(f"load average now (1/5/15 min): {_load()}")
 
 
