@@ -12,7 +12,9 @@ Prefect server once reaped); a descendant left unreaped would be missing from it
 also checks that no process of a run outlives it. The machine may be shared: CPU time, not
 wall, is what is compared. Outputs must match: sha256 of every file under ``docs/``,
 ``labeled/``, ``attributes/`` and ``tensors/`` (not the run records, which name paths and
-times) is compared between the two runners in every round.
+times) is compared between the two runners in every round. Every run writes to the same
+``--out`` (emptied before it): GitHub documents record their input's absolute path, and the
+sample inputs are written under the output root.
 
 ``--tasks K`` adds the per-task cost on the process runner: a flow of K no-op tasks and one of
 none, each run ``--rounds`` times under one embedded server and one worker pool started
@@ -82,26 +84,30 @@ def digests(out: Path) -> dict[str, str]:
     return {p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
-def run_sample(runner: str, out: Path) -> Run:
-    """``python -m flows.llama --sample`` with ``runner`` (None: the default) into ``out``; CPU from wait4."""
+def run_sample(runner: str, out: Path, log_name: str) -> Run:
+    """``python -m flows.llama --sample`` with ``runner`` into an emptied ``out``; CPU from wait4."""
+    shutil.rmtree(out, ignore_errors=True)
     token = uuid.uuid4().hex
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {MARK: token}
     args = [sys.executable, "-m", "flows.llama", "--sample", "--out", str(out)]
     if runner != "process":
         args += ["--runner", runner]
     started = time.perf_counter()
-    with open(out.parent / f"{out.name}.log", "wb") as log:
+    log_path = out.parent / f"{log_name}.log"
+    with open(log_path, "wb") as log:
         process = subprocess.Popen(args, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
         _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
-        raise SystemExit(f"{runner} run failed (rc {code}); see {out.parent / f'{out.name}.log'}")
+        raise SystemExit(f"{runner} run failed (rc {code}); see {log_path}")
     time.sleep(1)
     left = _marked(token)
     if left:
         raise SystemExit(f"{runner} run left processes behind: {left}")
-    return Run(runner, usage.ru_utime + usage.ru_stime, wall, digests(out))
+    found = digests(out)
+    shutil.rmtree(out, ignore_errors=True)
+    return Run(runner, usage.ru_utime + usage.ru_stime, wall, found)
 
 
 def sample_rounds(rounds: int, work: Path) -> list[tuple[Run, Run]]:
@@ -109,17 +115,17 @@ def sample_rounds(rounds: int, work: Path) -> list[tuple[Run, Run]]:
     pairs = []
     for index in range(rounds):
         order = ("process", "sequential") if index % 2 == 0 else ("sequential", "process")
-        results = {runner: run_sample(runner, work / f"{runner}-{index}") for runner in order}
+        results = {runner: run_sample(runner, work / "run", f"{runner}-{index}") for runner in order}
         process, sequential = results["process"], results["sequential"]
         if process.digests != sequential.digests or not process.digests:
-            raise SystemExit(f"round {index}: outputs differ between runners")
+            differ = sorted(k for k in {*process.digests, *sequential.digests}
+                            if process.digests.get(k) != sequential.digests.get(k))
+            raise SystemExit(f"round {index}: outputs differ between runners: {differ[:5]} ({len(differ)} files)")
         print(f"round {index}: default {process.cpu_s:6.1f} CPU-s ({process.wall_s:5.1f} s wall), "
               f"sequential {sequential.cpu_s:6.1f} CPU-s ({sequential.wall_s:5.1f} s wall), "
               f"ratio {process.cpu_s / sequential.cpu_s:.2f}x; outputs identical ({len(process.digests)} files)",
               flush=True)
         pairs.append((process, sequential))
-        for run in (process, sequential):
-            shutil.rmtree(work / f"{run.runner}-{index}", ignore_errors=True)
     return pairs
 
 
