@@ -346,8 +346,9 @@ def cmd_build(args: argparse.Namespace) -> None:
                     index = work / f"{name}-{mode.replace(' ', '-')}"
                     shutil.rmtree(index, ignore_errors=True)
                     if mode == "flow":
-                        seconds, _ = run_measured([sys.executable, "-m", "flows.pile_index", "--inputs", *shards,
-                                                   "--index", str(index)], checkout)
+                        inputs = [arg for shard in shards for arg in ("--inputs", shard)]
+                        seconds, _ = run_measured([sys.executable, "-m", "flows.pile_index", *inputs, "--index", str(index)],
+                                                  checkout)
                     else:
                         _, printed = run_measured([sys.executable, "-c", _INDEX_SHARDS, ",".join(shards), str(index)],
                                                   checkout)

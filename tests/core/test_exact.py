@@ -11,7 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.exact import _bytes_path_ok, exact_hash, exact_hashes, non_ascii_chars, normalize_for_exact
+from core.exact import (
+    _COMPOSES_WITH_PREVIOUS,
+    _bytes_path_ok,
+    exact_hash,
+    exact_hashes,
+    non_ascii_chars,
+    normalize_for_exact,
+)
 
 _WHITESPACE = re.compile(r"\s+")
 #: Every whitespace character Python knows, plus look-alikes that are not whitespace.
@@ -55,3 +62,25 @@ def test_every_non_ascii_whitespace_takes_the_text_path() -> None:
     for space in SPACES:
         if space.isspace() and not space.isascii():
             assert not _bytes_path_ok(f"a{space}b", non_ascii_chars(f"a{space}b", f"a{space}b".encode()))
+
+
+def test_every_class_0_character_that_composes_with_the_previous_one_is_listed() -> None:
+    """The shortcut trusts the non-ASCII characters' own quick check only without a character that
+    composes with the one before it: every such character of combining class 0 (all of Unicode,
+    from the canonical decompositions, and Hangul's algorithmic ones) must be listed."""
+    for point in range(sys.maxunicode + 1):
+        parts = unicodedata.decomposition(chr(point)).split()
+        if len(parts) == 2 and not parts[0].startswith("<"):
+            second = chr(int(parts[1], 16))
+            if unicodedata.combining(second) == 0:
+                assert _COMPOSES_WITH_PREVIOUS.match(second), hex(ord(second))
+    for point in range(0x1100, 0x1200):
+        if 1 in (len(unicodedata.normalize("NFC", "\u1100" + chr(point))), len(unicodedata.normalize("NFC", "\uac00" + chr(point)))):
+            assert _COMPOSES_WITH_PREVIOUS.match(chr(point)), hex(point)
+
+
+def test_batch_hashes_equal_one_at_a_time_after_every_bmp_character() -> None:
+    """Each BMP character after an ASCII letter, beside a precomposed one: composing, reordering,
+    decomposing and whitespace characters all hash as :func:`exact_hash` does."""
+    texts = [f"Ae{chr(point)}{chr(point)} \u00e9" for point in range(0x80, 0x10000) if not 0xD800 <= point < 0xE000]
+    assert exact_hashes(texts) == [exact_hash(t) for t in texts]
