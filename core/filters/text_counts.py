@@ -71,7 +71,7 @@ def _char_flags(ch: str) -> tuple[int, bool, bool]:
 #: ASCII byte -> class, a ``bytes.translate`` table. In ASCII, ``isalpha`` is exactly LETTER and
 #: ``isalnum`` LETTER or DIGIT.
 _ASCII_CLASSES = bytes(_char_flags(chr(value))[0] if value < 128 else PUNCT for value in range(256))
-_ASCII_CLASS_ARRAY = np.frombuffer(_ASCII_CLASSES[:128], np.uint8)
+
 
 class _Recent:
     """Counts of recently counted texts, found by identity (``is``), so a lookup costs no hash of the text.
@@ -141,19 +141,49 @@ def count_texts(texts: Sequence[str]) -> list[TextCounts]:
 
 @dataclass(frozen=True)
 class _Chars:
-    """The characters of joined texts: code points, class codes, and ``isalnum``/``isalpha`` as int8 0/1."""
+    """The characters of joined texts: code points, class codes, ``isalnum``/``isalpha`` as booleans, and
+    boolean work rows as long as the text (:class:`_Work`: the counts write into them, not into new arrays)."""
 
     raw: np.ndarray
     classes: np.ndarray
     alnum: np.ndarray
     alpha: np.ndarray
+    work: np.ndarray
+
+
+#: Boolean work arrays one batch needs: ``isalnum``, ``isalpha``, then five for the pre-token rules.
+_WORK_ROWS = 7
+#: Work arrays up to this many characters are kept for the next batch (7 bytes a character).
+_KEPT_WORK_CHARS = 1 << 22
+
+
+class _Work(threading.local):
+    """Boolean work arrays reused from batch to batch, one set per thread.
+
+    A batch's dozen temporaries of a megabyte each, allocated afresh, are returned to the system
+    and faulted in again at every batch: that cost as much as the counting itself.
+    """
+
+    rows: np.ndarray = np.empty((_WORK_ROWS, 0), bool)
+
+    def take(self, chars: int) -> np.ndarray:
+        """``_WORK_ROWS`` rows of ``chars`` booleans (contents undefined)."""
+        if chars > _KEPT_WORK_CHARS:
+            return np.empty((_WORK_ROWS, chars), bool)
+        if self.rows.shape[1] < chars:
+            self.rows = np.empty((_WORK_ROWS, max(chars, 1 << 21)), bool)
+        return self.rows[:, :chars]
+
+
+_WORK = _Work()
 
 
 def _ascii_chars(joined: str) -> _Chars:
     data = joined.encode("ascii")
     classes = np.frombuffer(data.translate(_ASCII_CLASSES), np.uint8)
-    return _Chars(np.frombuffer(data, np.uint8), classes, (classes <= DIGIT).view(np.int8),
-                  (classes == LETTER).view(np.int8))
+    work = _WORK.take(len(classes))
+    return _Chars(np.frombuffer(data, np.uint8), classes, np.less_equal(classes, DIGIT, out=work[0]),
+                  np.equal(classes, LETTER, out=work[1]), work[2:])
 
 
 def _unicode_chars(joined: str) -> _Chars:
@@ -161,27 +191,38 @@ def _unicode_chars(joined: str) -> _Chars:
     high = raw >= 128
     distinct, where = np.unique(raw[high], return_inverse=True)
     flags = np.array([_char_flags(chr(p)) for p in distinct.tolist()], np.int8).reshape(-1, 3)
-    classes = np.empty(len(raw), np.uint8)
-    classes[~high] = _ASCII_CLASS_ARRAY[raw[~high]]
+    # the ASCII characters' classes by table (the low byte of a high one gives a class overwritten below)
+    classes = np.frombuffer(bytearray(raw.astype(np.uint8)).translate(_ASCII_CLASSES), np.uint8)
     classes[high] = flags[:, 0][where]
-    alnum, alpha = (classes <= DIGIT).view(np.int8), (classes == LETTER).view(np.int8)
+    work = _WORK.take(len(raw))
+    alnum, alpha = np.less_equal(classes, DIGIT, out=work[0]), np.equal(classes, LETTER, out=work[1])
     alnum[high], alpha[high] = flags[:, 1][where], flags[:, 2][where]  # isalnum is more than \w minus _ there
-    return _Chars(raw, classes, alnum, alpha)
+    return _Chars(raw, classes, alnum, alpha, work[2:])
+
+
+Spans = list[tuple[int, int]]
 
 
 def _segment_counts(chars: _Chars, lengths: Sequence[int]) -> list[TextCounts]:
     """Per-text counts of joined non-empty texts of ``lengths`` characters (no count crosses a join)."""
     ends = np.cumsum(np.asarray(lengths, np.int64))
     starts = ends - np.asarray(lengths, np.int64)
-    alnum = np.add.reduceat(chars.alnum, starts, dtype=np.int32)
-    alpha = np.add.reduceat(chars.alpha, starts, dtype=np.int32)
-    tokens = _pretoken_counts(chars, starts, ends)
+    spans = list(zip(starts.tolist(), ends.tolist(), strict=True))
+    alnum = _span_counts(chars.alnum, spans)
+    alpha = _span_counts(chars.alpha, spans)
+    tokens = _pretoken_counts(chars, starts, ends, spans)
     lines, longest = _line_counts(chars, starts, ends)
-    return [TextCounts(*row) for row in zip(alnum.tolist(), alpha.tolist(), tokens.tolist(), lines.tolist(),
-                                            longest.tolist(), strict=True)]
+    return [TextCounts(*row) for row in zip(alnum, alpha, tokens.tolist(), lines.tolist(), longest.tolist(),
+                                            strict=True)]
 
 
-def _pretoken_counts(chars: _Chars, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+def _span_counts(flags: np.ndarray, spans: Spans) -> list[int]:
+    """The true values of ``flags`` in each ``[start, end)`` span (``count_nonzero`` of a view: no copy, no cast)."""
+    count = np.count_nonzero
+    return [int(count(flags[start:end])) for start, end in spans]
+
+
+def _pretoken_counts(chars: _Chars, starts: np.ndarray, ends: np.ndarray, spans: Spans) -> np.ndarray:
     """Matches of ``_PRETOKEN`` in each text, from its runs of equal classes (whitespace codes as one class).
 
     The pattern takes every maximal run of letters, digits, underscores or punctuation as one
@@ -193,25 +234,37 @@ def _pretoken_counts(chars: _Chars, starts: np.ndarray, ends: np.ndarray) -> np.
     contraction (``'s``, ``'ll``...) that starts a token makes the apostrophe and its letters
     one token where the runs count two.
 
-    Each rule looks at a pair (or triple) of neighbours; summed per text over the pairs that lie
-    inside it, so nothing is counted across the join of two texts.
+    Each rule looks at a pair (or triple) of neighbours, as one boolean array over the joined
+    texts indexed by the pair's first character; counted per text over the pairs that lie inside
+    it, so nothing is counted across the join of two texts.
     """
-    classes = chars.classes
-    white = classes >= SPACE
-    both_white = white[:-1] & white[1:]
-    # a new run starts at j + 1 (whitespace codes are one class), unless a " " at j joins it
-    starts_token = (classes[:-1] != classes[1:]) & ~both_white & ~((classes[:-1] == BLANK) & (classes[1:] <= PUNCT))
-    more_white = both_white[:-1] & ~white[2:]  # j ends a whitespace run of 2+ that text follows, at j + 1
+    classes, (white, both_white, starts_token, joins, spare) = chars.classes, chars.work
+    np.greater_equal(classes, SPACE, out=white)
+    both_white, starts_token, joins, spare = both_white[:-1], starts_token[:-1], joins[:-1], spare[:-1]
+    np.logical_and(white[:-1], white[1:], out=both_white)
+    np.not_equal(classes[:-1], classes[1:], out=starts_token)  # a new run starts at j + 1 ...
+    starts_token &= np.logical_not(both_white, out=spare)  # ... (the whitespace codes are one class) ...
+    np.equal(classes[:-1], BLANK, out=joins)
+    joins &= np.less_equal(classes[1:], PUNCT, out=spare)
+    starts_token ^= joins  # ... unless a " " at j joins it (a join is always a new run)
+    more_white = both_white[:-1]  # j ends a whitespace run of 2+ that text follows, at j + 1
+    more_white &= np.logical_not(white[2:], out=spare[:-1])
     inside = ends - starts >= 2
     crossing = ends[inside] - 2  # "before text" would be the next text's first character (none after the last)
     more_white[crossing[crossing < len(more_white)]] = False
     starts_token[:-1] |= more_white  # never both: a run start is not inside a whitespace run
-    per_pair = np.append(starts_token, False).view(np.int8)  # indexed by the pair's first character
-    bounds = np.empty(2 * len(starts), np.int64)  # [start, end - 1) of each text, then its join pair
-    bounds[0::2], bounds[1::2] = starts, ends - 1
-    inner = np.add.reduceat(per_pair, bounds, dtype=np.int32)[0::2].astype(np.int64)
-    inner[~inside] = 0  # a one-character text has no pair (reduceat gives the element itself)
+    inner = np.array(_span_counts(starts_token, [(start, end - 1) for start, end in spans]), np.int64)
     return 1 + inner - _contractions(chars, starts, ends)
+
+
+def _text_of(positions: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The text each of the ascending ``positions`` lies in (``starts``: the texts' first characters, ascending).
+
+    The texts' first positions are looked up (one search per text), and each text's index
+    repeated over its positions: no search per position.
+    """
+    first = np.searchsorted(positions, starts)
+    return np.repeat(np.arange(len(starts)), np.diff(first, append=len(positions)))
 
 
 def _contractions(chars: _Chars, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -222,10 +275,10 @@ def _contractions(chars: _Chars, starts: np.ndarray, ends: np.ndarray) -> np.nda
     whole letter run (the text ends, or a non-letter follows).
     """
     raw, classes = chars.raw, chars.classes
-    at = np.flatnonzero(raw == _APOSTROPHE)
+    at = np.flatnonzero(np.equal(raw, _APOSTROPHE, out=chars.work[-1]))
     if not len(at):
         return np.zeros(len(starts), np.int64)
-    text = np.searchsorted(starts, at, side="right") - 1
+    text = _text_of(at, starts)
     first, end, last = starts[text], ends[text], len(raw) - 1
 
     def code_point(offset: int) -> np.ndarray:  # the character ``offset`` after, 0 past the text's end
@@ -249,8 +302,8 @@ def _line_counts(chars: _Chars, starts: np.ndarray, ends: np.ndarray) -> tuple[n
     does not end with a break has one more line after its last break.
     """
     raw = chars.raw
-    breaks = np.flatnonzero(chars.classes == BREAK)
-    text = np.searchsorted(starts, breaks, side="right") - 1
+    breaks = np.flatnonzero(np.equal(chars.classes, BREAK, out=chars.work[-1]))
+    text = _text_of(breaks, starts)
     crlf_tail = (raw[breaks] == _LF) & (breaks > starts[text]) & (raw[breaks - 1] == _CR)
     following = breaks + 1  # where the next line starts
     if crlf_tail.any():  # the \n of a \r\n is no break of its own: the next line starts after it

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -193,29 +194,42 @@ def _oversized(column: pa.Array, bound: int | None) -> dict[int, int]:
     lengths = pc.binary_length(values)
     if isinstance(column, pa.DictionaryArray):
         lengths = lengths.take(column.indices)
-    over = pc.greater(lengths, bound)
-    if not pc.any(over).as_py():
-        return {}
-    rows = pc.indices_nonzero(over).to_pylist()
-    return {row: lengths[row].as_py() for row in rows}
+    # compared in numpy (a null is NaN there, never over): a pyarrow compute call with a Python
+    # number makes a pyarrow scalar, and that imports pandas (a second on the first batch)
+    sizes = lengths.to_numpy(zero_copy_only=False)
+    return {row: int(sizes[row]) for row in np.flatnonzero(sizes > bound).tolist()}
 
 
 def _column_values(column: pa.Array, skip: dict[int, int]) -> tuple[list[Any], dict[int, str]]:
-    """Python values of a column; oversized rows as :class:`Oversized`, undecodable rows reported."""
-    if not skip:
-        try:
-            return column.to_pylist(), {}
-        except UnicodeDecodeError:
-            pass  # some row is not UTF-8: decode one at a time to find it
+    """Python values of a column; oversized rows as :class:`Oversized`, undecodable rows reported.
+
+    The rows between two oversized ones are decoded together (one ``to_pylist``); only a run
+    holding a row that is not UTF-8 is decoded one row at a time, to find it.
+    """
     values: list[Any] = []
     bad: dict[int, str] = {}
-    for row in range(len(column)):
-        if row in skip:
-            values.append(Oversized(skip[row]))
-            continue
+    start = 0
+    for stop in [*sorted(skip), len(column)]:
+        values.extend(_run_values(column, start, stop, bad))
+        if stop < len(column):
+            values.append(Oversized(skip[stop]))
+        start = stop + 1
+    return values, bad
+
+
+def _run_values(column: pa.Array, start: int, stop: int, bad: dict[int, str]) -> list[Any]:
+    """Rows ``start`` to ``stop`` (exclusive) decoded; a row that is not UTF-8 is None, its error in ``bad``."""
+    if stop <= start:
+        return []
+    try:
+        return column.slice(start, stop - start).to_pylist()
+    except UnicodeDecodeError:
+        pass  # some row is not UTF-8: decode one at a time to find it
+    values: list[Any] = []
+    for row in range(start, stop):
         try:
             values.append(column[row].as_py())
         except UnicodeDecodeError as exc:
             values.append(None)
             bad[row] = f"{type(exc).__name__}: {exc}"
-    return values, bad
+    return values
