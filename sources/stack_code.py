@@ -134,9 +134,10 @@ class StackCodeSettings:
     filters: CodeFilterSettings = field(default_factory=CodeFilterSettings)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class CodeRow:
-    """One row of either layout, normalized (before any check)."""
+    """One row of either layout, normalized (before any check); not frozen: one is made per row, and
+    a frozen dataclass pays an ``object.__setattr__`` per field."""
 
     fmt: str
     repo: str

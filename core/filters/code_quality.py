@@ -138,11 +138,24 @@ def may_have_header(text: str, language: str | None = None) -> bool:
     nor a line-comment prefix of the language. C-level string scans only, so it needs no bound.
     """
     syntax = COMMENT_SYNTAX.get(language or "", _DEFAULT_SYNTAX)
-    pos = _skip_blank_lines(text, 0)
+    if text[:1].isspace() or text.startswith(_PREAMBLE_STARTS):
+        pos = _skip_blank_lines(text, 0)
+    else:  # the first line is not blank and no preamble: it is the line to look at, unstripped
+        return text.startswith(_openers(syntax))
     if _PREAMBLE.match(text[pos:pos + 8]):
         pos = _skip_blank_lines(text, _line_end(text, pos))
     line = text[pos:_line_end(text, pos)].lstrip(" \t")
-    return line.startswith((*(opener for opener, _ in syntax.block), *syntax.line))
+    return line.startswith(_openers(syntax))
+
+
+#: What :data:`_PREAMBLE` can match at the start of a text.
+_PREAMBLE_STARTS = ("#!", "<?php", "<?xml")
+
+
+@functools.cache
+def _openers(syntax: CommentSyntax) -> tuple[str, ...]:
+    """Every way a comment of ``syntax`` can open a line: block openers and line prefixes."""
+    return (*(opener for opener, _ in syntax.block), *syntax.line)
 
 
 def remove_copyright_header(text: str, language: str | None = None) -> str:

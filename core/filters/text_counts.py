@@ -210,10 +210,20 @@ def _segment_counts(chars: _Chars, lengths: Sequence[int]) -> list[TextCounts]:
     spans = list(zip(starts.tolist(), ends.tolist(), strict=True))
     alnum = _span_counts(chars.alnum, spans)
     alpha = _span_counts(chars.alpha, spans)
-    tokens = _pretoken_counts(chars, starts, ends, spans)
-    lines, longest = _line_counts(chars, starts, ends)
+    breaks, apostrophes = _marks(chars)
+    tokens = _pretoken_counts(chars, starts, ends, spans, apostrophes)
+    lines, longest = _line_counts(chars, starts, ends, breaks)
     return [TextCounts(*row) for row in zip(alnum, alpha, tokens.tolist(), lines.tolist(), longest.tolist(),
                                             strict=True)]
+
+
+def _marks(chars: _Chars) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of the line breaks and of the apostrophes: few characters, found in one scan."""
+    found = np.equal(chars.classes, BREAK, out=chars.work[-1])
+    found |= np.equal(chars.raw, _APOSTROPHE, out=chars.work[-2])
+    at = np.flatnonzero(found)
+    apostrophe = chars.raw[at] == _APOSTROPHE
+    return at[~apostrophe], at[apostrophe]
 
 
 def _span_counts(flags: np.ndarray, spans: Spans) -> list[int]:
@@ -222,7 +232,8 @@ def _span_counts(flags: np.ndarray, spans: Spans) -> list[int]:
     return [int(count(flags[start:end])) for start, end in spans]
 
 
-def _pretoken_counts(chars: _Chars, starts: np.ndarray, ends: np.ndarray, spans: Spans) -> np.ndarray:
+def _pretoken_counts(chars: _Chars, starts: np.ndarray, ends: np.ndarray, spans: Spans,
+                     apostrophes: np.ndarray) -> np.ndarray:
     """Matches of ``_PRETOKEN`` in each text, from its runs of equal classes (whitespace codes as one class).
 
     The pattern takes every maximal run of letters, digits, underscores or punctuation as one
@@ -254,7 +265,7 @@ def _pretoken_counts(chars: _Chars, starts: np.ndarray, ends: np.ndarray, spans:
     more_white[crossing[crossing < len(more_white)]] = False
     starts_token[:-1] |= more_white  # never both: a run start is not inside a whitespace run
     inner = np.array(_span_counts(starts_token, [(start, end - 1) for start, end in spans]), np.int64)
-    return 1 + inner - _contractions(chars, starts, ends)
+    return 1 + inner - _contractions(chars, starts, ends, apostrophes)
 
 
 def _text_of(positions: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -267,7 +278,7 @@ def _text_of(positions: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(len(starts)), np.diff(first, append=len(positions)))
 
 
-def _contractions(chars: _Chars, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+def _contractions(chars: _Chars, starts: np.ndarray, ends: np.ndarray, at: np.ndarray) -> np.ndarray:
     """Per text, the apostrophes where the contraction branch ``'(?:[sdmt]|ll|ve|re)`` takes the token.
 
     An apostrophe not after ``" "`` or punctuation (a text's first character has nothing before
@@ -275,7 +286,6 @@ def _contractions(chars: _Chars, starts: np.ndarray, ends: np.ndarray) -> np.nda
     whole letter run (the text ends, or a non-letter follows).
     """
     raw, classes = chars.raw, chars.classes
-    at = np.flatnonzero(np.equal(raw, _APOSTROPHE, out=chars.work[-1]))
     if not len(at):
         return np.zeros(len(starts), np.int64)
     text = _text_of(at, starts)
@@ -295,14 +305,14 @@ def _contractions(chars: _Chars, starts: np.ndarray, ends: np.ndarray) -> np.nda
     return np.bincount(text[starts_token & (single | double)], minlength=len(starts))
 
 
-def _line_counts(chars: _Chars, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _line_counts(chars: _Chars, starts: np.ndarray, ends: np.ndarray,
+                 breaks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per text, the number and the longest length of the pieces of ``str.splitlines``.
 
     A line ends at each break character, except that ``"\\r\\n"`` is one break; a text that
     does not end with a break has one more line after its last break.
     """
     raw = chars.raw
-    breaks = np.flatnonzero(np.equal(chars.classes, BREAK, out=chars.work[-1]))
     text = _text_of(breaks, starts)
     crlf_tail = (raw[breaks] == _LF) & (breaks > starts[text]) & (raw[breaks - 1] == _CR)
     following = breaks + 1  # where the next line starts

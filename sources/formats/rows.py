@@ -194,10 +194,22 @@ def _oversized(column: pa.Array, bound: int | None) -> dict[int, int]:
     lengths = pc.binary_length(values)
     if isinstance(column, pa.DictionaryArray):
         lengths = lengths.take(column.indices)
-    # compared in numpy (a null is NaN there, never over): a pyarrow compute call with a Python
-    # number makes a pyarrow scalar, and that imports pandas (a second on the first batch)
-    sizes = lengths.to_numpy(zero_copy_only=False)
+    sizes = _int_values(lengths)
     return {row: int(sizes[row]) for row in np.flatnonzero(sizes > bound).tolist()}
+
+
+def _int_values(lengths: pa.Array) -> np.ndarray:
+    """An int32/int64 Arrow array's values in numpy, a null as 0, read from its buffers.
+
+    Not ``to_numpy`` nor a compute call with a Python number: both import pandas, a second of
+    CPU on the first batch of a run that never uses it.
+    """
+    dtype = np.int64 if pa.types.is_int64(lengths.type) else np.int32
+    values = np.frombuffer(lengths.buffers()[1], dtype)[lengths.offset:lengths.offset + len(lengths)]
+    if not lengths.null_count:
+        return values
+    valid = np.unpackbits(np.frombuffer(lengths.buffers()[0], np.uint8), bitorder="little")
+    return np.where(valid[lengths.offset:lengths.offset + len(lengths)].astype(bool), values, 0)
 
 
 def _column_values(column: pa.Array, skip: dict[int, int]) -> tuple[list[Any], dict[int, str]]:
