@@ -278,6 +278,10 @@ def _text_of(positions: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(len(starts)), np.diff(first, append=len(positions)))
 
 
+#: The code points that can follow the apostrophe of a contraction (``s d m t l v r``).
+_CONTRACTION_FIRST = np.array([ord(ch) for ch in "sdmtlvr"])
+
+
 def _contractions(chars: _Chars, starts: np.ndarray, ends: np.ndarray, at: np.ndarray) -> np.ndarray:
     """Per text, the apostrophes where the contraction branch ``'(?:[sdmt]|ll|ve|re)`` takes the token.
 
@@ -286,10 +290,12 @@ def _contractions(chars: _Chars, starts: np.ndarray, ends: np.ndarray, at: np.nd
     whole letter run (the text ends, or a non-letter follows).
     """
     raw, classes = chars.raw, chars.classes
+    last = len(raw) - 1
+    at = at[np.isin(raw[np.minimum(at + 1, last)], _CONTRACTION_FIRST)]  # most apostrophes are quotes: not further
     if not len(at):
         return np.zeros(len(starts), np.int64)
     text = _text_of(at, starts)
-    first, end, last = starts[text], ends[text], len(raw) - 1
+    first, end = starts[text], ends[text]
 
     def code_point(offset: int) -> np.ndarray:  # the character ``offset`` after, 0 past the text's end
         return np.where(at + offset < end, raw[np.minimum(at + offset, last)], 0)
