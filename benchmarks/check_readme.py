@@ -97,7 +97,7 @@ CHECKS = [
     Check("dedup.py", "ours vs datasketch", 18.05, "median 18.05x", RUNS["dedup"]),
     Check("dedup.py", "ours vs rensa", 2.95, "median 2.95x", RUNS["dedup"]),
     Check("commoncrawl.py", "ours-resiliparse vs ours-nopre", 2.22, "median 2.22x", RUNS["commoncrawl"]),
-    Check("github.py", "kinda vs redpajama-loop", 6.35, "median 6.35x", RUNS["github"]),
+    Check("github.py", "kinda vs redpajama-loop", 9.05, "median 9.05x", RUNS["github"]),
     Check("stack_code.py", "kinda-full vs bare-pyarrow", 0.27, "median 0.27x", RUNS["stack_code"]),
     Check("dialogue.py", "ours vs plain [RC_generated-200000.zst]", 0.59, "median 0.59x", RUNS["dialogue"]),
     Check("latex.py", "ours vs pylatexenc", 33.7, "median 33.7x", RUNS["latex"]),
