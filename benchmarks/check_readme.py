@@ -3,6 +3,7 @@
     python benchmarks/check_readme.py --setup              # once: peer venvs under .bench-peers/
     python benchmarks/check_readme.py                      # every row, quick settings, 3 rounds
     python benchmarks/check_readme.py --rows latex.py,commoncrawl.py --rounds 5
+    python benchmarks/check_readme.py --replay check_readme.log   # judge a logged run again, running nothing
 
 Each README row names a benchmark and states a ratio against a peer run side by side. This script
 runs every benchmark in a quick setting, ``--rounds`` times, interleaved (round 1 runs every
@@ -197,6 +198,26 @@ def verdict(check: Check, values: list[float], tolerance: float) -> tuple[str, s
     return ("ok" if abs(off) <= tolerance else "FIX"), text
 
 
+def replayed(logs: Sequence[Path]) -> tuple[dict[Run, dict[str, list[float]]], dict[Run, int]]:
+    """The values, and the number of invocations, of every run recorded in earlier ``--log`` files
+    (each invocation's output follows its ``$ command`` line), so a table can be printed again
+    against the current claims, or from several runs' logs together, without re-running for hours."""
+    by_script = {run.script: run for run in RUNS.values()}
+    measured: dict[Run, dict[str, list[float]]] = {}
+    invocations: dict[Run, int] = {}
+    for log in logs:
+        for chunk in re.split(r"^\$ ", log.read_text(encoding="utf-8"), flags=re.M)[1:]:
+            header = chunk.split("\n", 1)[0]
+            script = next((s for s in by_script if f"{BENCH.name}/{s} " in header), None)
+            if script is None:
+                continue
+            run = by_script[script]
+            invocations[run] = invocations.get(run, 0) + 1
+            for metric, values in results(chunk).items():
+                measured.setdefault(run, {}).setdefault(metric, []).extend(values)
+    return measured, invocations
+
+
 def report_unchecked(rows: dict[str, str], checked: set[str]) -> None:
     """One line for every README table row this run did not measure, so the output accounts for the
     whole table: rows never re-run here (and the command that reproduces them), rows left out by
@@ -206,30 +227,15 @@ def report_unchecked(rows: dict[str, str], checked: set[str]) -> None:
     left = [row for row in rows if row not in checked and row not in NOT_RERUN]
     unselected = [row for row in left if any(c.row == row for c in CHECKS)]
     if unselected:
-        print(f"{'(not selected)':<22} checked rows left out by --rows: {', '.join(unselected)}")
+        print(f"{'(not selected)':<22} checked rows not measured in this run: {', '.join(unselected)}")
     for row in left:
         if row not in unselected:
             print(f"{row:<22} no check: add a Check line for this row")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of every benchmark (default 3)")
-    parser.add_argument("--rows", help="comma-separated benchmark files to check (default: all)")
-    parser.add_argument("--tolerance", type=float, default=0.15, help="allowed relative error of the median")
-    parser.add_argument("--peers", type=Path, default=REPO / ".bench-peers", help="where the peer venvs live")
-    parser.add_argument("--log", type=Path, default=REPO / "check_readme.log", help="every benchmark's full output")
-    parser.add_argument("--setup", action="store_true", help="create the peer venvs, then exit")
-    args = parser.parse_args(argv)
-    if args.setup:
-        setup(args.peers)
-        return 0
-    wanted = set(args.rows.split(",")) if args.rows else None
-    known = {c.row for c in CHECKS} | set(NOT_RERUN)
-    if wanted and wanted - known:
-        parser.error(f"no check for {', '.join(sorted(wanted - known))}; known rows: {', '.join(sorted(known))}")
-    checks = [c for c in CHECKS if wanted is None or c.row in wanted]
-    rows = readme_rows(REPO / "README.md")
+def measure(checks: list[Check], args: argparse.Namespace) -> tuple[dict[Run, dict[str, list[float]]], dict[Run, str]]:
+    """Every check's benchmark run ``args.rounds`` times, interleaved; (values per run and metric,
+    the runs that cannot run here and why)."""
     runs = list(dict.fromkeys(c.run for c in checks))
     skipped = {run: why for run in runs if (why := missing(run, args.peers))}
     measured: dict[Run, dict[str, list[float]]] = {run: {} for run in runs}
@@ -241,6 +247,38 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"round {round_no + 1}/{args.rounds}: {run.script}", file=sys.stderr, flush=True)
             for metric, values in run_once(run, args.peers, args.log).items():
                 measured[run].setdefault(metric, []).extend(values)
+    return measured, skipped
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of every benchmark (default 3)")
+    parser.add_argument("--rows", help="comma-separated benchmark files to check (default: all)")
+    parser.add_argument("--tolerance", type=float, default=0.15, help="allowed relative error of the median")
+    parser.add_argument("--peers", type=Path, default=REPO / ".bench-peers", help="where the peer venvs live")
+    parser.add_argument("--log", type=Path, default=REPO / "check_readme.log", help="every benchmark's full output")
+    parser.add_argument("--setup", action="store_true", help="create the peer venvs, then exit")
+    parser.add_argument("--replay", type=Path, nargs="+", metavar="LOG",
+                        help="run nothing: judge the values recorded in these --log files against the current claims")
+    args = parser.parse_args(argv)
+    if args.setup:
+        setup(args.peers)
+        return 0
+    wanted = set(args.rows.split(",")) if args.rows else None
+    known = {c.row for c in CHECKS} | set(NOT_RERUN)
+    if wanted and wanted - known:
+        parser.error(f"no check for {', '.join(sorted(wanted - known))}; known rows: {', '.join(sorted(known))}")
+    checks = [c for c in CHECKS if wanted is None or c.row in wanted]
+    rows = readme_rows(REPO / "README.md")
+    if args.replay:
+        measured, invocations = replayed(args.replay)
+        checks = [c for c in checks if c.run in measured]
+        skipped: dict[Run, str] = {}
+        rounds = ", ".join(f"{run.script} {n}" for run, n in invocations.items())
+        source = f"replayed from {', '.join(map(str, args.replay))}; invocations: {rounds}"
+    else:
+        measured, skipped = measure(checks, args)
+        source = f"{args.rounds} interleaved rounds; full output in {args.log}"
     print(f"{'row':<22} {'metric':<62} {'README':>7} {'measured min / median / max':>32}  status")
     failed = 0
     for check in checks:
@@ -254,8 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         failed += status != "ok"
         print(f"{check.row:<22} {check.metric:<62} {check.claim:>7.2f} {text:>32}  {status}")
     report_unchecked(rows, {c.row for c in checks})
-    print(f"\n{len(checks) - failed} of {len(checks)} figures within {args.tolerance:.0%}; "
-          f"{args.rounds} interleaved rounds; full output in {args.log}")
+    print(f"\n{len(checks) - failed} of {len(checks)} figures within {args.tolerance:.0%}; {source}")
     return 1 if failed else 0
 
 

@@ -68,3 +68,15 @@ def test_rows_not_measured_are_reported(capsys) -> None:
         assert any(line.startswith(row) and "not re-run" in line for line in lines), row
     assert any("not selected" in line and "wikipedia.py" in line for line in lines)
     assert not any(line.startswith("latex.py") for line in lines)
+
+
+def test_replay_reads_each_invocation_of_a_log(tmp_path: Path) -> None:
+    """--replay judges the values an earlier run logged: each `$ command` line opens one invocation."""
+    check = _check_readme()
+    log = tmp_path / "check.log"
+    result = "RESULT {\"metric\": \"ours vs pylatexenc\", \"values\": [%s]}\n"
+    log.write_text(f"$ python /r/benchmarks/latex.py --repeat 2  (rc 0, 9 s)\n{result % '30, 32'}\n"
+                   f"$ python /r/benchmarks/latex.py --repeat 2  (rc 0, 9 s)\nnoise\n{result % '34'}\n", encoding="utf-8")
+    measured, invocations = check.replayed([log])
+    assert measured == {check.RUNS["latex"]: {"ours vs pylatexenc": [30.0, 32.0, 34.0]}}
+    assert invocations == {check.RUNS["latex"]: 2}
