@@ -192,6 +192,17 @@ def test_jsonl_bad_lines_and_truncated_gzip(tmp_path: Path) -> None:
     assert reasons(stats).get("truncated_input") == 1
 
 
+def test_a_licence_list_holding_objects_is_one_drop(tmp_path: Path) -> None:
+    """A JSON export with ``[{"key": "mit"}]`` for a licence list: that row is dropped, its neighbours kept."""
+    rows = stack_table().slice(0, 3).to_pylist()
+    rows[1]["max_stars_repo_licenses"] = [{"key": "mit"}]
+    path = tmp_path / "objects.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    docs, stats = run(path)  # the cached licence lookup raised TypeError (unhashable dict): the file failed
+    assert [d.meta["path"] for d in docs] == [rows[0]["max_stars_repo_path"], rows[2]["max_stars_repo_path"]]
+    assert reasons(stats) == {"license_{'key':-'mit'}": 1}
+
+
 # -- properties -------------------------------------------------------------------------------------
 LICENCES = st.lists(st.sampled_from(["MIT", "Apache-2.0", "BSD-3-Clause", "GPL-2.0", "LGPL-3.0", "", "mit"]),
                     max_size=3)
