@@ -98,6 +98,8 @@ def _standard_payload(raw: bytes, where: str) -> Any:
         return json.loads(decoded)
     except json.JSONDecodeError as exc:
         return Drop("bad_json", where, f"{where}: {exc}")
+    except RecursionError:  # nesting deeper than the interpreter's stack: one bad line, not a failed shard
+        return Drop("bad_json", where, f"{where}: nested too deeply to parse")
 
 
 class _LineBuffer:

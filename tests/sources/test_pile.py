@@ -70,6 +70,14 @@ def test_lines_the_fast_parser_refuses_are_read_as_json_reads_them(tmp_path: Pat
         ("nan score", "unknown"), ("big", "unknown"), ("\U0001f600 pair", "B"), ("last wins", "unknown")]
 
 
+def test_a_line_nested_past_the_stack_is_one_bad_json_drop(tmp_path: Path) -> None:
+    deep = b'{"text": "deep", "meta": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    lines = [pile_line("before"), deep, pile_line("after")]
+    items = list(iter_pile(write_pile(tmp_path / "03.jsonl.zst", lines)))
+    assert [(i.reason, i.record) for i in items if isinstance(i, Drop)] == [("bad_json", "03.jsonl.zst:2")]
+    assert [i.text for i in items if isinstance(i, PileLine)] == ["before", "after"]
+
+
 def test_truncated_shard_keeps_what_was_readable(tmp_path: Path) -> None:
     full = write_pile(tmp_path / "full.jsonl.zst", [pile_line(f"text number {i} " * 50) for i in range(400)], frames=8)
     cut = tmp_path / "02.jsonl.zst"
