@@ -62,7 +62,7 @@ def read_c4_json(path: Path, location: str, source: str = SOURCE, language: str 
                     continue
                 try:
                     row = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:  # too deep: one line
                     yield Drop("invalid_json", where, f"{type(exc).__name__}: {exc}", language)
                     continue
                 if not isinstance(row, dict) or not isinstance(row.get("text"), str):

@@ -285,7 +285,7 @@ def _row_record(
     try:
         row = json.loads(line)
         repo, path = str(row["repo_name"]), str(row["path"])
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:  # RecursionError: nested too deeply
         return Drop("malformed_row", where, f"{type(exc).__name__}: {exc}")
     license_value = row.get("license")
     if license_value not in licenses:

@@ -310,8 +310,8 @@ def _slow_rows(block: bytes, first_line: int, submissions: bool, problems: list[
             row = make(json.loads(raw), number)
             _check_encodable(row)
             rows.append(row)
-        except json.JSONDecodeError as exc:
-            problems.append(LineProblem(number, "malformed_json", f"JSONDecodeError: {exc}"))
+        except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
+            problems.append(LineProblem(number, "malformed_json", f"{type(exc).__name__}: {exc}"))
         except UnicodeError as exc:  # raw bytes that are not UTF-8, or an escaped lone surrogate
             problems.append(LineProblem(number, "invalid_utf8", f"{type(exc).__name__}: {exc}",
                                         _line_record(raw, submissions)))
@@ -331,7 +331,7 @@ def _line_record(raw: bytes, submissions: bool) -> str:
     """`` (t1_<id> in t3_<link>)`` of a line that is not valid text, read with the bad bytes replaced."""
     try:
         obj = json.loads(raw.decode("utf-8", "replace"))
-    except ValueError:
+    except (ValueError, RecursionError):
         return ""
     if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
         return ""

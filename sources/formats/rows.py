@@ -98,6 +98,8 @@ def _json_object(line: bytes) -> dict[str, Any] | RowError:
         row = json.loads(line)
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
         return RowError("malformed_json", f"{type(exc).__name__}: {exc}")
+    except RecursionError:  # nested deeper than the stack: this line only
+        return RowError("malformed_json", "nested too deeply to parse")
     if not isinstance(row, dict):
         return RowError("not_object", f"a JSON {type(row).__name__}, not an object")
     return row
