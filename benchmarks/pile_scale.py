@@ -84,18 +84,30 @@ class Measured:
     tail: str
 
 
+#: Runs a command and writes the ``os.wait4`` usage of it (and its reaped descendants) to a file.
+#: It is a fresh, small interpreter: ``ru_maxrss`` of a process started straight from this one
+#: would carry this process's own peak (the reference texts it keeps, gigabytes at 10M) across
+#: the exec, and report that instead of the flow's.
+_LAUNCHER = ("import json,os,subprocess,sys;p=subprocess.Popen(sys.argv[2:]);_,s,u=os.wait4(p.pid,0);"
+             "open(sys.argv[1],'w').write(json.dumps([u.ru_utime+u.ru_stime,u.ru_maxrss,"
+             "os.waitstatus_to_exitcode(s)]))")
+
+
 def measure(argv: list[str], cwd: Path) -> Measured:
-    """Run ``argv``; ``os.wait4`` gives its CPU and the largest RSS of it and its reaped descendants."""
-    log = cwd / "command.log"
+    """Run ``argv``: its CPU and the largest RSS of it and its reaped descendants (``os.wait4``,
+    taken by a small launcher process, see ``_LAUNCHER``)."""
+    log, usage_file = cwd / "command.log", cwd / "usage.json"
+    usage_file.unlink(missing_ok=True)
     started = time.monotonic()
     with log.open("wb") as out:
-        proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYTHONPATH": str(REPO)})
-        _, status, usage = os.wait4(proc.pid, 0)
+        launcher = subprocess.run([sys.executable, "-c", _LAUNCHER, str(usage_file), *argv], cwd=cwd, stdout=out,
+                                  stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
     wall = time.monotonic() - started
     tail = log.read_text(encoding="utf-8", errors="replace")[-3000:]
-    return Measured(usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024,
-                    os.waitstatus_to_exitcode(status), tail)
+    if not usage_file.exists():
+        return Measured(0.0, wall, 0.0, launcher.returncode or 1, tail)
+    cpu_s, maxrss_kb, code = json.loads(usage_file.read_text(encoding="utf-8"))
+    return Measured(cpu_s, wall, maxrss_kb / 1024, code, tail)
 
 
 # -- generation ---------------------------------------------------------------------------------
