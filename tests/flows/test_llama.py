@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import http.server
 import json
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +20,7 @@ from flows.llama import LlamaConfig, parse_args
 from flows.registry import SOURCES
 from kinda.cli import main as kinda_main
 from sources.samples import pile as pile_sample
+from tests.serving import serve_folder
 
 
 # -- pure parts -------------------------------------------------------------------------------
@@ -164,18 +162,12 @@ def test_markers_written_before_sizes_were_recorded_still_resume(tmp_path: Path)
 def test_latest_crawl_is_looked_up_only_when_asked(tmp_path: Path) -> None:
     (tmp_path / "collinfo.json").write_text(json.dumps([{"id": "CC-MAIN-2024-10"}, {"id": "CC-MAIN-2025-05"},
                                                         {"id": "CC-MAIN-2019-30"}, {"id": "other"}]))
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
-    handler.log_message = lambda *a: None  # type: ignore[method-assign]
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/collinfo.json"
+    with serve_folder(tmp_path) as base:
+        url = f"{base}/collinfo.json"
         section = {"inputs": [LATEST_CRAWL, "CC-MAIN-2023-06"], "limit_files": 2}
         assert resolve_latest(section, url) == {"inputs": ["CC-MAIN-2025-05", "CC-MAIN-2023-06"], "limit_files": 2}
         fixed = {"inputs": ["CC-MAIN-2023-06"]}
         assert resolve_latest(fixed, "http://192.0.2.1/unreachable") is fixed  # no lookup, no network
-    finally:
-        server.shutdown()
 
 
 # -- the whole recipe through Prefect ---------------------------------------------------------

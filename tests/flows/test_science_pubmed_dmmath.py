@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 import gzip
 import hashlib
-import http.server
-import threading
 from pathlib import Path
 
 import pytest
@@ -19,6 +16,7 @@ from flows.pubmed import parse_args as pubmed_args
 from flows.pubmed import run as run_pubmed
 from sources.samples import dmmath as dmmath_sample
 from sources.samples import pubmed as pubmed_sample
+from tests.serving import serve_folder
 
 pytestmark = pytest.mark.prefect
 
@@ -82,22 +80,14 @@ def test_pubmed_abstracts_over_http_version_like_local_files(prefect_api_url: st
     """NLM serves MEDLINE over https: the versions phase reads each file's downloaded copy."""
     pubmed_sample.write_sample_inputs(tmp_path / "in")
     medline_dir = tmp_path / "in" / "medline"
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(medline_dir))
-    handler.log_message = lambda *args: None  # type: ignore[attr-defined]
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        base = f"http://127.0.0.1:{server.server_address[1]}"
+    outs = {}
+    with serve_folder(medline_dir) as base:
         urls = [f"{base}/{p.name}" for p in sorted(medline_dir.glob("*.xml.gz"))]
-        outs = {}
         for name, inputs in (("local", [str(medline_dir / "*.xml.gz")]), ("http", urls)):
             outs[name] = tmp_path / name
             args = [arg for location in inputs for arg in ("--abstracts", location)]
             config = pubmed_args([*args, "--out", str(outs[name]), "--runner", "thread"])
             assert not run_pubmed(config.model_copy(update={"progress": False})).failed
-    finally:
-        server.shutdown()
-        server.server_close()
     assert _drops(outs["http"], "pubmed_abstracts") == _drops(outs["local"], "pubmed_abstracts")
     assert "deleted_citation" in _drops(outs["http"], "pubmed_abstracts")
     assert [d.text for d in _docs(outs["http"], "pubmed_abstracts")] == [
