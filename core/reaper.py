@@ -69,7 +69,7 @@ def watch(root: int, pipe: int, interval_s: float = NOTE_INTERVAL_S) -> list[int
     noted = descendants({root: table[root][1]}, table)
     while not _ended(pipe, interval_s):
         table = process_table()
-        noted = {**descendants(noted, table), **descendants({root: table.get(root, (0, -1))[1]}, table)}
+        noted = descendants(noted, table)  # root is noted: its new children are found through it
     return kill_tree(noted)
 
 

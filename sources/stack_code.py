@@ -159,9 +159,11 @@ def stack_row(row: Mapping[str, Any], allowed: frozenset[str]) -> CodeRow:
         path, name, licenses = row.get("max_stars_repo_path"), row.get("max_stars_repo_name"), None
     if isinstance(licenses, str):  # a JSON export may hold a plain string
         licenses = [licenses]
-    # only plain string lists are remembered: a JSON export may put objects ({"key": "mit"}) in the list
-    if isinstance(licenses, list | tuple) and all(isinstance(v, str) or v is None for v in licenses):
-        judged = _listed_license(tuple(licenses), allowed)
+    if isinstance(licenses, list | tuple):
+        try:
+            judged = _listed_license(tuple(licenses), allowed)
+        except TypeError:  # unhashable items (a JSON export's [{"key": "mit"}]) cannot be remembered
+            judged = list_license(licenses, allowed)
     else:
         judged = list_license(licenses, allowed)
     return CodeRow(STACK, str(name or ""), str(path or ""), row.get("content"), judged,
