@@ -172,16 +172,25 @@ def load_yaml_file(path: Path) -> Any:
 def deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     """``top`` over ``base``: mappings merge key by key, anything else (lists too) replaces.
 
-    A dotted key (``latex.cut_appendix``) addresses a nested field, as ``--set`` does. Neither
-    argument is changed.
+    A dotted key of ``top`` itself (``latex.cut_appendix``) addresses a nested field, as ``--set``
+    does. Keys inside its values are taken as written: a mapping keyed by domain or file names
+    (``en.wikipedia.org``, ``g1.yaml``) keeps its keys whole. Neither argument is changed.
     """
     merged = dict(base)
     for key, value in top.items():
-        if "." in key:
-            head, rest = key.split(".", 1)
-            value, key = {rest: value}, head
+        head, *path = key.split(".")
+        for name in reversed(path):
+            value = {name: value}
+        merged = _merge_mappings(merged, {head: value})
+    return merged
+
+
+def _merge_mappings(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """``top`` over ``base``, key by key as written (no dotted addressing below the top level)."""
+    merged = dict(base)
+    for key, value in top.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
+            merged[key] = _merge_mappings(merged[key], value)
         else:
             merged[key] = value
     return merged

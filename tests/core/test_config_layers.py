@@ -60,6 +60,15 @@ def test_overrides_merge_by_the_one_rule(tmp_path: Path) -> None:
     assert load_layered(tmp_path / "child.yaml") == {"seed": 3, "shards": {"max_docs": 7, "max_bytes": 1000}}
 
 
+def test_only_the_top_level_keys_are_dotted_paths(tmp_path: Path) -> None:
+    """A mapping keyed by domain or file names keeps its keys whole in every layer; ``--set`` still nests."""
+    (tmp_path / "base.yaml").write_text("hosts: {en.wikipedia.org: 1}\n")
+    (tmp_path / "child.yaml").write_text("extends: base.yaml\nhosts: {de.wikipedia.org: 2, g1.yaml: 3}\n")
+    whole = {"en.wikipedia.org": 1, "de.wikipedia.org": 2, "g1.yaml": 3}
+    assert load_layered(tmp_path / "child.yaml") == {"hosts": whole}
+    assert deep_merge({"a": {"b": 1}}, {"a.c.d": 2, "a": {"x.y": 3}}) == {"a": {"b": 1, "c": {"d": 2}, "x.y": 3}}
+
+
 def test_a_recipe_layers_like_a_flow_config(tmp_path: Path) -> None:
     path = tmp_path / "mix.yaml"
     path.write_text("extends: base.yaml\nseed: 4\n")
