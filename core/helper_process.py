@@ -75,6 +75,14 @@ class HelperEnded(Exception):
     """The helper closed its end: it exited or died (segfault, abort, killed)."""
 
 
+class HelperStartError(RuntimeError):
+    """A new helper died before it took its start-up message (killed, reaped, pipes closed).
+
+    Not a :class:`HelperEnded`: no record was sent to it, so no record is to blame; a helper that
+    cannot start fails the work that needs it.
+    """
+
+
 def write_frame(stream: IO[bytes], data: bytes) -> None:
     """One frame: the length, then the bytes."""
     stream.write(_HEADER.pack(len(data)))
@@ -188,9 +196,16 @@ class HelperProcess:
         assert self.process.stdin is not None and self.process.stdout is not None
         self.requests: IO[bytes] = self.process.stdin
         self.answers: IO[bytes] = self.process.stdout
-        for stream in (self.requests, self.answers):
-            _widen_pipe(stream.fileno())
-        write_frame(self.requests, pickle.dumps((list(sys.path), target)))
+        try:
+            for stream in (self.requests, self.answers):
+                _widen_pipe(stream.fileno())
+            write_frame(self.requests, pickle.dumps((list(sys.path), target)))
+        except BaseException as exc:  # e.g. the child died at once: no process or pipe may outlive the error
+            self.kill()
+            if isinstance(exc, OSError):
+                raise HelperStartError(f"the helper for {target[:200]!r} ended before it took its start-up "
+                                       f"message (exit {self.process.returncode}): {exc}") from exc
+            raise
 
     @property
     def alive(self) -> bool:
@@ -289,6 +304,7 @@ class HelperSlot:
         if helper is not None and helper.alive:
             return helper, False
         if helper is not None:
+            self.helper = None  # reaped: a failed start below must not leave it in the slot
             helper.kill()
         self.helper = HelperProcess(self.target, self.memory_limit, self.mark)
         self.starts += 1

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from core.helper_process import Channel, HelperEnded, HelperSlot, HelperTimeout
+from core import helper_process
+from core.helper_process import Channel, HelperEnded, HelperSlot, HelperStartError, HelperTimeout
 
 TARGETS = Path(__file__).stem
 
@@ -63,3 +66,22 @@ def test_a_helper_past_its_deadline_is_killed_and_replaced() -> None:
     assert helper.exit_code() == -signal.SIGKILL
     assert slot.running()[1] and slot.starts == 2
     slot.close()
+
+
+def test_a_helper_that_dies_at_once_leaves_no_process_or_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start-up message fails (the child exited): the child is reaped and both pipes closed."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    class Recorded(subprocess.Popen):  # type: ignore[type-arg]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    monkeypatch.setattr(subprocess, "Popen", Recorded)
+    monkeypatch.setattr(helper_process, "_BOOTSTRAP", "import os;os._exit(3)")
+    target = "x" * (4 << 20)  # a start-up message larger than the pipe: the write meets the closed end
+    with pytest.raises(HelperStartError, match=r"ended before it took its start-up message \(exit 3\)"):
+        HelperSlot(target, mark=True).running()
+    [process] = started
+    assert process.returncode == 3 and process.stdin is not None and process.stdout is not None
+    assert process.stdin.closed and process.stdout.closed
