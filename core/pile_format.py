@@ -17,7 +17,6 @@ never joined, so one corrupt shard with a gigabyte without a newline cannot exha
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ import orjson
 
 from core.compressed import CODEC_ERRORS, TruncatedInputError, open_binary, zstd_chunks
 from core.document import Drop
+from core.json_line import parse_json_line
 
 UNKNOWN_SET = "unknown"
 _READ_SIZE = 1 << 20
@@ -95,11 +95,9 @@ def _standard_payload(raw: bytes, where: str) -> Any:
     except UnicodeDecodeError as exc:
         return Drop("invalid_utf8", where, f"{where}: {exc}")
     try:
-        return json.loads(decoded)
-    except json.JSONDecodeError as exc:
+        return parse_json_line(decoded)
+    except ValueError as exc:  # not JSON, or nested too deeply: one bad line, not a failed shard
         return Drop("bad_json", where, f"{where}: {exc}")
-    except RecursionError:  # nesting deeper than the interpreter's stack: one bad line, not a failed shard
-        return Drop("bad_json", where, f"{where}: nested too deeply to parse")
 
 
 class _LineBuffer:

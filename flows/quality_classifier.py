@@ -13,7 +13,6 @@ The report (precision/recall of the positive class) is printed, saved beside the
 from __future__ import annotations
 
 import gzip
-import json
 import random
 import sys
 from pathlib import Path
@@ -24,6 +23,7 @@ from pydantic import Field
 from core.atomic import write_json_atomic
 from core.config import PipelineConfig
 from core.document import Document
+from core.json_line import parse_json_line
 from flows._cli import Flag, FlowCLI
 from flows._lazy import NO_CACHE, LazyImport, flow, task
 from flows._source_flow import expand_locations
@@ -68,8 +68,8 @@ def read_texts(location: str, min_chars: int) -> list[str]:
         with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
             for line in handle:
                 try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
+                    row = parse_json_line(line)
+                except ValueError:  # not JSON, or nested too deeply
                     continue
                 if isinstance(row, dict) and isinstance(row.get("text"), str):
                     texts.append(row["text"])

@@ -15,7 +15,6 @@ language ID.
 from __future__ import annotations
 
 import gzip
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from core.filters.c4_rules import (
 )
 from core.filters.ccnet import TidyLines
 from core.filters.langid import LanguageID
+from core.json_line import parse_json_line
 from core.steps import Filter, Record, Step
 from sources.commoncrawl import GroupedDedupRecipe, Units, warc_records
 from sources.formats.html_text import ExtractOptions
@@ -61,8 +61,8 @@ def read_c4_json(path: Path, location: str, source: str = SOURCE, language: str 
                 if not raw.strip():
                     continue
                 try:
-                    row = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:  # too deep: one line
+                    row = parse_json_line(raw)
+                except ValueError as exc:  # not JSON, not UTF-8, or nested too deeply: this line only
                     yield Drop("invalid_json", where, f"{type(exc).__name__}: {exc}", language)
                     continue
                 if not isinstance(row, dict) or not isinstance(row.get("text"), str):

@@ -59,6 +59,7 @@ import zstandard
 
 from core.compressed import CODEC_ERRORS, TruncatedInputError, WindowTooLargeError, open_binary, zstd_chunks
 from core.document import Document, Drop, InputSpec, make_doc_id
+from core.json_line import NestedTooDeep, parse_json_line
 from core.steps import Record, Step
 
 log = logging.getLogger(__name__)
@@ -307,10 +308,10 @@ def _slow_rows(block: bytes, first_line: int, submissions: bool, problems: list[
             problems.append(LineProblem(number, "line_too_long", f"a line over {MAX_LINE_BYTES} bytes, skipped"))
             continue
         try:
-            row = make(json.loads(raw), number)
+            row = make(parse_json_line(raw), number)
             _check_encodable(row)
             rows.append(row)
-        except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
+        except (json.JSONDecodeError, NestedTooDeep) as exc:
             problems.append(LineProblem(number, "malformed_json", f"{type(exc).__name__}: {exc}"))
         except UnicodeError as exc:  # raw bytes that are not UTF-8, or an escaped lone surrogate
             problems.append(LineProblem(number, "invalid_utf8", f"{type(exc).__name__}: {exc}",
@@ -330,8 +331,8 @@ def _check_encodable(row: dict[str, Any]) -> None:
 def _line_record(raw: bytes, submissions: bool) -> str:
     """`` (t1_<id> in t3_<link>)`` of a line that is not valid text, read with the bad bytes replaced."""
     try:
-        obj = json.loads(raw.decode("utf-8", "replace"))
-    except (ValueError, RecursionError):
+        obj = parse_json_line(raw.decode("utf-8", "replace"))
+    except ValueError:
         return ""
     if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
         return ""

@@ -24,7 +24,6 @@ Two ways one bad row used to cost a whole file, or all the memory:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -33,6 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from core.json_line import parse_json_line
 
 #: How many decoded bytes one Parquet batch aims at (a batch is never smaller than one row).
 BATCH_BYTES = 64 << 20
@@ -95,11 +96,9 @@ def json_rows(handle: LineSource, max_line_bytes: int) -> Iterator[dict[str, Any
 
 def _json_object(line: bytes) -> dict[str, Any] | RowError:
     try:
-        row = json.loads(line)
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+        row = parse_json_line(line)
+    except ValueError as exc:  # not JSON, not UTF-8, or nested too deeply: this line only
         return RowError("malformed_json", f"{type(exc).__name__}: {exc}")
-    except RecursionError:  # nested deeper than the stack: this line only
-        return RowError("malformed_json", "nested too deeply to parse")
     if not isinstance(row, dict):
         return RowError("not_object", f"a JSON {type(row).__name__}, not an object")
     return row

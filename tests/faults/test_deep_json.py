@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 
 from core.document import Document, Drop, InputSpec
+from core.pile_format import PileLine, iter_pile
+from flows.quality_classifier import read_texts
 from sources.c4 import read_c4_json
 from sources.github import GithubRecipe
 from sources.reddit import RedditRecipe
@@ -75,3 +77,22 @@ def test_reddit(tmp_path: Path) -> None:
     docs, drops = split(list(RedditRecipe().read(InputSpec(str(path), path, path.name))))
     assert [(d.reason, d.record) for d in drops] == [("malformed_json", f"{path}: line {n}") for n in (2, 3)]
     assert [d.text for d in docs] == ["A: first\n\nB: last"]
+
+
+def test_pile_shard(tmp_path: Path) -> None:
+    """orjson refuses the deep line; the standard library's second reading meets it."""
+    path = tmp_path / "00.jsonl"
+    lines = [json.dumps({"text": "first"}).encode(), deep({"text": "deep"}), json.dumps({"text": "last"}).encode()]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    records = list(iter_pile(path))
+    assert [(r.reason, r.record) for r in records if isinstance(r, Drop)] == [("bad_json", "00.jsonl:2")]
+    assert [r.text for r in records if isinstance(r, PileLine)] == ["first", "last"]
+
+
+def test_quality_classifier_pages(tmp_path: Path) -> None:
+    """The classifier's training pages skip the deep line (it failed the whole file before)."""
+    path = tmp_path / "pages.jsonl"
+    lines = [json.dumps({"text": "first page"}).encode(), deep({"text": "deep page"}),
+             json.dumps({"text": "last page"}).encode()]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    assert read_texts(str(path), min_chars=1) == ["first page", "last page"]
