@@ -5,8 +5,12 @@
 
 One task per Pile shard (signatures, exact hashes, band keys for every layout in
 ``index_layouts``); shards already in the index are skipped, finished parts of an interrupted
-run are reused; the flow process alone rewrites ``index.json``. Parameters come from
-``configs/dedup.yaml`` (``minhash``, ``index_layouts``) so the dedup flow matches them.
+run are reused; the flow process alone rewrites ``index.json``. Parts are handed out largest
+shard first, so the workers run out of parts at about the same time (the last part is a small
+one); part numbers and names follow the shards' order, so the index's bytes do not depend on the
+worker count. On ``--runner dask`` a local cluster runs with Dask's housekeeping slowed down
+(:mod:`flows._dask_settings`): with as many workers as cores it competes with the parts.
+Parameters come from ``configs/dedup.yaml`` (``minhash``, ``index_layouts``) so the dedup flow matches them.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import Field
 
 from flows._cli import Flag, FlowCLI
+from flows._dask_settings import quiet_cluster
 from flows._dedup_config import DedupConfig
 from flows._lazy import NO_CACHE, LazyImport, flow, task
+from flows._runtime import make_task_runner
 from flows._source_flow import expand_locations
 
 if TYPE_CHECKING:
@@ -66,11 +72,11 @@ def pile_index_flow(config: PileIndexConfig) -> ReferenceIndex:
     shards = [Path(p) for p in expand_locations(config.inputs)]
     planned = index.plan(shards)
     logger.info("%d of %d shards are new to %s", len(planned), len(shards), config.index)
-    futures = [index_task.submit(shard, index.root, no, name, index.minhash, index.layouts, config.pile_max_line_bytes,
-                                 index.signature_bits)
-               for shard, no, name in planned]
+    futures = {no: index_task.submit(shard, index.root, no, name, index.minhash, index.layouts,
+                                     config.pile_max_line_bytes, index.signature_bits)
+               for shard, no, name in largest_first(planned)}
     parts = []
-    for future in futures:
+    for _, future in sorted(futures.items()):
         try:
             parts.append(future.result())
         except Exception as exc:  # one unreadable shard must not lose the others
@@ -91,13 +97,29 @@ def pile_index_flow(config: PileIndexConfig) -> ReferenceIndex:
     return index
 
 
+def largest_first(planned: list[tuple[Path, int, str]]) -> list[tuple[Path, int, str]]:
+    """The planned parts by shard size, largest first (equal sizes in part order).
+
+    With parts taken in this order by whichever worker is free, the last ones to start are the
+    smallest, so no worker is left building one large part while the others have nothing to do.
+    """
+    return sorted(planned, key=lambda item: (-item[0].stat().st_size, item[1]))
+
+
+def run_index(config: PileIndexConfig) -> ReferenceIndex:
+    """The flow on the configured task runner (a local Dask cluster with :func:`quiet_cluster`)."""
+    with quiet_cluster(config.runner):
+        return pile_index_flow.with_options(task_runner=make_task_runner(config))(config)
+
+
 def report(index: ReferenceIndex) -> int:
     """What the command prints after a run."""
     print(f"index {index.root}: {len(index.parts)} parts, {index.documents} documents")
     return 0
 
 
-cli = FlowCLI(pile_index_flow, PileIndexConfig, "dedup.yaml", __doc__, report=report, out_is_root=False, flags=[
+cli = FlowCLI(pile_index_flow, PileIndexConfig, "dedup.yaml", __doc__, report=report, runner=run_index,
+              out_is_root=False, flags=[
     Flag("--inputs", "inputs", "Pile shard path or glob (repeatable)", many=True),
     Flag("--index", "index", "index directory (created if absent)", type=Path),
 ])

@@ -1,0 +1,54 @@
+"""How the Pile index hands its parts to Dask workers: largest shard first, on a quiet cluster.
+
+Byte identity of the index across worker counts (with these settings and this order) is proven
+by ``test_pile_workers.py``; here the two choices themselves, fast.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from flows._dask_settings import QUIET_CLUSTER, quiet_cluster
+from flows.pile_index import largest_first
+
+dask = pytest.importorskip("dask")
+distributed = pytest.importorskip("distributed")
+
+
+def test_parts_go_out_largest_shard_first_ties_in_part_order(tmp_path: Path) -> None:
+    sizes = {"00.jsonl.zst": 30, "01.jsonl.zst": 500, "02.jsonl.zst": 30, "03.jsonl.zst": 90}
+    planned = []
+    for no, (name, size) in enumerate(sizes.items()):
+        (tmp_path / name).write_bytes(b"x" * size)
+        planned.append((tmp_path / name, no, f"{no:05d}-{name}"))
+    assert [no for _, no, _ in largest_first(planned)] == [1, 3, 0, 2]
+    assert sorted(largest_first(planned), key=lambda item: item[1]) == planned  # same parts, same names
+
+
+def test_quiet_settings_hold_for_a_dask_run_only_and_are_undone() -> None:
+    before = {key: dask.config.get(key) for key in QUIET_CLUSTER}
+    with quiet_cluster("process"):
+        assert {key: dask.config.get(key) for key in QUIET_CLUSTER} == before
+    with quiet_cluster("dask"):
+        assert {key: dask.config.get(key) for key in QUIET_CLUSTER} == QUIET_CLUSTER
+    assert {key: dask.config.get(key) for key in QUIET_CLUSTER} == before
+
+
+def test_a_setting_the_user_made_is_kept() -> None:
+    with dask.config.set({"distributed.admin.tick.interval": "7ms"}), quiet_cluster("dask"):
+        assert dask.config.get("distributed.admin.tick.interval") == "7ms"
+        assert dask.config.get("distributed.worker.profile.enabled") is False
+
+
+def test_a_local_clusters_worker_process_runs_with_the_quiet_settings() -> None:
+    """The settings are made in the flow process; the worker is another process, started by its nanny."""
+    with quiet_cluster("dask"), distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                                         dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        seen = client.run(lambda: (os.getpid(), {key: dask.config.get(key) for key in QUIET_CLUSTER}))
+    (pid, settings), = seen.values()
+    assert pid != os.getpid()
+    assert settings == QUIET_CLUSTER
