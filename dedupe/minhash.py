@@ -10,10 +10,11 @@ and an empty document has every value at 2**32 - 1. This module computes exactly
 made here equals ``datasketch.MinHash(num_perm, seed, hashfunc=...)`` fed the same shingles
 (tested), and can be put into datasketch's ``MinHashLSH`` or Redis storage unchanged.
 
-Speed comes from doing it for a whole batch at once, one permutation at a time: multiply, add
-and ``minimum.reduceat`` over the concatenated shingle values of all documents (long contiguous
-uint32 arrays, so numpy's SIMD loops do the work), with wrapping uint32 arithmetic standing in
-for the ``mod 2**32``.
+:meth:`MinHasher.signatures` runs the compiled kernel (:mod:`dedupe.minhash_kernel`): bytes to
+signatures in one pass per document, no shingle array in memory. :meth:`MinHasher.signatures_from_hashes`
+(for shingle values already at hand, e.g. books' distinct values) does it with numpy, one
+permutation at a time: multiply, add and ``minimum.reduceat`` over the concatenated values of
+all documents, with wrapping uint32 arithmetic standing in for the ``mod 2**32``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dedupe.shingles import ShingleConfig, shingle_hashes
+from dedupe.shingles import ShingleConfig, lowered_batch, shingle_constants
 
 U32 = np.uint32
 EMPTY_VALUE = np.uint32(0xFFFFFFFF)
@@ -82,6 +83,8 @@ class MinHasher:
         if self.config.num_perm < 1:
             raise ValueError("num_perm must be positive")
         self.a, self.b = datasketch_permutations(self.config.num_perm, self.config.seed)
+        self.a.setflags(write=False)
+        self.b.setflags(write=False)
 
     def signatures(self, texts: Sequence[str], encoded: Sequence[bytes] | None = None,
                    others: Sequence[str] | None = None) -> np.ndarray:
@@ -91,8 +94,13 @@ class MinHasher:
         their non-ASCII characters (:func:`core.exact.non_ascii_chars`), when the caller needs
         them too, so each is computed once.
         """
-        hashes, offsets = shingle_hashes(texts, self.config.shingles, encoded, others)
-        return self.signatures_from_hashes(to_hashfunc_value(hashes), offsets)
+        from dedupe import minhash_kernel as kernel  # numba: imported on first use only
+
+        data, offsets = lowered_batch(texts, encoded, others)
+        out = np.full((len(texts), self.config.num_perm), EMPTY_VALUE, dtype=U32)
+        kernel.signatures_into(data, offsets, *kernel.tables(), shingle_constants(self.config.shingles.ngram),
+                               self.a, self.b, out)
+        return out
 
     def signatures_from_hashes(self, values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Signatures from 32-bit ``hashfunc`` values, document ``i`` owning ``values[offsets[i]:offsets[i+1]]``."""

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dedupe import minhash as mh
-from dedupe import shingles as sh
+from dedupe import minhash_kernel
 from dedupe.minhash import EMPTY_VALUE, MinHashConfig, MinHasher, estimated_jaccard, fmix32, is_empty
 from dedupe.shingles import ShingleConfig, reference_shingle_hash, shingle_items
 
@@ -72,12 +72,10 @@ def test_batching_does_not_change_signatures(texts: list[str], seed: int) -> Non
 MIXED_BATCH = [*TEXTS, "two words", " ".join(f"w{i % 13}" for i in range(700)), "...", "a b c d e f"]
 
 
-@pytest.mark.parametrize("window", [1, 7, 600, 4096])
-def test_cutting_the_batch_into_small_windows_keeps_datasketch_signatures(monkeypatch, window: int) -> None:
-    """Documents split across shingle windows, word-hash chunks and window blocks still match."""
-    monkeypatch.setattr(mh, "CHUNK_SHINGLES", window)
-    monkeypatch.setattr(sh, "WINDOW_BLOCK", max(window // 3, 1))
-    monkeypatch.setattr(sh, "CHUNK_BYTES", 300)
+@pytest.mark.parametrize("piece_bytes", [1, 7, 600, 4096])
+def test_reading_documents_in_small_pieces_keeps_datasketch_signatures(monkeypatch, piece_bytes: int) -> None:
+    """Documents read in pieces (words and shingle windows crossing piece edges) still match."""
+    monkeypatch.setattr(minhash_kernel, "PIECE_BYTES", piece_bytes)
     config = MinHashConfig(num_perm=16, seed=3)
     ours = MinHasher(config).signatures(MIXED_BATCH)
     for row, text in zip(ours, MIXED_BATCH, strict=True):

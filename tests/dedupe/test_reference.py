@@ -15,7 +15,7 @@ import zstandard
 from core.document import Document
 from core.exact import exact_hash
 from core.shards import ShardWriter
-from dedupe import reference, shingles
+from dedupe import minhash_kernel, reference, shingles
 from dedupe.lsh import BandLayout, JoinSettings, SignaturePart, SignatureStore, save_signatures, verify_pairs
 from dedupe.minhash import MinHashConfig, MinHasher, is_empty
 from dedupe.reference import (
@@ -164,7 +164,7 @@ def test_part_bytes_equal_the_per_text_oracle(tmp_path: Path, monkeypatch) -> No
     texts += ["plain ascii text only " * 30, "  \u2003 ", "x", "Long " + "word " * 3000]
     shard = write_pile(tmp_path / "00.jsonl.zst", texts)
     monkeypatch.setattr(reference, "BATCH_DOCS", 37)  # several batches, one of them partial
-    monkeypatch.setattr(shingles, "CHUNK_BYTES", 4096)  # the long document takes the split path
+    monkeypatch.setattr(minhash_kernel, "PIECE_BYTES", 4096)  # the long document is read in pieces
     index_pile_shard(shard, tmp_path / "new", 0, "p", MinHashConfig(), LAYOUTS)
     monkeypatch.setattr(reference, "PartBuilder", _PerTextPartBuilder)
     monkeypatch.setattr(shingles, "_lowerable_bytes", lambda text, _raw, _others=None: text.lower().encode("utf-8", "surrogatepass"))

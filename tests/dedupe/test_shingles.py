@@ -1,4 +1,4 @@
-"""Vectorized shingle hashes equal the slow per-shingle reference, for any text."""
+"""The kernel's shingle hashes equal the slow per-shingle reference, for any text."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dedupe import minhash_kernel
 from dedupe import shingles as sh
 from dedupe.shingles import ShingleConfig, reference_shingle_hash, shingle_hashes, shingle_items
 
@@ -43,17 +44,27 @@ def test_non_ascii_text_and_documents_do_not_leak_into_each_other() -> None:
     assert _vectorized(texts, 3)[3] == alone
 
 
-def test_big_document_is_split_at_separators_with_the_same_hashes(monkeypatch) -> None:
-    text = " ".join(f"w{i % 97}x{i}" for i in range(3000))
+def test_big_document_read_in_pieces_has_the_same_hashes(monkeypatch) -> None:
+    text = " ".join(f"w{i % 97}x{i}" for i in range(3000)) + " " + "z" * 2500 + " end"
     expected = _vectorized([text], 5)
-    monkeypatch.setattr(sh, "CHUNK_BYTES", 1000)
+    assert expected[0] == _reference([text], 5)[0]
+    monkeypatch.setattr(minhash_kernel, "PIECE_BYTES", 1000)  # words and windows cross piece edges
     assert _vectorized([text, "tail words here"], 5)[0] == expected[0]
 
 
+#: Any code point, lone surrogates included (texts are encoded with ``surrogatepass``).
+ANY_TEXT = st.text(alphabet=st.characters(exclude_categories=()), max_size=80)
+
+
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.text(alphabet=st.characters(codec="utf-8"), max_size=80), max_size=6), st.integers(1, 6))
-def test_vectorized_equals_reference_for_any_text(texts: list[str], ngram: int) -> None:
-    assert _vectorized(texts, ngram) == _reference(texts, ngram)
+@given(st.lists(ANY_TEXT, max_size=6), st.integers(1, 6), st.sampled_from([1, 2, 5, 64, 1 << 14]))
+def test_kernel_equals_reference_for_any_text(texts: list[str], ngram: int, piece_bytes: int) -> None:
+    saved = minhash_kernel.PIECE_BYTES
+    minhash_kernel.PIECE_BYTES = piece_bytes  # hypothesis cannot take the function-scoped monkeypatch fixture
+    try:
+        assert _vectorized(texts, ngram) == _reference(texts, ngram)
+    finally:
+        minhash_kernel.PIECE_BYTES = saved
 
 
 def test_ascii_lowering_of_the_chosen_bytes_is_str_lower() -> None:

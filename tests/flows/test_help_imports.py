@@ -1,6 +1,6 @@
 """``--help`` of every flow and of ``kinda`` stays off the heavy imports (issue 23: under 0.5 CPU-s).
 
-Importing Prefect costs ~2 CPU-s, pyarrow, DuckDB and numpy ~0.3 together: a flow's ``--help``
+Importing Prefect costs ~2 CPU-s, pyarrow, DuckDB and numpy ~0.3 together (numba ~0.3 more): a flow's ``--help``
 (and the source registry, which imports every source's flow module) must pay for none of them.
 One subprocess runs each command's ``--help`` in turn (runpy, as ``python -m`` does) and reports
 the heavy modules that are loaded after each; a module that pulls one in at import time (a
@@ -20,7 +20,7 @@ from flows.registry import SOURCES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: What no ``--help`` may import (``kinda`` reads the manifest with DuckDB: allowed there).
-HEAVY = ("prefect", "pyarrow", "pandas", "torch", "datasets", "transformers", "numpy", "duckdb")
+HEAVY = ("prefect", "pyarrow", "pandas", "torch", "datasets", "transformers", "numpy", "duckdb", "numba")
 KINDA_ALLOWED = {"duckdb"}
 
 #: Runs ``python -m <module> --help`` for each argument (``kinda``: the console script's main) in
