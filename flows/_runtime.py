@@ -30,6 +30,7 @@ from typing import Any
 
 from core import lifeline
 from core.config import PipelineConfig
+from flows import _prefect_reuse
 from flows._logs import quiet_environment_errors
 
 log = logging.getLogger(__name__)
@@ -203,6 +204,7 @@ class _Pool:
     def __init__(self, workers: int, out: Path) -> None:
         from prefect.task_runners import ProcessPoolTaskRunner
 
+        _prefect_reuse.reuse_serialized_settings()
         self.workers, self.out, self.users = workers, out, 0
         context = _worker_context()
         # Prefect's own forwarding of worker logs and events to the API, hosted here for the pool's life
@@ -311,6 +313,7 @@ def _start_pool_worker(queue: Any, parent_pid: int, out: str) -> None:
     from prefect.client import orchestration
 
     orchestration.ssl = _SharedSslContexts(orchestration.ssl)  # type: ignore[assignment]
+    _prefect_reuse.reuse_hydrated_settings()
     task_runners._initialize_process_pool_worker(queue)
 
 
