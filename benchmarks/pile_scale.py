@@ -8,13 +8,16 @@
 
 With ``--compare-workers 1,2`` only the build runs: the same reference is indexed with each worker
 count (``--runner dask`` unless another runner is named), ``--rounds`` times in interleaved order
-(1, 2, then 2, 1, ...), each into a fresh index folder. Reported per run: wall, CPU of the process
-tree, peak RSS and the load average around it; then the speed-up (median wall with the first count
-over median wall with the last), the CPU ratio, whether every index file is byte-identical across
-all runs (sha256 of each; ``index.json`` and ``parts/*.json`` hashed without the parts' build
-``seconds``, the one field that times the run), and what caps the speed-up: the fixed cost of a
-run (measured each round by a build of a 50-document, one-shard reference with the same count),
-the speed-up less it, and the parts' makespan on N workers taking them in order.
+(1, 2, then 2, 1, ...), each into a fresh index folder, while the CPU of every process of the build
+is polled once a second. Reported per worker count (medians): wall, CPU of the process tree, the
+parts' task time and CPU (the Dask workers' task threads), the window in which the parts ran and
+the wall outside it (start-up, commit, shutdown), and the CPU that is not the parts' by process
+(the flow process with the Dask scheduler and nannies, the Prefect server, the workers' main
+threads: imports and Dask's event loop), in all and as a share of a core during the window (what
+competed with the parts). Then the speed-up (median wall with the first count over the last), the
+ideal speed-up from those figures, and whether every index file is byte-identical across all
+runs (sha256 of each; ``index.json`` and ``parts/*.json`` hashed without the parts' build
+``seconds``, the one field that times the run).
 
 Per reference size N, the way a user runs it:
 
@@ -50,8 +53,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -82,6 +86,80 @@ class Measured:
     peak_rss_mb: float
     returncode: int
     tail: str
+    samples: list[Sample] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The cumulative CPU of each process of a command's tree at one moment (see :class:`TreeSampler`)."""
+
+    at_s: float
+    #: pid -> (role, CPU-s of the process, CPU-s of its main thread)
+    cpu: dict[int, tuple[str, float, float]]
+
+
+#: What a process of a build is, by a piece of its command line (the first match wins); a Dask
+#: worker is started by its nanny through multiprocessing's spawn.
+ROLES = (("flows.pile_index", "flow"), ("uvicorn", "prefect server"), ("spawn_main", "dask worker"))
+
+
+def role_of(cmdline: list[str]) -> str:
+    line = " ".join(cmdline)
+    return next((role for piece, role in ROLES if piece in line), "other")
+
+
+class TreeSampler:
+    """Polls the CPU of every process under ``root`` (and of each one's main thread) every ``every_s``.
+
+    ``os.wait4`` gives the tree's total only; this tells the flow process (Prefect client, Dask
+    scheduler and nannies), the Prefect server and each Dask worker apart, and in a worker its
+    main thread (start-up imports, Dask's event loop) from the threads that run the parts. A
+    process's CPU after its last poll is missed (at most ``every_s`` of it); the report shows
+    the tree's total beside the sum. The polling runs in this process, beside the build: one
+    poll of a build's ~6 processes costs a few milliseconds of CPU.
+    """
+
+    def __init__(self, root: int, every_s: float = 1.0) -> None:
+        import psutil
+
+        self.root, self.every_s = psutil.Process(root), every_s
+        self.samples: list[Sample] = []
+        self.roles: dict[int, str] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, name="tree-sampler", daemon=True)
+
+    def __enter__(self) -> TreeSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _poll(self) -> None:
+        started = time.monotonic()
+        while not self._stop.is_set():
+            self.samples.append(Sample(time.monotonic() - started, self._read()))
+            self._stop.wait(self.every_s)
+
+    def _read(self) -> dict[int, tuple[str, float, float]]:
+        import psutil
+
+        cpu: dict[int, tuple[str, float, float]] = {}
+        try:
+            processes = self.root.children(recursive=True)
+        except psutil.Error:  # the launcher is gone: the command ended
+            return cpu
+        for process in processes:
+            try:
+                with process.oneshot():
+                    times = process.cpu_times()
+                    main = sum(t.user_time + t.system_time for t in process.threads() if t.id == process.pid)
+                    role = self.roles.get(process.pid) or self.roles.setdefault(process.pid, role_of(process.cmdline()))
+            except psutil.Error:  # ended between the listing and the read
+                continue
+            cpu[process.pid] = (role, times.user + times.system, main)
+        return cpu
 
 
 #: Runs a command and writes the ``os.wait4`` usage of it (and its reaped descendants) to a file.
@@ -93,21 +171,80 @@ _LAUNCHER = ("import json,os,subprocess,sys;p=subprocess.Popen(sys.argv[2:]);_,s
              "os.waitstatus_to_exitcode(s)]))")
 
 
-def measure(argv: list[str], cwd: Path) -> Measured:
+def measure(argv: list[str], cwd: Path, by_process: bool = False) -> Measured:
     """Run ``argv``: its CPU and the largest RSS of it and its reaped descendants (``os.wait4``,
-    taken by a small launcher process, see ``_LAUNCHER``)."""
+    taken by a small launcher process, see ``_LAUNCHER``); with ``by_process``, also the CPU of
+    each process over time (:class:`TreeSampler`)."""
     log, usage_file = cwd / "command.log", cwd / "usage.json"
     usage_file.unlink(missing_ok=True)
     started = time.monotonic()
+    samples: list[Sample] = []
     with log.open("wb") as out:
-        launcher = subprocess.run([sys.executable, "-c", _LAUNCHER, str(usage_file), *argv], cwd=cwd, stdout=out,
-                                  stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+        launcher = subprocess.Popen([sys.executable, "-c", _LAUNCHER, str(usage_file), *argv], cwd=cwd, stdout=out,
+                                    stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)})
+        if by_process:
+            with TreeSampler(launcher.pid) as sampler:
+                launcher.wait()
+            samples = sampler.samples
+        launcher.wait()
     wall = time.monotonic() - started
     tail = log.read_text(encoding="utf-8", errors="replace")[-3000:]
     if not usage_file.exists():
-        return Measured(0.0, wall, 0.0, launcher.returncode or 1, tail)
+        return Measured(0.0, wall, 0.0, launcher.returncode or 1, tail, samples)
     cpu_s, maxrss_kb, code = json.loads(usage_file.read_text(encoding="utf-8"))
-    return Measured(cpu_s, wall, maxrss_kb / 1024, code, tail)
+    return Measured(cpu_s, wall, maxrss_kb / 1024, code, tail, samples)
+
+
+#: The CPU of a build, split: the parts themselves, and the rest by process.
+TASKS, WORKER_MAIN, UNSAMPLED = "dask worker tasks", "dask worker main threads", "not sampled"
+
+
+def split_sample(sample: Sample) -> dict[str, float]:
+    """CPU-s by role in one sample; a Dask worker's split into its main thread and its other
+    threads (the ones that run the parts, and Prefect's log and event shipping for them)."""
+    split: dict[str, float] = {}
+    for role, cpu, main in sample.cpu.values():
+        if role == "dask worker":
+            split[WORKER_MAIN] = split.get(WORKER_MAIN, 0.0) + main
+            split[TASKS] = split.get(TASKS, 0.0) + cpu - main
+        else:
+            split[role] = split.get(role, 0.0) + cpu
+    return split
+
+
+@dataclass(frozen=True)
+class CpuSplit:
+    """Where a build's CPU went: by role over the run, and by role while the parts ran (the window,
+    from ``start_s`` after the launch for ``window_s``)."""
+
+    total: dict[str, float]
+    start_s: float
+    window_s: float
+    in_window: dict[str, float]
+
+
+def cpu_split(measured: Measured) -> CpuSplit:
+    """The CPU of a sampled build by role, in all and in the parts' window.
+
+    The window runs from the last poll before the workers' part threads used any CPU to the
+    first poll that found all of their CPU (±1 poll); in it, everything but the parts competes
+    with them for the cores. Each role's CPU is summed over its processes as last polled (a
+    process that ended counts with its last poll); what the polls missed is :data:`UNSAMPLED`.
+    """
+    last: dict[int, tuple[str, float, float]] = {}
+    timeline = []
+    for sample in measured.samples:
+        last.update(sample.cpu)
+        timeline.append((sample.at_s, split_sample(Sample(sample.at_s, dict(last)))))
+    if not timeline:
+        return CpuSplit({}, 0.0, 0.0, {})
+    at_end = timeline[-1][1]
+    total = {**at_end, UNSAMPLED: max(measured.cpu_s - sum(at_end.values()), 0.0)}
+    final = at_end.get(TASKS, 0.0)
+    start = max((i for i, (_, split) in enumerate(timeline) if split.get(TASKS, 0.0) <= 0.05), default=0)
+    end = min((i for i, (_, split) in enumerate(timeline) if split.get(TASKS, 0.0) >= final - 0.05), default=start)
+    (t0, first), (t1, second) = timeline[start], timeline[max(end, start)]
+    return CpuSplit(total, t0, t1 - t0, {role: second.get(role, 0.0) - first.get(role, 0.0) for role in second})
 
 
 # -- generation ---------------------------------------------------------------------------------
@@ -313,10 +450,10 @@ def run_size(size: int, args: argparse.Namespace, work: Path) -> dict[str, objec
             "match_peak_rss_mb": round(match.peak_rss_mb), **{k: round(v, 4) for k, v in scores.items()}}
 
 
-def build_index(ref: Path, index: Path, workers: int, runner: str, work: Path) -> Measured:
+def build_index(ref: Path, index: Path, workers: int, runner: str, work: Path, by_process: bool = False) -> Measured:
     """``flows.pile_index`` over every shard of ``ref`` into ``index``, measured; exits when it fails."""
     build = measure([sys.executable, "-m", "flows.pile_index", "--inputs", str(ref / "*.jsonl.zst"),
-                     "--index", str(index), "--workers", str(workers), "--runner", runner], work)
+                     "--index", str(index), "--workers", str(workers), "--runner", runner], work, by_process)
     if build.returncode != 0:
         raise SystemExit(f"flows.pile_index --workers {workers} failed:\n{build.tail}")
     return build
@@ -326,8 +463,8 @@ def build_index(ref: Path, index: Path, workers: int, runner: str, work: Path) -
 #: Fields of a part's record that time the run instead of describing what was built.
 RUN_FIELDS = frozenset({"seconds"})
 RECORDS = ("index.json", "parts/")
-#: Documents of the one-shard reference whose build measures a run's fixed cost.
-TINY_DOCS = 50
+#: The roles whose CPU is not the parts', in the order the report lists them.
+NON_PART = ("flow", "prefect server", WORKER_MAIN, "other", UNSAMPLED)
 
 
 def _untimed(value: object) -> object:
@@ -357,69 +494,78 @@ def part_seconds(index: Path) -> list[float]:
     return [float(p["seconds"]) for p in meta["parts"]]
 
 
-def makespan(seconds: list[float], workers: int) -> float:
-    """When the last part ends if ``workers`` take the parts in order, each the next free one."""
-    ends = [0.0] * workers
-    for cost in seconds:
-        ends[ends.index(min(ends))] += cost
-    return max(ends)
-
-
 def _load() -> str:
     return "/".join(f"{v:.1f}" for v in os.getloadavg())
 
 
-def _logged_build(ref: Path, index: Path, workers: int, runner: str, work: Path, label: str) -> Measured:
-    """One measured build into a fresh ``index``, printed with the load average around it."""
+def build_figures(build: Measured, index: Path) -> dict[str, float]:
+    """One build's figures: wall, CPU, the parts' task time and CPU, the window they ran in, and the
+    CPU of everything else by role, in all (``cpu_s_<role>``) and as a share of a core while the
+    parts ran (``core_share_<role>``: what competed with them)."""
+    split = cpu_split(build)
+    window = max(split.window_s, 1e-9)
+    competing = sum(split.in_window.get(role, 0.0) for role in NON_PART[:-1])
+    return {"wall_s": build.wall_s, "cpu_s": build.cpu_s, "part_s_sum": sum(part_seconds(index)),
+            "task_cpu_s": split.total.get(TASKS, 0.0), "window_s": split.window_s, "before_s": split.start_s,
+            "after_s": build.wall_s - split.start_s - split.window_s, "outside_s": build.wall_s - split.window_s,
+            **{f"cpu_s_{role}": split.total.get(role, 0.0) for role in NON_PART},
+            **{f"core_share_{role}": split.in_window.get(role, 0.0) / window for role in NON_PART[:-1]},
+            "competing_cpu_s": competing}
+
+
+def _logged_build(ref: Path, index: Path, workers: int, runner: str, work: Path, label: str) -> dict[str, float]:
+    """One measured build into a fresh ``index`` (its figures), printed with the load average around it."""
     shutil.rmtree(index, ignore_errors=True)
     before = _load()
-    build = build_index(ref, index, workers, runner, work)
-    print(f"{label}, {workers} worker(s): wall {build.wall_s:.1f} s, CPU {build.cpu_s:.1f} s, "
-          f"peak RSS {build.peak_rss_mb:.0f} MB, load {before} -> {_load()}", flush=True)
-    return build
+    build = build_index(ref, index, workers, runner, work, by_process=True)
+    figures = build_figures(build, index)
+    others = ", ".join(f"{role} {figures[f'cpu_s_{role}']:.1f}" for role in NON_PART)
+    print(f"{label}, {workers} worker(s): wall {build.wall_s:.1f} s, CPU {build.cpu_s:.1f} s (parts {figures['task_cpu_s']:.1f}; "
+          f"{others}), peak RSS {build.peak_rss_mb:.0f} MB, load {before} -> {_load()}", flush=True)
+    return figures
 
 
 def compare_workers(size: int, args: argparse.Namespace, work: Path) -> dict[str, object]:
     """Build the reference of ``size`` documents with each of ``--compare-workers``, interleaved.
 
-    Each round also builds a one-shard reference of ``TINY_DOCS`` documents with each count: what a
-    run costs besides its parts (the fixed, serial share), so the speed-up of the parts themselves
-    can be told apart from the command's.
+    Each build is sampled by process (:class:`TreeSampler`), so the row holds, per worker count
+    (medians over the rounds): wall, CPU, the parts' task time (``part_s_sum``, their tasks' wall
+    seconds) and CPU (``task_cpu_s``), the parts' window and the wall before and after it
+    (start-up; commit and shutdown), and every other process's CPU (see :func:`build_figures`).
+
+    Two speed-ups from CPU figures, so that they hold on a loaded machine too, where the wall
+    ratio does not: both take the first count's build as its time outside the window plus its
+    parts' CPU spread over its workers (each worker a core of its own). ``ideal_speedup`` gives
+    the last count the same parts' CPU spread evenly over its workers, nothing competing:
+    the ceiling. ``cpu_bound_speedup`` gives it its own parts' CPU plus all the CPU that ran
+    beside the parts (flow, server, workers' main threads), spread over its workers: what a
+    machine with as many idle cores as workers would give, contention for the cores included.
     """
-    ref, tiny = work / "ref", work / "fixed-cost-ref"
+    ref = work / "ref"
     _, text_mb = reference_shards(ref, size, args)
-    if not tiny.is_dir():
-        write_reference(tiny, TINY_DOCS, 1, args.seed, TINY_DOCS + 1)
     counts = [int(c) for c in args.compare_workers.split(",")]
-    runs: dict[int, list[Measured]] = {w: [] for w in counts}
-    fixed_runs: dict[int, list[Measured]] = {w: [] for w in counts}
+    runs: dict[int, list[dict[str, float]]] = {w: [] for w in counts}
     digests: list[dict[str, str]] = []
-    parts: dict[int, list[float]] = {}
     for round_no in range(args.rounds):
         for workers in counts if round_no % 2 == 0 else counts[::-1]:
             index = work / f"index-workers-{workers}"
-            fixed_runs[workers].append(_logged_build(tiny, work / "fixed-cost-index", workers, args.runner, work,
-                                                     f"round {round_no + 1}, {TINY_DOCS} documents"))
             runs[workers].append(_logged_build(ref, index, workers, args.runner, work, f"round {round_no + 1}"))
             digests.append(index_digests(index))
-            parts.setdefault(workers, part_seconds(index))
             if not args.keep:
                 shutil.rmtree(index, ignore_errors=True)
-    shutil.rmtree(work / "fixed-cost-index", ignore_errors=True)
     differing = sorted({name for d in digests for name in set(d) | set(digests[0]) if d.get(name) != digests[0].get(name)})
-    wall, cpu, fixed = ({w: statistics.median(getattr(m, field) for m in measured[w]) for w in counts}
-                        for measured, field in ((runs, "wall_s"), (runs, "cpu_s"), (fixed_runs, "wall_s")))
+    median = {w: {key: statistics.median(run[key] for run in runs[w]) for key in runs[w][0]} for w in counts}
     first, last = counts[0], counts[-1]
-    serial = parts[first]  # the parts' own wall time when one worker builds them all
+    one, many = median[first], median[last]
+    alone = one["outside_s"] + one["task_cpu_s"] / first  # the first count's build, each worker a core of its own
+    ideal = alone / (many["outside_s"] + one["task_cpu_s"] / last)
+    expected = alone / (many["outside_s"] + (many["task_cpu_s"] + many["competing_cpu_s"]) / last)
     return {"documents": size, "text_mb": round(text_mb), "runner": args.runner, "rounds": args.rounds,
-            **{f"wall_s_{w}": round(wall[w], 1) for w in counts}, **{f"cpu_s_{w}": round(cpu[w], 1) for w in counts},
-            "speedup": round(wall[first] / wall[last], 3), "cpu_ratio": round(cpu[last] / cpu[first], 3),
-            "identical": not differing, "files": len(digests[0]), "differing": differing[:10],
-            **{f"fixed_s_{w}": round(fixed[w], 1) for w in counts},
-            "speedup_less_fixed": round((wall[first] - fixed[first]) / max(wall[last] - fixed[last], 0.1), 3),
-            "parts": len(serial), **{f"part_s_sum_{w}": round(sum(parts[w]), 1) for w in counts},
-            "part_s_max": round(max(serial, default=0), 1),
-            "speedup_cap": round(wall[first] / (fixed[last] + makespan(serial, last)), 3)}
+            "speedup": round(one["wall_s"] / many["wall_s"], 3), "ideal_speedup": round(ideal, 3),
+            "cpu_bound_speedup": round(expected, 3), "identical": not differing, "files": len(digests[0]),
+            "differing": differing[:10], "load_after": _load(),
+            **{f"{key}_{w}": round(value, 3 if key.startswith("core_share") else 1)
+               for w in counts for key, value in median[w].items()}}
 
 
 #: The whole Pile (v1): documents, megabytes of text, shards (one index part each).
@@ -471,22 +617,25 @@ def print_sizes(rows: list[dict[str, object]]) -> None:
 
 
 def print_comparison(row: dict[str, object], counts: list[int]) -> None:
-    """The worker comparison in words: speed-up, same bytes, and what caps it."""
+    """The worker comparison in words and one table: speed-up, same bytes, where the CPU went."""
     first, last = counts[0], counts[-1]
-    print(f"\n{row['documents']:,} documents ({row['text_mb']:,} MB), --runner {row['runner']}, "
-          f"medians of {row['rounds']} rounds: wall {row[f'wall_s_{first}']} s with {first} worker(s), "
-          f"{row[f'wall_s_{last}']} s with {last}: speed-up {row['speedup']}x; CPU {row[f'cpu_s_{first}']} s "
-          f"vs {row[f'cpu_s_{last}']} s (ratio {row['cpu_ratio']})")
-    print(f"index files byte-identical across every run: {'yes' if row['identical'] else 'NO'} "
-          f"({row['files']} files{'' if row['identical'] else '; differing: ' + ', '.join(row['differing'])})")  # type: ignore[arg-type]
-    print(f"fixed cost (a {TINY_DOCS}-document build: Prefect server, Dask cluster, imports, commit): "
-          f"{row[f'fixed_s_{first}']} s wall with {first} worker(s), {row[f'fixed_s_{last}']} s with {last}; "
-          f"speed-up of the rest {row['speedup_less_fixed']}x")
-    print(f"parts: {row['parts']}, {row[f'part_s_sum_{first}']} s of task time in all with {first} worker(s) "
-          f"({row[f'part_s_sum_{last}']} s with {last}; more = the workers waited for a core), the largest "
-          f"{row['part_s_max']} s; with the {first}-worker part times and the fixed cost, {last} workers taking the "
-          f"parts in order could reach {row['speedup_cap']}x")
-    print(f"load average now (1/5/15 min): {_load()}")
+    print(f"\n{row['documents']:,} documents ({row['text_mb']:,} MB), --runner {row['runner']}, medians of "
+          f"{row['rounds']} round(s): speed-up {row['speedup']}x with {last} workers over {first}; "
+          f"index files byte-identical across every run: {'yes' if row['identical'] else 'NO'} ({row['files']} files"
+          f"{'' if row['identical'] else '; differing: ' + ', '.join(row['differing'])})")  # type: ignore[arg-type]
+    lines = [("wall s", "wall_s"), ("CPU s (whole tree)", "cpu_s"), ("parts' task time s (sum)", "part_s_sum"),
+             ("parts' CPU s (worker task threads)", "task_cpu_s"), ("parts' window s", "window_s"),
+             ("before the window s (imports, server, cluster)", "before_s"),
+             ("after the window s (commit, shutdown)", "after_s"),
+             *((f"non-part CPU s: {role}", f"cpu_s_{role}") for role in NON_PART),
+             *((f"  % of a core in the window: {role}", f"core_share_{role}") for role in NON_PART[:-1])]
+    print(f"{'workers':>56}" + "".join(f"{w:>10}" for w in counts))
+    for label, key in lines:
+        share = key.startswith("core_share")
+        print(f"{label:>56}" + "".join(f"{100 * float(row[f'{key}_{w}']) if share else row[f'{key}_{w}']:>10.1f}"  # type: ignore[arg-type]
+                                       for w in counts))
+    print(f"from the CPU figures, on {last} idle cores: {row['cpu_bound_speedup']}x with what competed with the parts, "
+          f"{row['ideal_speedup']}x if nothing had (load average now, 1/5/15 min: {row['load_after']})")
 
 
 def work_folder(size: int, args: argparse.Namespace) -> Path:
