@@ -18,26 +18,20 @@ Pile text against ~0.3 here (docs/dedup.md has the measured figures).
 Lowering: the kernel lowers ASCII letters itself (:func:`lowering_table`); the caller hands it
 bytes whose non-ASCII characters are lowered already (:func:`dedupe.shingles.lowered_batch`).
 
-Compilation: numba compiles on the first call (~4 CPU-s for both entry points) and caches the
-machine code (``cache=True``) beside this file (``__pycache__``) or, where that folder is
-read-only (an installed package), in the per-user cache folder (``~/.cache/numba``;
-``NUMBA_CACHE_DIR`` overrides both); a later process loads it in ~0.3 CPU-s. numba writes cache
-files under a temporary name and renames them, so processes compiling at once (test workers,
-pool workers) do not corrupt each other. Where no cache folder is usable at all the kernel is
-compiled in memory: slower to start, same results. This module imports numba; its users import
-it on first use, so no command's ``--help`` pays for numba. The kernels release the GIL
-(``nogil``) and hold no state: threads may share them.
+Compilation (:func:`core.compiled.jit`): numba compiles on the first call (~4 CPU-s for both
+entry points) and caches the machine code on disk; a later process loads it in ~0.3 CPU-s. This
+module imports numba; its users import it on first use. The kernels release the GIL and hold no
+state: threads may share them.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Any
 
-import numba
 import numpy as np
 
+from core.compiled import jit
 from dedupe.shingles import POLY_BASE, POLY_BASE_INV
 
 #: Bytes of a document read per piece: the piece's prefix sums are read back from the L2 cache.
@@ -46,14 +40,6 @@ _M64A = 0xFF51AFD7ED558CCD
 _M64B = 0xC4CEB9FE1A85EC53
 _M32A = 0x85EBCA6B
 _M32B = 0xC2B2AE35
-
-
-def _jit(func: Callable[..., Any]) -> Any:
-    """``numba.njit`` with the on-disk cache when a cache folder is usable (else in memory only)."""
-    try:
-        return numba.njit(cache=True, nogil=True)(func)
-    except RuntimeError:  # numba found no writable cache folder at all
-        return numba.njit(nogil=True)(func)
 
 
 def lowering_table() -> np.ndarray:
@@ -91,7 +77,7 @@ def _tables(piece_bytes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return made
 
 
-@_jit
+@jit
 def _fmix64(h: Any) -> Any:  # pragma: no cover - compiled by numba
     h ^= h >> np.uint64(33)
     h *= np.uint64(_M64A)
@@ -100,7 +86,7 @@ def _fmix64(h: Any) -> Any:  # pragma: no cover - compiled by numba
     return h ^ (h >> np.uint64(33))
 
 
-@_jit
+@jit
 def _piece_words(data: np.ndarray, lo: int, size: int, last: bool, table: np.ndarray, powers: np.ndarray,
                  inverse: np.ndarray, open_word: bool, carried: Any, positions: np.ndarray, prefixes: np.ndarray,
                  words: np.ndarray, at: int) -> tuple[int, bool, Any]:  # pragma: no cover - compiled by numba
@@ -144,7 +130,7 @@ def _piece_words(data: np.ndarray, lo: int, size: int, last: bool, table: np.nda
     return count, open_word, carried
 
 
-@_jit
+@jit
 def _window_hashes(words: np.ndarray, count: int, constants: np.ndarray, hashes: np.ndarray,
                    at: int) -> int:  # pragma: no cover - compiled by numba
     """``fmix64(sum_k words[j + k] C_k)`` of every full window of ``words[:count]`` into ``hashes[at:]``.
@@ -167,7 +153,7 @@ def _window_hashes(words: np.ndarray, count: int, constants: np.ndarray, hashes:
     return windows
 
 
-@_jit
+@jit
 def _fold(hashes: np.ndarray, count: int, a: np.ndarray, b: np.ndarray, row: np.ndarray,
           values: np.ndarray) -> None:  # pragma: no cover - compiled by numba
     """Fold ``hashes[:count]`` into the running minima ``row``: ``min(a_k fmix32(h >> 32) + b_k)`` per permutation.
@@ -193,7 +179,7 @@ def _fold(hashes: np.ndarray, count: int, a: np.ndarray, b: np.ndarray, row: np.
         row[k] = least
 
 
-@_jit
+@jit
 def _document(data: np.ndarray, lo: int, hi: int, table: np.ndarray, powers: np.ndarray, inverse: np.ndarray,
               constants: np.ndarray, a: np.ndarray, b: np.ndarray, row: np.ndarray, positions: np.ndarray,
               prefixes: np.ndarray, words: np.ndarray, hashes: np.ndarray, values: np.ndarray,
@@ -240,7 +226,7 @@ def _document(data: np.ndarray, lo: int, hi: int, table: np.ndarray, powers: np.
     return shingles
 
 
-@_jit
+@jit
 def signatures_into(data: np.ndarray, offsets: np.ndarray, table: np.ndarray, powers: np.ndarray,
                     inverse: np.ndarray, constants: np.ndarray, a: np.ndarray, b: np.ndarray,
                     out: np.ndarray) -> None:  # pragma: no cover - compiled by numba, tested through it
@@ -261,7 +247,7 @@ def signatures_into(data: np.ndarray, offsets: np.ndarray, table: np.ndarray, po
                   positions, prefixes, words, hashes, values, -1)
 
 
-@_jit
+@jit
 def shingle_hashes_into(data: np.ndarray, offsets: np.ndarray, table: np.ndarray, powers: np.ndarray,
                         inverse: np.ndarray, constants: np.ndarray, hashes: np.ndarray,
                         counts: np.ndarray) -> int:  # pragma: no cover - compiled by numba, tested through it

@@ -12,6 +12,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core import compiled
 from dedupe import minhash_kernel
 from dedupe.minhash import EMPTY_VALUE, MinHashConfig, MinHasher, fmix32
 from dedupe.shingles import ShingleConfig, reference_shingle_hash, shingle_items
@@ -83,7 +84,7 @@ def test_without_a_usable_cache_folder_the_kernel_is_compiled_in_memory(monkeypa
         return real(**options)
 
     monkeypatch.setattr(numba, "njit", refusing)
-    double = minhash_kernel._jit(lambda x: x * 2)
+    double = compiled.jit(lambda x: x * 2)
     assert double(21) == 42 and [c.get("cache") for c in calls] == [True, None]
 
 

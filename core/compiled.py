@@ -1,0 +1,31 @@
+"""Compiling hot loops with numba: on-disk cache where a cache folder is usable, in memory where not.
+
+numba compiles a kernel on its first call (seconds) and, with ``cache=True``, stores the machine
+code beside the module (``__pycache__``) or, where that folder is read-only (an installed
+package), in the per-user cache folder (``~/.cache/numba``; ``NUMBA_CACHE_DIR`` overrides both),
+so later processes load it in a fraction of a second. It writes cache files under a temporary
+name and renames them, so processes compiling at once (test workers, pool workers) do not corrupt
+each other. Where it finds no usable folder at all it refuses ``cache=True`` with a RuntimeError
+when the kernel is defined: :func:`jit` then compiles in memory (slower start, same results).
+
+Modules with kernels import this (and so numba, ~0.3 CPU-s) at their top; their users import
+them on first use, so no command's ``--help`` pays for numba.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numba
+
+
+def jit(func: Callable[..., Any]) -> Any:
+    """``numba.njit(cache=True, nogil=True)``, or without the cache when numba finds no folder for it.
+
+    ``nogil``: kernels hold no state, so threads may run them at once.
+    """
+    try:
+        return numba.njit(cache=True, nogil=True)(func)
+    except RuntimeError:  # numba found no writable cache folder at all
+        return numba.njit(nogil=True)(func)
