@@ -79,15 +79,17 @@ def reuse_hydrated_settings() -> None:
 
     original = context.hydrated_context
     built: list[Any] = []  # [key, never-entered SettingsContext]
+    built_guard = threading.Lock()
 
     def settings_context(serialized: dict[str, Any]) -> Any:
         key = (serialized, dict(os.environ), os.getcwd())
-        if built and built[0] == key:
-            stats["hydrated_reused"] += 1
-        else:
-            built[:] = [copy.deepcopy(key), context.SettingsContext(**serialized)]
-            stats["hydrated"] += 1
-        return built[1].model_copy()  # entered once per task: a context refuses a nested enter
+        with built_guard:
+            if built and built[0] == key:
+                stats["hydrated_reused"] += 1
+            else:
+                built[:] = [copy.deepcopy(key), context.SettingsContext(**serialized)]
+                stats["hydrated"] += 1
+            return built[1].model_copy()  # entered once per task: a context refuses a nested enter
 
     @contextlib.contextmanager
     def hydrated_context(serialized_context: dict[str, Any] | None = None, client: Any = None) -> Iterator[None]:

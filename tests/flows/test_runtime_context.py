@@ -9,6 +9,7 @@ settings, a setting changed around a submit would not reach the task.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +27,10 @@ def test_settings_reach_workers_and_are_built_once_per_settings(tmp_path: Path) 
     from flows._runtime import make_task_runner, worker_pool
 
     @task
-    def seen(index: int) -> tuple[int, int, dict[str, int]]:
-        """The retries setting this task ran under, and its worker's reuse counters."""
-        return get_current_settings().tasks.default_retries, os.getpid(), dict(_prefect_reuse.stats)
+    def seen(index: int) -> tuple[int, int, dict[str, int], list[str]]:
+        """The retries setting this task ran under, its worker's reuse counters and Prefect server modules."""
+        server_modules = [name for name in sys.modules if name.startswith("prefect.server")]
+        return get_current_settings().tasks.default_retries, os.getpid(), dict(_prefect_reuse.stats), server_modules
 
     @flow
     def settings_flow() -> list[Any]:
@@ -41,9 +43,11 @@ def test_settings_reach_workers_and_are_built_once_per_settings(tmp_path: Path) 
     before = dict(_prefect_reuse.stats)
     with worker_pool(config):
         results = settings_flow.with_options(task_runner=make_task_runner(config))()
-    assert [retries for retries, _, _ in results] == [0, 0, 0, 0, 2, 2, 0, 0]
-    assert os.getpid() not in {pid for _, pid, _ in results}  # ran in the pool's workers
-    last_seen = {pid: counters for _, pid, counters in results}  # each worker's counters after its last task
+    assert [retries for retries, *_ in results] == [0, 0, 0, 0, 2, 2, 0, 0]
+    assert os.getpid() not in {pid for _, pid, *_ in results}  # ran in the pool's workers
+    # the embedded server's code (~2 CPU-s to import) stays in the flow process: not preloaded, not pulled in
+    assert [modules for *_, modules in results if modules] == []
+    last_seen = {pid: counters for _, pid, counters, _ in results}  # each worker's counters after its last task
     # four tasks under one setting on two workers: some worker ran two in a row with the same settings
     assert sum(counters["hydrated_reused"] for counters in last_seen.values()) >= 1
     # each worker built the settings at least once per distinct setting it ran under, so never fewer than 2
