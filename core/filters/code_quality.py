@@ -83,50 +83,70 @@ _PREAMBLE = re.compile(r"^(#!|<\?php|<\?xml)")
 _MAX_HEADER_BLOCKS = 3
 
 
-def _line_end(text: str, pos: int) -> int:
-    """Index just past the newline of the line at ``pos`` (or the end of text)."""
+class _PastPrefix(Exception):
+    """A scan of a file's first characters reached their end: only the whole file can answer."""
+
+
+def _line_end(text: str, pos: int, prefix: bool = False) -> int:
+    """Index just past the newline of the line at ``pos`` (or the end of text).
+
+    ``prefix``: ``text`` is the start of a longer file, so a line running to its end may go on
+    (:class:`_PastPrefix`); so for every ``prefix`` argument below.
+    """
     end = text.find("\n", pos)
-    return len(text) if end == -1 else end + 1
+    if end == -1:
+        if prefix:
+            raise _PastPrefix
+        return len(text)
+    return end + 1
 
 
 _NON_SPACE = re.compile(r"\S")  # ``\s`` is ``str.isspace``, as ``str.strip`` uses
+_SPACES_TABS = re.compile(r"[ \t]*")  # what ``str.lstrip(" \t")`` removes
 
 
-def _skip_blank_lines(text: str, pos: int) -> int:
+def _skip_blank_lines(text: str, pos: int, prefix: bool = False) -> int:
     """Start of the first line at or after ``pos`` (a line start) that is not all whitespace, else ``len(text)``."""
     found = _NON_SPACE.search(text, pos)
     if found is None:
+        if prefix:
+            raise _PastPrefix
         return len(text)
     return text.rfind("\n", pos, found.start()) + 1 or pos
 
 
-def _block_comment_end(text: str, pos: int, syntax: CommentSyntax) -> int | None:
+def _block_comment_end(text: str, pos: int, syntax: CommentSyntax, prefix: bool = False) -> int | None:
     """End (past the closing line) of a block comment starting at ``pos``, if one does."""
-    stripped_from = len(text[pos:]) - len(text[pos:].lstrip(" \t"))
-    start = pos + stripped_from
+    start = _SPACES_TABS.match(text, pos).end()  # type: ignore[union-attr]  # ``[ \t]*`` always matches
+    if prefix and start + _LONGEST_OPENER > len(text):
+        raise _PastPrefix
     for opener, closer in syntax.block:
         if text.startswith(opener, start):
             close = text.find(closer, start + len(opener))
             if close == -1:
+                if prefix:
+                    raise _PastPrefix
                 return None  # an unclosed comment is not a header we can cut safely
             end = close + len(closer)
-            rest_end = _line_end(text, end)
+            rest_end = _line_end(text, end, prefix)
             return rest_end if not text[end:rest_end].strip() else end
     return None
 
 
-def _line_comment_end(text: str, pos: int, syntax: CommentSyntax) -> int | None:
+def _line_comment_end(text: str, pos: int, syntax: CommentSyntax, prefix: bool = False) -> int | None:
     """End of a run of line comments starting at ``pos`` (blank lines inside the run allowed)."""
     end: int | None = None
     cursor = pos
     while cursor < len(text):
-        line_end = _line_end(text, cursor)
+        line_end = _line_end(text, cursor, prefix)
         line = text[cursor:line_end].lstrip(" \t")
         if line.startswith(syntax.line) and syntax.line:
             end = line_end
         elif line.strip():
-            break
+            return end
         cursor = line_end
+    if prefix:
+        raise _PastPrefix
     return end
 
 
@@ -150,6 +170,10 @@ def may_have_header(text: str, language: str | None = None) -> bool:
 
 #: What :data:`_PREAMBLE` can match at the start of a text.
 _PREAMBLE_STARTS = ("#!", "<?php", "<?xml")
+#: Characters a prefix must hold past a position for :data:`_PREAMBLE` (or any block opener of
+#: :data:`COMMENT_SYNTAX`) to be told from there.
+_LONGEST_PREAMBLE = max(map(len, _PREAMBLE_STARTS))
+_LONGEST_OPENER = max(len(opener) for syntax in COMMENT_SYNTAX.values() for opener, _ in syntax.block)
 
 
 @functools.cache
@@ -184,21 +208,45 @@ def apply_cuts(text: str, cuts: Cuts) -> str:
     return "".join(pieces)
 
 
-def copyright_header_cuts(text: str, language: str | None = None) -> Cuts:
-    """The span :func:`remove_copyright_header` removes (positions, so the text is never copied)."""
+def copyright_header_cuts(text: str, language: str | None = None, prefix: bool = False) -> Cuts:
+    """The span :func:`remove_copyright_header` removes (positions, so the text is never copied).
+
+    ``prefix``: ``text`` is only the start of the file; :class:`_PastPrefix` when the answer
+    depends on what follows (see :func:`header_cuts_from_start`).
+    """
     syntax = COMMENT_SYNTAX.get(language or "", _DEFAULT_SYNTAX)
-    pos = _skip_blank_lines(text, 0)
-    preamble_end = _line_end(text, pos) if _PREAMBLE.match(text[pos:pos + 8]) else 0
+    pos = _skip_blank_lines(text, 0, prefix)
+    if prefix and pos + _LONGEST_PREAMBLE > len(text):
+        raise _PastPrefix
+    preamble_end = _line_end(text, pos, prefix) if _PREAMBLE.match(text[pos:pos + 8]) else 0
     cursor, removed = preamble_end, False
     for _ in range(_MAX_HEADER_BLOCKS):
-        start = _skip_blank_lines(text, cursor)
-        end = _block_comment_end(text, start, syntax)
+        start = _skip_blank_lines(text, cursor, prefix)
+        end = _block_comment_end(text, start, syntax, prefix)
         if end is None:
-            end = _line_comment_end(text, start, syntax)
+            end = _line_comment_end(text, start, syntax, prefix)
         if end is None or not _HEADER_WORDS.search(text[start:end]):
             break
         cursor, removed = end, True
-    return ((preamble_end, _skip_blank_lines(text, cursor)),) if removed else ()
+    return ((preamble_end, _skip_blank_lines(text, cursor, prefix)),) if removed else ()
+
+
+def header_cuts_from_start(text: str, language: str | None, chars: int) -> Cuts | None:
+    """:func:`copyright_header_cuts` of ``text`` decided from its first ``chars`` characters, or None
+    when they do not decide it (a comment or a blank run reaches their end).
+
+    A header is at the top of a file, so a long file's header is almost always found, and the
+    search stopped, far inside its first characters: then the file's rest cannot change the
+    answer, and a scan as short as an inline document's answers in this process, without a
+    round trip of the whole file through the bounded helper. Every read the scan makes past the
+    prefix's end is a :class:`_PastPrefix`, so a decided answer is the whole file's.
+    """
+    if len(text) <= chars:
+        return copyright_header_cuts(text, language)
+    try:
+        return copyright_header_cuts(text[:chars], language, prefix=True)
+    except _PastPrefix:
+        return None
 
 
 _RP_BLOCK = re.compile(r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/")
@@ -272,17 +320,33 @@ class CopyrightHeaderRemover(Step):
         """The text of ``doc`` without its header, according to :attr:`mode` (unbounded)."""
         return strip_header(doc.text, self.mode, doc.meta.get("language"))
 
+    def cuts(self, doc: Document) -> Cuts | Drop:
+        """The spans of ``doc`` to cut, or the bound's Drop.
+
+        In the default mode most files need no bounded run: one that no comment opens has nothing
+        to remove (:func:`may_have_header`), and one longer than the bound's in-process size whose
+        header search ends inside its first that many characters is answered from them
+        (:func:`header_cuts_from_start`, the same linear work as a document of that size). Only
+        the rest (and every file in the other modes) goes through :attr:`bound`.
+        """
+        text, language, bound = doc.text, doc.meta.get("language"), self.bound
+        if self.mode == "copyright" and len(text) <= bound.max_chars:
+            if not may_have_header(text, language):
+                return ()
+            if bound.func is header_cuts and len(text) > bound.inline_below:
+                found = header_cuts_from_start(text, language, bound.inline_below)
+                if found is not None:
+                    return found
+        return bound.run(doc, text, self.mode, language)
+
     def run(self, docs: Iterable[Document]) -> Iterator[Record]:
         for doc in docs:
-            cuts: Cuts | Drop = ()  # no comment opens it: nothing to remove, and no bounded run needed
-            if (self.mode != "copyright" or len(doc.text) > self.bound.max_chars
-                    or may_have_header(doc.text, doc.meta.get("language"))):
-                cuts = self.bound.run(doc, doc.text, self.mode, doc.meta.get("language"))
+            cuts = self.cuts(doc)
             if isinstance(cuts, Drop):
                 yield Drop(cuts.reason, _label(doc), cuts.detail, language=doc.language)
                 continue
             text = apply_cuts(doc.text, cuts)
-            if not text.strip():
+            if not text or text.isspace():  # ``not text.strip()`` without copying the text
                 yield _drop(doc, "empty_after_header_removal")
             elif text == doc.text:
                 yield doc

@@ -6,7 +6,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from core.document import Document, Drop
@@ -20,10 +20,14 @@ from core.filters.code_quality import (
     LineStats,
     RegexTokenizer,
     code_steps,
+    copyright_header_cuts,
+    header_cuts,
+    header_cuts_from_start,
     may_have_header,
     remove_copyright_header,
     remove_copyright_header_redpajama,
 )
+from core.filters.record_bound import TextBound
 from core.steps import StepStats, run_steps
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
@@ -100,6 +104,39 @@ def test_no_header_where_the_first_look_says_none(lines: list[str], language: st
     text = "\n".join(lines)
     if not may_have_header(text, language):
         assert remove_copyright_header(text, language) == text
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from([*HEADERISH, "// note", "# note", "-- note", "/* licence", "(c) 1999 */",
+                                 "--[[ licence ]]"]), max_size=10),
+       st.sampled_from(["c", "python", "sql", "html", "ruby", "lua", None]))
+@example(["// note", "// licence", "x = 1;"], "c")  # a comment run reaching the prefix's end goes on after it
+@example(["/* note", "(c) 1999 */", "int a;"], "c")  # a block unclosed in the prefix is closed after it
+@example(["#!/bin/sh", "", "\t", "# License: MIT"], "python")  # blank lines up to the prefix's end
+@example(["/* Copyright 1999 */"] * 3 + ["", "  ", "int a;"], "c")  # ... after the last header block
+def test_header_found_from_the_start_is_the_whole_files(lines: list[str], language: str | None) -> None:
+    """Decided from its first characters (any number of them), the cuts are the whole file's."""
+    text = "\n".join(lines)
+    whole = copyright_header_cuts(text, language)
+    for chars in range(len(text) + 1):
+        found = header_cuts_from_start(text, language, chars)
+        assert found is None or found == whole, chars
+    assert header_cuts_from_start(text, language, len(text)) == whole
+
+
+def test_long_file_is_answered_from_its_start_unless_its_header_runs_past_it() -> None:
+    """A file over the in-process size goes to the bounded helper only when its first characters do not decide."""
+    bound = TextBound(header_cuts, inline_below=256)
+    step = CopyrightHeaderRemover(bound=bound)
+    short_header = doc("# Copyright 2020 X\n\nimport os\n" + "x = 1\n" * 100)
+    out = list(step.run([short_header]))
+    assert out[0].text == "import os\n" + "x = 1\n" * 100
+    assert bound._cleaner is None  # answered in this process
+    long_header = doc("# Copyright 2020 X\n" + "# more of the licence\n" * 40 + "import os\n")
+    out = list(step.run([long_header]))
+    assert out[0].text == "import os\n"
+    assert bound._cleaner is not None  # the comment run passed the first 256 characters: the whole file decided
+    bound._cleaner.close()
 
 
 def test_remover_drops_files_left_empty_and_marks_changes() -> None:
