@@ -99,8 +99,10 @@ def skip_reason(path: str) -> str | None:
     return None
 
 
-def is_binary(data: bytes, sniff_bytes: int = 8000) -> bool:
+def is_binary(data: bytes | memoryview, sniff_bytes: int = 8000) -> bool:
     """git's heuristic: a NUL byte in the first ``sniff_bytes`` bytes means binary."""
+    if isinstance(data, memoryview):  # bytes in a reader's buffer: a memoryview cannot search
+        data = data[:sniff_bytes].tobytes()
     return data.find(b"\x00", 0, sniff_bytes) != -1  # no copy of the sniffed bytes
 
 

@@ -64,7 +64,7 @@ from sources.formats.licenses import (
     normalize_license,
     row_license,
 )
-from sources.formats.rows import Oversized, RowError, json_rows, open_parquet, parquet_file_rows
+from sources.formats.rows import Oversized, RowError, json_rows, open_parquet, parquet_file_rows, utf8_key
 from sources.github import github_url, is_binary, language_for, skip_reason
 
 SOURCE = "stack_code"
@@ -77,6 +77,8 @@ STACK_OPTIONAL = ("hexsha", "lang", "ext", *(f"max_{kind}_repo_{what}" for kind 
                                               for what in ("path", "name", "licenses")))
 GITHUB_CODE_COLUMNS = ("code", "repo_name", "path", "license")
 GITHUB_CODE_OPTIONAL = ("language",)
+#: Where a Parquet row holds its content's UTF-8 bytes (:func:`sources.formats.rows.utf8_key`).
+_CONTENT_UTF8, _CODE_UTF8 = utf8_key("content"), utf8_key("code")
 
 #: The datasets' language labels (the-stack ``lang``, github-code ``language``), lower-cased,
 #: mapped to the language names :mod:`sources.github` uses; labels not listed map to themselves
@@ -101,9 +103,11 @@ def dataset_language(label: str | None) -> str | None:
     return DATASET_LANGUAGES.get(key, key)
 
 
-def git_blob_sha1(data: bytes) -> str:
+def git_blob_sha1(data: bytes | memoryview) -> str:
     """The git blob id of ``data`` (``git hash-object``), as the-stack's ``hexsha`` column holds."""
-    return hashlib.sha1(b"blob %d\x00" % len(data) + data, usedforsecurity=False).hexdigest()
+    blob = hashlib.sha1(b"blob %d\x00" % len(data), usedforsecurity=False)
+    blob.update(data)  # not a copy of the data with the header in front
+    return blob.hexdigest()
 
 
 def list_license(values: Iterable[Any] | None, allowed: frozenset[str]) -> RepoLicense:
@@ -146,6 +150,8 @@ class CodeRow:
     license: RepoLicense
     label: str | None = None
     blob: str | None = None
+    #: ``content``'s UTF-8 bytes where the reader has them already (a Parquet string column), else None.
+    utf8: memoryview | None = None
 
 
 def stack_row(row: Mapping[str, Any], allowed: frozenset[str]) -> CodeRow:
@@ -167,14 +173,15 @@ def stack_row(row: Mapping[str, Any], allowed: frozenset[str]) -> CodeRow:
     else:
         judged = list_license(licenses, allowed)
     return CodeRow(STACK, str(name or ""), str(path or ""), row.get("content"), judged,
-                   row.get("lang"), row.get("hexsha"))
+                   row.get("lang"), row.get("hexsha"), row.get(_CONTENT_UTF8))
 
 
 def github_code_row(row: Mapping[str, Any], allowed: frozenset[str]) -> CodeRow:
     """A codeparrot/github-code row (one licence key per row)."""
     value = row.get("license")
     return CodeRow(GITHUB_CODE, str(row.get("repo_name") or ""), str(row.get("path") or ""), row.get("code"),
-                   row_license(str(value) if value is not None else None, allowed), row.get("language"))
+                   row_license(str(value) if value is not None else None, allowed), row.get("language"),
+                   utf8=row.get(_CODE_UTF8))
 
 
 def row_layout(keys: Iterable[str]) -> str | None:
@@ -212,7 +219,9 @@ def code_record(item: CodeRow, settings: StackCodeSettings, where: str, row: int
     if not isinstance(item.content, str):
         kind = "null" if item.content is None else type(item.content).__name__
         return Drop("malformed_row", f"{where}: row {row}", f"content is {kind}, not a string", language)
-    data = item.content.encode("utf-8", errors="surrogatepass")
+    # the bytes the string was decoded from where the reader has them (the same bytes: a decoded
+    # string encodes back to them), else encoded here
+    data = item.utf8 if item.utf8 is not None else item.content.encode("utf-8", errors="surrogatepass")
     if len(data) > settings.max_file_bytes:
         return Drop("too_large", label, f"{label}: {len(data):,} bytes > {settings.max_file_bytes:,}",
                     language=language)
@@ -256,7 +265,7 @@ def read_parquet(spec: InputSpec, settings: StackCodeSettings) -> Iterator[Recor
     columns = [*needed, *(c for c in optional if c in names)]
     normalize = stack_row if layout == STACK else github_code_row
     content = "content" if layout == STACK else "code"
-    rows = parquet_file_rows(parquet, columns, settings.batch_rows, {content: settings.max_file_bytes})
+    rows = parquet_file_rows(parquet, columns, settings.batch_rows, {content: settings.max_file_bytes}, (content,))
     for number, row in enumerate(rows):
         yield _parquet_record(row, normalize, settings, where, number)
 

@@ -79,26 +79,29 @@ class _Recent:
     The filters of one document ask in turn about the same string object, and the first of them
     counts a whole batch ahead (:func:`remember_counts`); holding the strings keeps their
     identities from being reused while they are here. A miss only costs a recount.
+
+    Two generations of up to half of ``size`` texts each: new counts go into the newer one, and
+    when it is full it becomes the older one (the oldest is let go). A put costs its own texts, not a
+    copy of everything kept; a dictionary is only ever added to, so a lookup needs no lock.
     """
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.items: dict[int, tuple[str, TextCounts]] = {}
+        self.newer: dict[int, tuple[str, TextCounts]] = {}
+        self.older: dict[int, tuple[str, TextCounts]] = {}
         self.lock = threading.Lock()
 
     def get(self, text: str) -> TextCounts | None:
-        found = self.items.get(id(text))
+        found = self.newer.get(id(text)) or self.older.get(id(text))
         return found[1] if found is not None and found[0] is text else None
 
     def put(self, texts: Sequence[str], counts: Sequence[TextCounts]) -> None:
         with self.lock:
-            items = dict(self.items)
+            if len(self.newer) + len(texts) > self.size // 2:
+                self.older, self.newer = self.newer, {}
+            newer = self.newer
             for text, count in zip(texts, counts, strict=True):
-                items.pop(id(text), None)
-                items[id(text)] = (text, count)
-            for key in list(items)[: max(0, len(items) - self.size)]:
-                del items[key]
-            self.items = items
+                newer[id(text)] = (text, count)
 
 
 _RECENT = _Recent(1024)
@@ -278,8 +281,8 @@ def _text_of(positions: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(len(starts)), np.diff(first, append=len(positions)))
 
 
-#: The code points that can follow the apostrophe of a contraction (``s d m t l v r``).
-_CONTRACTION_FIRST = np.array([ord(ch) for ch in "sdmtlvr"])
+#: ASCII code point -> whether it can follow the apostrophe of a contraction (``s d m t l v r``).
+_CONTRACTION_FIRST = np.isin(np.arange(128), [ord(ch) for ch in "sdmtlvr"])
 
 
 def _contractions(chars: _Chars, starts: np.ndarray, ends: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -291,7 +294,8 @@ def _contractions(chars: _Chars, starts: np.ndarray, ends: np.ndarray, at: np.nd
     """
     raw, classes = chars.raw, chars.classes
     last = len(raw) - 1
-    at = at[np.isin(raw[np.minimum(at + 1, last)], _CONTRACTION_FIRST)]  # most apostrophes are quotes: not further
+    following = raw[np.minimum(at + 1, last)]  # by table (np.isin sorts): DEL (127) stands for every non-ASCII one
+    at = at[_CONTRACTION_FIRST[np.minimum(following, 127)]]  # most apostrophes are quotes: not further
     if not len(at):
         return np.zeros(len(starts), np.int64)
     text = _text_of(at, starts)

@@ -24,6 +24,7 @@ Two ways one bad row used to cost a whole file, or all the memory:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -104,8 +105,13 @@ def _json_object(line: bytes) -> dict[str, Any] | RowError:
     return row
 
 
+def utf8_key(column: str) -> str:
+    """The row key under which :func:`parquet_rows` gives a ``utf8`` column's value as its UTF-8 bytes."""
+    return f"{column}\x00utf8"
+
+
 def parquet_file_rows(parquet: pq.ParquetFile, columns: Sequence[str], most: int,
-                      sized: dict[str, int]) -> Iterator[dict[str, Any] | RowError]:
+                      sized: dict[str, int], utf8: Sequence[str] = ()) -> Iterator[dict[str, Any] | RowError]:
     """Every row of a Parquet file, row group by row group (:func:`parquet_rows`), one item per row.
 
     A row group that fails to decode (a corrupt page) gives one ``corrupt_row_group`` error for
@@ -116,7 +122,7 @@ def parquet_file_rows(parquet: pq.ParquetFile, columns: Sequence[str], most: int
     for group in range(meta.num_row_groups):
         left = meta.row_group(group).num_rows
         try:
-            for row in parquet_rows(parquet, group, columns, most, sized):
+            for row in parquet_rows(parquet, group, columns, most, sized, utf8):
                 yield row
                 left -= 1
         except (OSError, pa.ArrowException) as exc:
@@ -161,19 +167,26 @@ def batch_rows_for(parquet: pq.ParquetFile, group: int, columns: Sequence[str], 
 
 
 def parquet_rows(parquet: pq.ParquetFile, group: int, columns: Sequence[str], most: int,
-                 sized: dict[str, int]) -> Iterator[dict[str, Any] | RowError]:
+                 sized: dict[str, int], utf8: Sequence[str] = ()) -> Iterator[dict[str, Any] | RowError]:
     """The rows of one row group, each a dict of ``columns`` or a :class:`RowError`.
 
     ``sized`` maps string/binary columns to their byte bound: a longer value is an
     :class:`Oversized` in the row (the caller drops it in its own order of checks). Arrow
     errors (a corrupt page) propagate: the caller counts the rest of the group.
+
+    ``utf8``: string columns whose values the caller also needs as UTF-8 bytes (to hash them):
+    each row then holds, under :func:`utf8_key`, a ``memoryview`` of its value's bytes in the
+    batch's Arrow buffer, the very bytes its string was decoded from, so the caller does not
+    encode the string again. Only for a plain string column (a dictionary-encoded one has no
+    key: the caller encodes).
     """
     batch_size = batch_rows_for(parquet, group, columns, most)
     for batch in parquet.iter_batches(batch_size=batch_size, row_groups=[group], columns=list(columns)):
-        yield from _batch_rows(batch, sized)
+        yield from _batch_rows(batch, sized, utf8)
 
 
-def _batch_rows(batch: pa.RecordBatch, sized: dict[str, int]) -> Iterator[dict[str, Any] | RowError]:
+def _batch_rows(batch: pa.RecordBatch, sized: dict[str, int],
+                utf8: Sequence[str] = ()) -> Iterator[dict[str, Any] | RowError]:
     values: dict[str, list[Any]] = {}
     errors: dict[int, RowError] = {}
     for name in batch.schema.names:
@@ -182,8 +195,21 @@ def _batch_rows(batch: pa.RecordBatch, sized: dict[str, int]) -> Iterator[dict[s
         values[name], bad = _column_values(column, skip)
         for row, detail in bad.items():
             errors.setdefault(row, RowError("invalid_utf8", f"column {name!r}: {detail}"))
+        if name in utf8 and (views := _utf8_views(column)) is not None:
+            values[utf8_key(name)] = views
     for row in range(batch.num_rows):
         yield errors.get(row) or {name: column[row] for name, column in values.items()}
+
+
+def _utf8_views(column: pa.Array) -> list[memoryview] | None:
+    """Each value's bytes in a plain string column's data buffer (no copy), or None for another kind of column."""
+    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+        return None
+    _, offsets, data = column.buffers()
+    dtype = np.int64 if pa.types.is_large_string(column.type) else np.int32
+    bounds = np.frombuffer(offsets, dtype)[column.offset:column.offset + len(column) + 1].tolist()
+    whole = memoryview(data if data is not None else b"")
+    return [whole[start:end] for start, end in itertools.pairwise(bounds)]
 
 
 def _oversized(column: pa.Array, bound: int | None) -> dict[int, int]:

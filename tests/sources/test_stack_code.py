@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from core.document import Document, Drop, InputSpec
 from core.steps import StepStats, run_steps
+from sources.formats.rows import _batch_rows, utf8_key
 from sources.samples.stack_code import github_code_table, stack_table, write_sample_inputs
 from sources.stack_code import (
     StackCodeRecipe,
@@ -113,6 +114,37 @@ def test_git_blob_sha1_matches_git(tmp_path: Path) -> None:
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("git not available")
     assert git_blob_sha1(data) == out.stdout.strip()
+
+
+@pytest.mark.parametrize("string_type", [pa.string(), pa.large_string()])
+def test_parquet_rows_hash_the_bytes_their_text_came_from(tmp_path: Path, string_type: pa.DataType) -> None:
+    """A Parquet row's content is hashed from the reader's buffer: the same ids and hashes as encoding it
+    (the JSON-lines path encodes), for ASCII, non-ASCII, empty and null content, over several batches."""
+    contents = ["print('héllo')\n", "x = 1\n", "", None, "# 日本語 ✓\nα = 'β'\n", "y = 2\n" * 50]
+    rows = {"code": contents, "repo_name": ["o/r"] * 6, "path": [f"m{i}.py" for i in range(6)],
+            "license": ["mit"] * 6}
+    table = pa.table(rows, schema=pa.schema([("code", string_type), *((k, pa.string()) for k in list(rows)[1:])]))
+    pq.write_table(table, tmp_path / "rows.parquet", row_group_size=4)
+    with (tmp_path / "rows.jsonl").open("w", encoding="utf-8") as out:
+        out.writelines(json.dumps(dict(zip(rows, values, strict=True))) + "\n" for values in zip(*rows.values(), strict=True))
+    recipe = StackCodeRecipe(StackCodeSettings(batch_rows=3))
+    by_format = []
+    for name in ("rows.parquet", "rows.jsonl"):
+        spec = InputSpec(name, tmp_path / name, name)
+        by_format.append([(r.id, r.text, r.meta["bytes"], r.meta["blob_sha1"], r.meta["content_sha256"])
+                          if isinstance(r, Document) else r.reason for r in recipe.read(spec)])
+    assert by_format[0] == by_format[1]
+    assert by_format[0][3] == "malformed_row" and by_format[0][0][3] == git_blob_sha1("print('héllo')\n".encode())
+
+
+def test_utf8_views_of_a_sliced_batch_are_its_rows_bytes() -> None:
+    """A batch that starts inside its buffers (an Arrow slice) gives each row its own bytes."""
+    texts = ["zero", "ünï", None, "", "vier ✓"]
+    for string_type in (pa.string(), pa.large_string()):
+        batch = pa.record_batch([pa.array(texts, string_type)], names=["code"]).slice(1)
+        rows = list(_batch_rows(batch, {}, ("code",)))
+        assert [bytes(row[utf8_key("code")]) for row in rows] == [(t or "").encode() for t in texts[1:]]
+        assert [row["code"] for row in rows] == texts[1:]
 
 
 def test_licence_lists_need_every_licence_allowed() -> None:
