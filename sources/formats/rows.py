@@ -177,8 +177,8 @@ def parquet_rows(parquet: pq.ParquetFile, group: int, columns: Sequence[str], mo
     ``utf8``: string columns whose values the caller also needs as UTF-8 bytes (to hash them):
     each row then holds, under :func:`utf8_key`, a ``memoryview`` of its value's bytes in the
     batch's Arrow buffer, the very bytes its string was decoded from, so the caller does not
-    encode the string again. Only for a plain string column (a dictionary-encoded one has no
-    key: the caller encodes).
+    encode the string again. Only for a string column, plain or dictionary-encoded (another type
+    has no key: the caller encodes).
     """
     batch_size = batch_rows_for(parquet, group, columns, most)
     for batch in parquet.iter_batches(batch_size=batch_size, row_groups=[group], columns=list(columns)):
@@ -202,7 +202,17 @@ def _batch_rows(batch: pa.RecordBatch, sized: dict[str, int],
 
 
 def _utf8_views(column: pa.Array) -> list[memoryview] | None:
-    """Each value's bytes in a plain string column's data buffer (no copy), or None for another kind of column."""
+    """Each value's bytes in a string column's data buffer (no copy), or None for another kind of column.
+
+    A dictionary-encoded column (:func:`open_parquet` keeps large text columns so) gives each
+    row its dictionary value's bytes; a null row gives empty bytes (its value is None anyway).
+    """
+    if isinstance(column, pa.DictionaryArray):
+        values = _utf8_views(column.dictionary)
+        if values is None:
+            return None
+        empty = memoryview(b"")
+        return [values[index] if index is not None else empty for index in column.indices.to_pylist()]
     if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
         return None
     _, offsets, data = column.buffers()

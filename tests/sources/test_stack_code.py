@@ -116,15 +116,16 @@ def test_git_blob_sha1_matches_git(tmp_path: Path) -> None:
     assert git_blob_sha1(data) == out.stdout.strip()
 
 
-@pytest.mark.parametrize("string_type", [pa.string(), pa.large_string()])
-def test_parquet_rows_hash_the_bytes_their_text_came_from(tmp_path: Path, string_type: pa.DataType) -> None:
+@pytest.mark.parametrize(("string_type", "dictionary"), [(pa.string(), True), (pa.large_string(), False)])
+def test_parquet_rows_hash_the_bytes_their_text_came_from(tmp_path: Path, string_type: pa.DataType,
+                                                         dictionary: bool) -> None:
     """A Parquet row's content is hashed from the reader's buffer: the same ids and hashes as encoding it
     (the JSON-lines path encodes), for ASCII, non-ASCII, empty and null content, over several batches."""
     contents = ["print('héllo')\n", "x = 1\n", "", None, "# 日本語 ✓\nα = 'β'\n", "y = 2\n" * 50]
     rows = {"code": contents, "repo_name": ["o/r"] * 6, "path": [f"m{i}.py" for i in range(6)],
             "license": ["mit"] * 6}
     table = pa.table(rows, schema=pa.schema([("code", string_type), *((k, pa.string()) for k in list(rows)[1:])]))
-    pq.write_table(table, tmp_path / "rows.parquet", row_group_size=4)
+    pq.write_table(table, tmp_path / "rows.parquet", row_group_size=4, use_dictionary=dictionary)
     with (tmp_path / "rows.jsonl").open("w", encoding="utf-8") as out:
         out.writelines(json.dumps(dict(zip(rows, values, strict=True))) + "\n" for values in zip(*rows.values(), strict=True))
     recipe = StackCodeRecipe(StackCodeSettings(batch_rows=3))
@@ -138,13 +139,15 @@ def test_parquet_rows_hash_the_bytes_their_text_came_from(tmp_path: Path, string
 
 
 def test_utf8_views_of_a_sliced_batch_are_its_rows_bytes() -> None:
-    """A batch that starts inside its buffers (an Arrow slice) gives each row its own bytes."""
+    """A batch that starts inside its buffers (an Arrow slice) gives each row its own bytes, dictionary-encoded too."""
     texts = ["zero", "ünï", None, "", "vier ✓"]
     for string_type in (pa.string(), pa.large_string()):
         batch = pa.record_batch([pa.array(texts, string_type)], names=["code"]).slice(1)
-        rows = list(_batch_rows(batch, {}, ("code",)))
-        assert [bytes(row[utf8_key("code")]) for row in rows] == [(t or "").encode() for t in texts[1:]]
-        assert [row["code"] for row in rows] == texts[1:]
+        coded = pa.record_batch([pa.array(texts, string_type).dictionary_encode()], names=["code"]).slice(1)
+        for sliced in (batch, coded):
+            rows = list(_batch_rows(sliced, {}, ("code",)))
+            assert [bytes(row[utf8_key("code")]) for row in rows] == [(t or "").encode() for t in texts[1:]]
+            assert [row["code"] for row in rows] == texts[1:]
 
 
 def test_licence_lists_need_every_licence_allowed() -> None:
