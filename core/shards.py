@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from core.arrow_columns import arrow_table
 from core.atomic import AtomicOutput, sha256_file
 from core.document import Document
 
@@ -69,14 +70,14 @@ class ShardInfo:
 
 def documents_to_table(docs: Sequence[Document]) -> pa.Table:
     """Convert documents to an Arrow table in the shard schema."""
-    return pa.table(
+    return arrow_table(
         {
             "id": [d.id for d in docs],
             "text": [d.text for d in docs],
             "source": [d.source for d in docs],
             "meta": [d.meta_json() for d in docs],
         },
-        schema=SCHEMA,
+        SCHEMA,
     )
 
 

@@ -57,6 +57,7 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 import zstandard
 
+from core.arrow_columns import arrow_column, arrow_rows
 from core.compressed import CODEC_ERRORS, TruncatedInputError, WindowTooLargeError, open_binary, zstd_chunks
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.json_line import NestedTooDeep, parse_json_line
@@ -275,10 +276,7 @@ def _text_scalar(text: str) -> pa.Scalar:
 
 def _string_array(texts: Sequence[str]) -> pa.Array:
     """A string array built from buffers (``pa.array`` imports pandas to vet its input)."""
-    encoded = [text.encode() for text in texts]
-    offsets = np.zeros(len(encoded) + 1, np.int32)
-    np.cumsum([len(data) for data in encoded], out=offsets[1:])
-    return pa.Array.from_buffers(pa.string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+    return arrow_column(texts, pa.string())
 
 
 def _indices(rows: np.ndarray) -> pa.Array:
@@ -318,7 +316,7 @@ def _slow_rows(block: bytes, first_line: int, submissions: bool, problems: list[
                                         _line_record(raw, submissions)))
         except (KeyError, TypeError, ValueError) as exc:
             problems.append(LineProblem(number, "malformed_record", f"{type(exc).__name__}: {exc}"))
-    return pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+    return arrow_rows(rows, ROW_SCHEMA)  # not pa.Table.from_pylist: it imports pandas
 
 
 def _check_encodable(row: dict[str, Any]) -> None:
@@ -941,11 +939,11 @@ class RedditReader:
         if not (self.filters.subreddits_allow or self.filters.subreddits_deny) or not table.num_rows:
             return table, []
         names = pc.utf8_lower(table.column("subreddit"))
-        keep = pa.array([True] * table.num_rows)
+        keep = arrow_column(np.ones(table.num_rows, bool), pa.bool_())
         if self.filters.subreddits_allow:
-            keep = pc.is_in(names, pa.array([s.lower() for s in self.filters.subreddits_allow]))
+            keep = pc.is_in(names, _string_array([s.lower() for s in self.filters.subreddits_allow]))
         if self.filters.subreddits_deny:
-            keep = pc.and_(keep, pc.invert(pc.is_in(names, pa.array([s.lower() for s in self.filters.subreddits_deny]))))
+            keep = pc.and_(keep, pc.invert(pc.is_in(names, _string_array([s.lower() for s in self.filters.subreddits_deny]))))
         dropped = table.filter(pc.invert(keep))
         denied = [(self.filters.subreddit_reason(s) or "subreddit_denied", n)
                   for s, n in zip(dropped.column("subreddit").to_pylist(), dropped.column("line").to_pylist(), strict=True)]

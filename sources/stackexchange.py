@@ -40,6 +40,7 @@ import pyarrow.parquet as pq
 from lxml import etree
 from py7zr.io import Py7zIO, WriterFactory
 
+from core.arrow_columns import arrow_table
 from core.atomic import write_json_atomic
 from core.bounded import DEFAULT_TIMEOUT_S, BoundedCleaner
 from core.compressed import CODEC_ERRORS, open_binary, read_blocks
@@ -353,7 +354,7 @@ class PostsSink:
     def _flush(self) -> None:
         if not self.columns["id"]:
             return
-        table = pa.table(self.columns, schema=ROW_SCHEMA)
+        table = arrow_table(self.columns, ROW_SCHEMA)  # pa.table would import pandas
         if self.writer is None:
             self.writer = pq.ParquetWriter(self.directory / "rows.parquet", ROW_SCHEMA, compression="lz4")
             self.files += 1

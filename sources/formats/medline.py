@@ -552,6 +552,7 @@ def write_pmid_index(out: Path, source: str, key: str, input_path: Path) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from core.arrow_columns import arrow_table
     from core.atomic import atomic_path
     from core.layout import staging_dir
     from core.shards import read_documents
@@ -571,11 +572,11 @@ def write_pmid_index(out: Path, source: str, key: str, input_path: Path) -> int:
                         ("pmid", pa.string()), ("version", pa.int64())])
     stage.mkdir(parents=True, exist_ok=True)
     with atomic_path(stage / PMID_INDEX) as tmp:
-        pq.write_table(pa.table(rows, schema=schema), tmp)
+        pq.write_table(arrow_table(rows, schema), tmp)  # not pa.table: it imports pandas
     deletes = deleted_pmids(input_path)
     with atomic_path(stage / DELETE_INDEX) as tmp:
-        pq.write_table(pa.table({"input_key": [key] * len(deletes), "pmid": deletes},
-                                schema=pa.schema([("input_key", pa.string()), ("pmid", pa.string())])), tmp)
+        pq.write_table(arrow_table({"input_key": [key] * len(deletes), "pmid": deletes},
+                                   pa.schema([("input_key", pa.string()), ("pmid", pa.string())])), tmp)
     return ordinal
 
 
