@@ -35,8 +35,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from core.arrow_columns import arrow_table
 from core.atomic import AtomicOutput, atomic_path
-from dedupe.arrow_columns import arrow_table
 from dedupe.minhash import is_empty
 from dedupe.shingles import fmix64_inplace
 

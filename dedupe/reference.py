@@ -33,13 +33,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from core.arrow_columns import arrow_table
 from core.atomic import AtomicOutput, atomic_path, sha256_file, write_json_atomic
 from core.document import Drop
 from core.exact import exact_hashes, non_ascii_chars
 from core.layout import slug
 from core.markers import Marker
 from core.pile_format import MAX_LINE_BYTES, PileLine, iter_pile
-from dedupe.arrow_columns import arrow_table
 from dedupe.lsh import (
     BandKeyWriter,
     BandLayout,

@@ -1,4 +1,4 @@
-"""Arrow columns built from buffers equal ``pa.array``'s, so the Parquet files are the same bytes."""
+"""The index tables (64-bit keys, fixed-size hashes, bools, strings) built from buffers equal ``pa.array``'s: same Parquet bytes, no pandas."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dedupe.arrow_columns import arrow_column, arrow_table
+from core.arrow_columns import arrow_column, arrow_table
 
 SCHEMA = pa.schema([pa.field("doc", pa.int64()), pa.field("key", pa.uint64()), pa.field("name", pa.string()),
                     pa.field("hash", pa.binary(4)), pa.field("empty", pa.bool_())])
@@ -43,7 +43,7 @@ def test_parquet_bytes_equal_and_no_pandas(tmp_path: Path) -> None:
     for name, table in (("new", arrow_table(values, SCHEMA)), ("old", pa.table(values, schema=SCHEMA))):
         pq.write_table(table, tmp_path / f"{name}.parquet", compression="zstd")
     assert (tmp_path / "new.parquet").read_bytes() == (tmp_path / "old.parquet").read_bytes()
-    code = ("import sys, numpy as np, pyarrow as pa; from dedupe.arrow_columns import arrow_table; "
+    code = ("import sys, numpy as np, pyarrow as pa; from core.arrow_columns import arrow_table; "
             "arrow_table({'doc': np.arange(3), 'name': ['a', 'b', 'c']}, "
             "pa.schema([('doc', pa.int64()), ('name', pa.string())])); print('pandas' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
