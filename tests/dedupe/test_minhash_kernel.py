@@ -77,7 +77,9 @@ def test_without_a_usable_cache_folder_the_kernel_is_compiled_in_memory(monkeypa
     real = numba.njit
     calls: list[dict] = []
 
-    def refusing(**options: object):
+    def refusing(*args: object, **options: object):
+        if args:  # numba's own modules use the plain decorator form
+            return real(*args, **options)
         calls.append(options)
         if options.get("cache"):
             raise RuntimeError("cannot cache function: no locator available")
@@ -86,6 +88,22 @@ def test_without_a_usable_cache_folder_the_kernel_is_compiled_in_memory(monkeypa
     monkeypatch.setattr(numba, "njit", refusing)
     double = compiled.jit(lambda x: x * 2)
     assert double(21) == 42 and [c.get("cache") for c in calls] == [True, None]
+
+
+def _triple(value: int) -> int:
+    return value * 3
+
+
+def test_a_failed_cache_save_does_not_fail_the_call(monkeypatch) -> None:
+    """A cache folder that breaks after the kernel is defined (full disk, removed): the call works."""
+    kernel = compiled.jit(_triple)
+    locator = kernel._cache._impl.locator
+
+    def full_disk() -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(locator, "ensure_cache_path", full_disk)
+    assert kernel(14) == 42
 
 
 def test_installed_read_only_package_caches_in_the_user_folder(tmp_path: Path) -> None:
