@@ -154,12 +154,17 @@ class CodeRow:
     utf8: memoryview | None = None
 
 
+#: the-stack's (path, name, licences) columns of the ``max_stars``, ``max_issues`` and ``max_forks`` repositories.
+_REPO_COLUMNS = tuple((f"max_{kind}_repo_path", f"max_{kind}_repo_name", f"max_{kind}_repo_licenses")
+                      for kind in ("stars", "issues", "forks"))
+
+
 def stack_row(row: Mapping[str, Any], allowed: frozenset[str]) -> CodeRow:
     """A the-stack row: the ``max_stars`` repository, else the ``max_issues`` / ``max_forks`` one."""
-    for kind in ("stars", "issues", "forks"):
-        path, name = row.get(f"max_{kind}_repo_path"), row.get(f"max_{kind}_repo_name")
+    for path_column, name_column, licenses_column in _REPO_COLUMNS:
+        path, name = row.get(path_column), row.get(name_column)
         if path and name:
-            licenses = row.get(f"max_{kind}_repo_licenses")
+            licenses = row.get(licenses_column)
             break
     else:
         path, name, licenses = row.get("max_stars_repo_path"), row.get("max_stars_repo_name"), None

@@ -197,29 +197,37 @@ def _batch_rows(batch: pa.RecordBatch, sized: dict[str, int],
             errors.setdefault(row, RowError("invalid_utf8", f"column {name!r}: {detail}"))
         if name in utf8 and (views := _utf8_views(column)) is not None:
             values[utf8_key(name)] = views
-    for row in range(batch.num_rows):
-        yield errors.get(row) or {name: column[row] for name, column in values.items()}
+    names = list(values)
+    for row, items in enumerate(zip(*values.values(), strict=True)):
+        yield errors.get(row) or dict(zip(names, items, strict=True))
 
 
 def _utf8_views(column: pa.Array) -> list[memoryview] | None:
-    """Each value's bytes in a string column's data buffer (no copy), or None for another kind of column.
+    """Each row's bytes in a string column's data buffer (no copy), or None for another type of column.
 
     A dictionary-encoded column (:func:`open_parquet` keeps large text columns so) gives each
-    row its dictionary value's bytes; a null row gives empty bytes (its value is None anyway).
+    row its dictionary value's bytes, found through the row's index: the dictionary of a batch
+    holds every value of its row group read so far (it grows batch by batch), so a view per
+    dictionary value would be quadratic in the row group's rows. A null row gives empty bytes
+    (its value is None anyway).
     """
-    if isinstance(column, pa.DictionaryArray):
-        values = _utf8_views(column.dictionary)
-        if values is None:
-            return None
-        empty = memoryview(b"")
-        return [values[index] if index is not None else empty for index in column.indices.to_pylist()]
-    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+    coded = isinstance(column, pa.DictionaryArray)
+    strings = column.dictionary if coded else column
+    if not (pa.types.is_string(strings.type) or pa.types.is_large_string(strings.type)):
         return None
-    _, offsets, data = column.buffers()
-    dtype = np.int64 if pa.types.is_large_string(column.type) else np.int32
-    bounds = np.frombuffer(offsets, dtype)[column.offset:column.offset + len(column) + 1].tolist()
+    _, offsets, data = strings.buffers()
+    dtype = np.int64 if pa.types.is_large_string(strings.type) else np.int32
+    bounds = np.frombuffer(offsets, dtype)[strings.offset:strings.offset + len(strings) + 1]
     whole = memoryview(data if data is not None else b"")
-    return [whole[start:end] for start, end in itertools.pairwise(bounds)]
+    if not coded:
+        return [whole[start:end] for start, end in itertools.pairwise(bounds.tolist())]
+    empty = memoryview(b"")
+    if not len(strings):  # an empty dictionary: every row is null
+        return [empty] * len(column)
+    indices = column.indices.to_pylist()
+    rows = np.array([index or 0 for index in indices], np.int64)
+    return [whole[start:end] if index is not None else empty
+            for start, end, index in zip(bounds[rows].tolist(), bounds[rows + 1].tolist(), indices, strict=True)]
 
 
 def _oversized(column: pa.Array, bound: int | None) -> dict[int, int]:

@@ -141,6 +141,8 @@ def test_parquet_rows_hash_the_bytes_their_text_came_from(tmp_path: Path, string
 def test_utf8_views_of_a_sliced_batch_are_its_rows_bytes() -> None:
     """A batch that starts inside its buffers (an Arrow slice) gives each row its own bytes, dictionary-encoded too."""
     texts = ["zero", "ünï", None, "", "vier ✓"]
+    nulls = pa.record_batch([pa.array([None, None], pa.string()).dictionary_encode()], names=["code"])
+    assert [bytes(row[utf8_key("code")]) for row in _batch_rows(nulls, {}, ("code",))] == [b"", b""]
     for string_type in (pa.string(), pa.large_string()):
         batch = pa.record_batch([pa.array(texts, string_type)], names=["code"]).slice(1)
         coded = pa.record_batch([pa.array(texts, string_type).dictionary_encode()], names=["code"]).slice(1)
