@@ -207,6 +207,17 @@ def _language(item: CodeRow, settings: StackCodeSettings) -> str | None:
     return mapped if mapped in settings.extra_languages else None
 
 
+def _sniffs_binary(content: str, data: bytes | memoryview, sniff_bytes: int) -> bool:
+    """:func:`sources.github.is_binary` of ``data``, the UTF-8 bytes of ``content``.
+
+    An ASCII string has one byte per character, so its first ``sniff_bytes`` bytes are its first
+    characters, searched where they are (a reader's ``memoryview`` would be copied to be searched).
+    """
+    if content.isascii():  # a flag of the string: no scan
+        return content.find("\x00", 0, sniff_bytes) != -1
+    return is_binary(data, sniff_bytes)
+
+
 def code_record(item: CodeRow, settings: StackCodeSettings, where: str, row: int) -> Record:
     """One normalized row -> a Document or a Drop (the checks of the module docstring, in order)."""
     label = f"{item.repo}/{item.path}" if item.repo or item.path else f"{where}: row {row}"
@@ -230,7 +241,7 @@ def code_record(item: CodeRow, settings: StackCodeSettings, where: str, row: int
     if len(data) > settings.max_file_bytes:
         return Drop("too_large", label, f"{label}: {len(data):,} bytes > {settings.max_file_bytes:,}",
                     language=language)
-    if is_binary(data, settings.binary_sniff_bytes):
+    if _sniffs_binary(item.content, data, settings.binary_sniff_bytes):
         return Drop("binary", label, language=language)
     text = item.content.removeprefix("\ufeff")
     blob = item.blob or git_blob_sha1(data)

@@ -546,6 +546,9 @@ class AlphaPerTokenFilter(Filter):
         """Alphabetic characters per token, or None for a text with no tokens."""
         if self._counter is None:
             self._counter = make_token_counter(self.tokenizer)
+        if isinstance(self._counter, RegexTokenizer):  # both counts from one lookup
+            counts = text_counts(text)
+            return counts.alpha / counts.pretokens if counts.pretokens else None
         tokens = self._counter.count(text)
         return alpha_count(text) / tokens if tokens else None
 

@@ -20,17 +20,18 @@ import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 
-@dataclass(frozen=True)
-class TextCounts:
+class TextCounts(NamedTuple):
     """Per-text counts the filters need.
 
     ``alnum``/``alpha``: characters for which ``str.isalnum``/``str.isalpha`` hold; ``pretokens``:
     GPT-2-style pre-tokens; ``lines`` and ``max_line_length``: the number of ``str.splitlines``
-    pieces and the length of the longest (line breaks not counted).
+    pieces and the length of the longest (line breaks not counted). A named tuple: one is made
+    per document, and a frozen dataclass pays an ``object.__setattr__`` per field.
     """
 
     alnum: int

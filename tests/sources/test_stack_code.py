@@ -17,10 +17,12 @@ from hypothesis import strategies as st
 from core.document import Document, Drop, InputSpec
 from core.steps import StepStats, run_steps
 from sources.formats.rows import _batch_rows, utf8_key
+from sources.github import is_binary
 from sources.samples.stack_code import github_code_table, stack_table, write_sample_inputs
 from sources.stack_code import (
     StackCodeRecipe,
     StackCodeSettings,
+    _sniffs_binary,
     code_record,
     dataset_language,
     git_blob_sha1,
@@ -150,6 +152,15 @@ def test_utf8_views_of_a_sliced_batch_are_its_rows_bytes() -> None:
             rows = list(_batch_rows(sliced, {}, ("code",)))
             assert [bytes(row[utf8_key("code")]) for row in rows] == [(t or "").encode() for t in texts[1:]]
             assert [row["code"] for row in rows] == texts[1:]
+
+
+@given(st.text(alphabet=st.sampled_from(["a", "\x00", "é", "日", "\n"]), max_size=30), st.integers(0, 40))
+def test_binary_sniff_of_the_string_is_the_bytes_sniff(content: str, sniff_bytes: int) -> None:
+    """A NUL in the first ``sniff_bytes`` bytes, whether found in an ASCII string or in the bytes."""
+    data = content.encode()
+    expected = is_binary(data, sniff_bytes)
+    assert _sniffs_binary(content, data, sniff_bytes) == expected
+    assert _sniffs_binary(content, memoryview(data), sniff_bytes) == expected
 
 
 def test_licence_lists_need_every_licence_allowed() -> None:
