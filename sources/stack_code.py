@@ -5,8 +5,9 @@ by its columns, per file for Parquet and per row for JSON lines:
 
 * **the-stack** (bigcode/the-stack v1): ``content``, ``max_stars_repo_path``,
   ``max_stars_repo_name``, ``max_stars_repo_licenses`` (``list<string>`` of SPDX ids), ``lang``,
-  ``ext`` (no dot; an extension-less ``Makefile`` has ``ext=Makefile``), ``hexsha`` (the git
-  *blob* id). The ``max_issues_*`` / ``max_forks_*`` columns are used when ``max_stars_*`` is null.
+  ``ext`` (no dot; an extension-less ``Makefile`` has ``ext=Makefile``; not read: the path's
+  name decides the language), ``hexsha`` (the git *blob* id). The ``max_issues_*`` /
+  ``max_forks_*`` columns are used when ``max_stars_*`` is null.
 * **github-code** (codeparrot/github-code): ``code``, ``repo_name``, ``path``, ``language``,
   ``license`` (one lower-case key such as ``mit`` or ``lgpl-3.0``), ``size``.
 
@@ -73,7 +74,7 @@ GITHUB_CODE = "github-code"
 
 #: Columns each Parquet layout needs (the-stack's fallbacks are read when present).
 STACK_COLUMNS = ("content", "max_stars_repo_path", "max_stars_repo_name", "max_stars_repo_licenses")
-STACK_OPTIONAL = ("hexsha", "lang", "ext", *(f"max_{kind}_repo_{what}" for kind in ("issues", "forks")
+STACK_OPTIONAL = ("hexsha", "lang", *(f"max_{kind}_repo_{what}" for kind in ("issues", "forks")
                                               for what in ("path", "name", "licenses")))
 GITHUB_CODE_COLUMNS = ("code", "repo_name", "path", "license")
 GITHUB_CODE_OPTIONAL = ("language",)
