@@ -109,13 +109,13 @@ PROFILE_PARTS = {
     "reader (read_parquet)": [("stack_code.py", "read_parquet")],
     "counts (alnum, alpha, pre-tokens, lines)": [("text_counts.py", "remember_counts"),
                                                  ("text_counts.py", "text_counts")],
-    "copyright header": [("code_quality.py", "may_have_header"), ("record_bound.py", "run")],
+    "copyright header": [("code_quality.py", "cuts")],
 }
 
 
 def filter_share(path: Path) -> tuple[float, list[tuple[str, float]]]:
     """One ``kinda-full`` run under cProfile: its CPU seconds and the shares of the reader and the filters."""
-    profile = cProfile.Profile(time.process_time)  # this process's CPU (a helper's is not in it)
+    profile = cProfile.Profile(time.process_time)  # this process's CPU (a bounded helper's would not be in it)
     profile.runcall(run_full, path)
     stats = pstats.Stats(profile)
     total = max(v[3] for v in stats.stats.values())  # type: ignore[attr-defined]
