@@ -60,7 +60,16 @@ def prefect_api() -> Iterator[str]:
 
 
 def _linked_server() -> Any:
-    """Prefect's temporary server, started so that it dies with this process (``kill -9`` included)."""
+    """Prefect's temporary server, started so that it dies with this process (``kill -9`` included).
+
+    It must be Prefect's own class, registered as its ephemeral instance (``_instances[None]``),
+    although importing it costs the flow process ~1.9 CPU-s (the server's whole application):
+    Prefect code running in threads that do not see this run's settings (the pool's message
+    forwarder, which creates the events and log workers) finds no API URL and asks
+    ``SubprocessASGIServer()`` for an ephemeral server, and gets this running one. A server
+    started outside the class (tried: its command line run directly) made those threads start
+    a second and third server, and send the workers' events there.
+    """
     from prefect.server.api import server as prefect_server
 
     class LinkedServer(prefect_server.SubprocessASGIServer):

@@ -54,3 +54,11 @@ def test_settings_reach_workers_and_are_built_once_per_settings(tmp_path: Path) 
     assert sum(counters["hydrated"] for counters in last_seen.values()) >= 2
     assert _prefect_reuse.stats["serialized_reused"] - before["serialized_reused"] >= 5
     assert _prefect_reuse.stats["serialized"] - before["serialized"] >= 2  # the temporary settings, and back
+
+
+def test_prefects_ephemeral_server_is_the_embedded_one(prefect_api_url: str) -> None:
+    """Prefect code that sees no API URL (threads outside the run's settings context) asks for an
+    ephemeral server; it must get the embedded one, not start another (see ``_linked_server``)."""
+    from prefect.server.api.server import SubprocessASGIServer
+
+    assert SubprocessASGIServer().api_url == prefect_api_url
