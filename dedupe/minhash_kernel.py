@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from core.compiled import jit
-from dedupe.shingles import POLY_BASE, POLY_BASE_INV
+from dedupe.word_hash import POLY_BASE, POLY_BASE_INV
 
 #: Bytes of a document read per piece: the piece's prefix sums are read back from the L2 cache.
 PIECE_BYTES = 1 << 14

@@ -33,12 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.exact import non_ascii_chars
+from dedupe.word_hash import MASK64, POLY_BASE
 
 U64 = np.uint64
-MASK64 = (1 << 64) - 1
-#: Odd multiplier of the polynomial word hash, and its inverse modulo 2**64.
-POLY_BASE = 0x100000001B3  # the FNV-1a 64-bit prime: odd, with well spread bits
-POLY_BASE_INV = pow(POLY_BASE, -1, 1 << 64)
 #: Seeds of the per-position shingle constants (odd, so each product is a bijection).
 _SHINGLE_CONSTANT_SEED = 0x5EED5EED
 _WORD_RE = re.compile(rb"[0-9A-Za-z\x80-\xff]+")

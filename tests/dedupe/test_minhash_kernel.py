@@ -112,8 +112,8 @@ def test_installed_read_only_package_caches_in_the_user_folder(tmp_path: Path) -
     compiling it (root can write anywhere: then the cache is beside the module)."""
     package = tmp_path / "site"
     (package / "dedupe").mkdir(parents=True)
-    for name in ("__init__.py", "minhash_kernel.py", "shingles.py", "minhash.py"):
-        (package / "dedupe" / name).write_bytes((ROOT / "dedupe" / name).read_bytes())
+    for module in (ROOT / "dedupe").glob("*.py"):  # the whole package, as an install has it
+        (package / "dedupe" / module.name).write_bytes(module.read_bytes())
     cache = tmp_path / "user-cache"
     code = ("from dedupe.minhash import MinHasher; import dedupe.minhash_kernel as k; "
             "print(k.__file__, MinHasher().signatures(['the same five words here'])[0, :4].tolist(), "
