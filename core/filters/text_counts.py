@@ -1,16 +1,23 @@
-"""Character-class, pre-token and line counts of a text at numpy speed (what the code filters measure).
+"""Character-class, pre-token and line counts of a text at compiled speed (what the code filters measure).
 
 :mod:`core.filters.code_quality` drops files on the share of ``str.isalnum`` characters, the
 number of ``str.isalpha`` characters, the number of GPT-2-style pre-tokens (matches of its
 ``_PRETOKEN`` pattern) and the lines of ``str.splitlines`` (their number and longest length).
 Written as a Python step per character, per match or per line, these were most of the GitHub and
-stack_code paths' CPU. Here a text becomes one class code per character in numpy (a
-``bytes.translate`` for ASCII text, UTF-32 code points otherwise): ASCII characters are classified
-by table, the few distinct others one by one (cached); the pre-tokens are counted from the runs
-of equal classes and the lines from the positions of the line breaks. All counts come from one
-classification, and the filters of one document share it (:func:`text_counts` keeps the last few
-texts by identity, without hashing them). Equal to the per-character definitions on any Unicode
-text: property test in tests/core/filters/test_code_counts.py, with the plain code as the oracle.
+stack_code paths' CPU.
+
+ASCII texts (nearly all code) are counted by one compiled pass over their joined bytes
+(:func:`_ascii_counts_into`, numba): each byte's class by table, every count from the classes of
+a byte and the two after it, so no intermediate array is written. numpy's dozen passes over the
+same bytes (a ``bytes.translate``, boolean arrays per rule, a search for the line breaks) cost
+twice as much. Other texts become one class code per character in numpy from their UTF-32 code
+points: ASCII characters are classified by table, the few distinct others one by one (cached);
+the pre-tokens are counted from the runs of equal classes and the lines from the positions of
+the line breaks. The filters of one document share the counts (:func:`text_counts` keeps the
+last few texts by identity, without hashing them). Equal to the per-character definitions on any
+Unicode text: property tests in tests/core/filters/test_code_counts.py, with the plain code as the
+oracle. numba is imported with this module (~0.3 CPU-s, once per process; the kernel's machine
+code is cached on disk, :mod:`core.compiled`).
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+
+from core.compiled import jit
 
 
 class TextCounts(NamedTuple):
@@ -126,21 +135,120 @@ def remember_counts(texts: Sequence[str]) -> None:
 
 
 def count_texts(texts: Sequence[str]) -> list[TextCounts]:
-    """The counts of each text, computed a batch at a time (numpy's per-call cost paid once per batch).
+    """The counts of each text, computed a batch at a time (the per-call costs paid once per batch).
 
-    ASCII texts are classified by ``bytes.translate`` of their joined bytes, the others from the
-    UTF-32 code points of theirs; both then go through the same segment arithmetic.
+    ASCII texts are counted by the compiled pass over their joined bytes, the others from the
+    UTF-32 code points of theirs (numpy).
     """
     results = [_EMPTY] * len(texts)
     ascii_texts = [i for i, text in enumerate(texts) if text and text.isascii()]
     other_texts = [i for i, text in enumerate(texts) if text and not text.isascii()]
-    for chosen, classify in ((ascii_texts, _ascii_chars), (other_texts, _unicode_chars)):
+    for chosen, count in ((ascii_texts, _ascii_counts), (other_texts, _unicode_counts)):
         if chosen:
-            group = [texts[i] for i in chosen]
-            for i, counts in zip(chosen, _segment_counts(classify("".join(group)), [len(t) for t in group]),
-                                 strict=True):
+            for i, counts in zip(chosen, count([texts[i] for i in chosen]), strict=True):
                 results[i] = counts
     return results
+
+
+def _unicode_counts(texts: Sequence[str]) -> list[TextCounts]:
+    return _segment_counts(_unicode_chars("".join(texts)), [len(t) for t in texts])
+
+
+#: The kernel's class codes: the pre-token classes, with the apostrophe (punctuation to the
+#: pattern) apart, since a contraction starts there, and END for "past the text's end".
+_APOSTROPHE_CODE, _END = 7, 8
+
+
+def _kernel_tables() -> tuple[np.ndarray, np.ndarray]:
+    """(ASCII byte -> kernel class, the pre-token start rule of every triple of classes).
+
+    ``starts[a * 256 + b * 16 + c]`` is 1 where a pre-token starts after a character of class
+    ``a`` followed by ``b`` then ``c`` (the rules of :func:`_pretoken_counts`, one lookup): a new
+    run (whitespace codes as one class) unless a ``" "`` joins the run after it, or the end of a
+    whitespace run of two or more that text follows. ``b == END``: no pair, no start; ``c ==
+    END``: the run after ``b`` is not known to be text.
+    """
+    classes = np.frombuffer(_ASCII_CLASSES, np.uint8).copy()
+    classes[_APOSTROPHE] = _APOSTROPHE_CODE
+
+    def meaning(code: int) -> int:
+        return PUNCT if code == _APOSTROPHE_CODE else code
+
+    starts = np.zeros(16 * 16 * 16, np.uint8)
+    for a in range(_END):
+        for b in range(_END):
+            for c in range(_END + 1):
+                first, second, third = meaning(a), meaning(b), meaning(c)
+                both_white = first >= SPACE and second >= SPACE
+                new_run = first != second and not both_white
+                joins = first == BLANK and second <= PUNCT
+                more_white = both_white and c != _END and third < SPACE
+                starts[a * 256 + b * 16 + c] = (new_run != joins) or more_white
+    return classes, starts
+
+
+_KERNEL_CLASSES, _TOKEN_STARTS = _kernel_tables()
+
+
+def _ascii_counts(texts: Sequence[str]) -> list[TextCounts]:
+    """The counts of non-empty ASCII texts, by :func:`_ascii_counts_into` over their joined bytes."""
+    data = np.frombuffer("".join(texts).encode("ascii"), np.uint8)
+    ends = np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)))
+    out = np.empty((len(texts), 5), np.int64)
+    _ascii_counts_into(data, _KERNEL_CLASSES, _TOKEN_STARTS, ends, out)
+    return [TextCounts(*row) for row in out.tolist()]
+
+
+@jit
+def _ascii_counts_into(data: np.ndarray, classes: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                       out: np.ndarray) -> None:  # pragma: no cover - compiled by numba, tested through it
+    """Fill ``out[i]`` with the :class:`TextCounts` fields of the text ``data[ends[i - 1]:ends[i]]`` (non-empty).
+
+    One step per byte, reading the classes of the byte and the two after it (``_END`` past the
+    text): ``isalnum``/``isalpha`` are LETTER or DIGIT / LETTER in ASCII; a pre-token starts
+    where :data:`_TOKEN_STARTS` says, less the contractions (an apostrophe not after ``" "`` or
+    punctuation, followed by ``s d m t`` or ``ll ve re`` ending the letter run); a line ends at
+    each break, ``"\r\n"`` being one.
+    """
+    first = 0
+    for text in range(len(ends)):
+        end = ends[text]
+        alnum = alpha = inner = contractions = lines = longest = 0
+        line_start = first
+        here = classes[data[first]]
+        after = classes[data[first + 1]] if first + 1 < end else _END
+        for j in range(first, end):
+            then = classes[data[j + 2]] if j + 2 < end else _END
+            inner += starts[here * 256 + after * 16 + then]
+            alnum += here <= DIGIT
+            alpha += here == LETTER
+            if here == BREAK:
+                if data[j] == _LF and j > first and data[j - 1] == _CR:
+                    line_start = j + 1  # the \n of a \r\n: no line of its own
+                else:
+                    lines += 1
+                    longest = max(longest, j - line_start)
+                    line_start = j + 1
+            elif here == _APOSTROPHE_CODE and after != _END:
+                before = classes[data[j - 1]] if j > first else LETTER
+                if before != BLANK and before != PUNCT and before != _APOSTROPHE_CODE:
+                    one = data[j + 1]
+                    two = data[j + 2] if j + 2 < end else 0
+                    if one == 115 or one == 100 or one == 109 or one == 116:  # s d m t
+                        contractions += then != LETTER
+                    elif (one == 108 and two == 108) or ((one == 118 or one == 114) and two == 101):  # ll ve re
+                        contractions += not (j + 3 < end and classes[data[j + 3]] == LETTER)
+            here, after = after, then
+        tail = end - line_start
+        if tail > 0:
+            lines += 1
+            longest = max(longest, tail)
+        out[text, 0] = alnum
+        out[text, 1] = alpha
+        out[text, 2] = 1 + inner - contractions
+        out[text, 3] = lines
+        out[text, 4] = longest
+        first = end
 
 
 @dataclass(frozen=True)
@@ -180,14 +288,6 @@ class _Work(threading.local):
 
 
 _WORK = _Work()
-
-
-def _ascii_chars(joined: str) -> _Chars:
-    data = joined.encode("ascii")
-    classes = np.frombuffer(data.translate(_ASCII_CLASSES), np.uint8)
-    work = _WORK.take(len(classes))
-    return _Chars(np.frombuffer(data, np.uint8), classes, np.less_equal(classes, DIGIT, out=work[0]),
-                  np.equal(classes, LETTER, out=work[1]), work[2:])
 
 
 def _unicode_chars(joined: str) -> _Chars:

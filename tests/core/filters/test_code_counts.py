@@ -60,6 +60,27 @@ def test_a_batch_counts_each_text_as_alone(texts: list[str]) -> None:
     assert count_texts(texts) == [plain_counts(text) for text in texts]
 
 
+#: ASCII texts take the compiled pass (every other text the numpy one): the turning pieces that are ASCII.
+ASCII_TURNING = st.lists(st.sampled_from([piece for piece in PIECES if piece.isascii()]), max_size=40).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(ASCII_TURNING)
+@example("'s")
+@example("a'll'")
+@example(" 've\r\n\r")
+def test_ascii_counts_equal_the_definitions_where_the_token_rules_turn(text: str) -> None:
+    assert text_counts(text) == plain_counts(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(ASCII_TURNING, st.text(st.characters(max_codepoint=127), max_size=12)), max_size=10))
+@example(["ab  ", "x", "\r", "\ny", "'s", "a '", "ll", "'", "re"])
+def test_an_ascii_batch_counts_each_text_as_alone(texts: list[str]) -> None:
+    """The compiled pass over joined ASCII texts: no count crosses from one text into the next."""
+    assert count_texts(texts) == [plain_counts(text) for text in texts]
+
+
 def test_counts_equal_the_definitions_on_real_code() -> None:
     """Standard-library modules: 20 with non-ASCII text (names, docstrings) and 20 ASCII ones."""
     stdlib = Path(sysconfig.get_paths()["stdlib"])
