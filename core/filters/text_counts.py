@@ -6,18 +6,18 @@ number of ``str.isalpha`` characters, the number of GPT-2-style pre-tokens (matc
 Written as a Python step per character, per match or per line, these were most of the GitHub and
 stack_code paths' CPU.
 
-ASCII texts (nearly all code) are counted by one compiled pass over their joined bytes
-(:func:`_ascii_counts_into`, numba): each byte's class by table, every count from the classes of
-a byte and the two after it, so no intermediate array is written. numpy's dozen passes over the
-same bytes (a ``bytes.translate``, boolean arrays per rule, a search for the line breaks) cost
-twice as much. Other texts become one class code per character in numpy from their UTF-32 code
-points: ASCII characters are classified by table, the few distinct others one by one (cached);
-the pre-tokens are counted from the runs of equal classes and the lines from the positions of
-the line breaks. The filters of one document share the counts (:func:`text_counts` keeps the
-last few texts by identity, without hashing them). Equal to the per-character definitions on any
-Unicode text: property tests in tests/core/filters/test_code_counts.py, with the plain code as the
-oracle. numba is imported with this module (~0.3 CPU-s, once per process; the kernel's machine
-code is cached on disk, :mod:`core.compiled`).
+A batch of texts is joined and counted by one compiled pass (:func:`_counts_into`, numba): each
+character's class by table, every count from the classes of a character and the two after it,
+so nothing is written per character. The characters are the bytes of ASCII texts (nearly all
+code); for other texts, the UTF-32 code points with one key byte each, the few distinct
+non-ASCII characters classified in Python (cached). numpy's dozen passes over the same
+characters before (a ``bytes.translate``, boolean arrays per rule, a search for the line
+breaks) cost about twice as much. The filters of one document share the counts
+(:func:`text_counts` keeps the last few texts by identity, without hashing them). Equal to the
+per-character definitions on any Unicode text: property tests in
+tests/core/filters/test_code_counts.py, with the plain code as the oracle. numba is imported with
+this module and the kernel loaded from its disk cache on the first count (~0.7 CPU-s, once per
+process: :mod:`core.compiled`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import functools
 import re
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -137,40 +136,54 @@ def remember_counts(texts: Sequence[str]) -> None:
 def count_texts(texts: Sequence[str]) -> list[TextCounts]:
     """The counts of each text, computed a batch at a time (the per-call costs paid once per batch).
 
-    ASCII texts are counted by the compiled pass over their joined bytes, the others from the
-    UTF-32 code points of theirs (numpy).
+    ASCII texts are counted from their joined bytes, the others from the class keys of their
+    joined code points; one compiled pass (:func:`_counts_into`) counts both.
     """
     results = [_EMPTY] * len(texts)
     ascii_texts = [i for i, text in enumerate(texts) if text and text.isascii()]
     other_texts = [i for i, text in enumerate(texts) if text and not text.isascii()]
-    for chosen, count in ((ascii_texts, _ascii_counts), (other_texts, _unicode_counts)):
+    for chosen, characters in ((ascii_texts, _ascii_keys), (other_texts, _unicode_keys)):
         if chosen:
-            for i, counts in zip(chosen, count([texts[i] for i in chosen]), strict=True):
+            group = [texts[i] for i in chosen]
+            keys, raw = characters("".join(group))
+            for i, counts in zip(chosen, _counted(keys, raw, group), strict=True):
                 results[i] = counts
     return results
-
-
-def _unicode_counts(texts: Sequence[str]) -> list[TextCounts]:
-    return _segment_counts(_unicode_chars("".join(texts)), [len(t) for t in texts])
 
 
 #: The kernel's class codes: the pre-token classes, with the apostrophe (punctuation to the
 #: pattern) apart, since a contraction starts there, and END for "past the text's end".
 _APOSTROPHE_CODE, _END = 7, 8
+#: A character's key (one byte): an ASCII character's own code; another's is ``_OTHER`` plus its
+#: class code, 8 if ``isalnum`` and 16 if ``isalpha`` (the few distinct ones classified in Python).
+_OTHER = 128
+_ALNUM, _ALPHA = 1, 2
 
 
-def _kernel_tables() -> tuple[np.ndarray, np.ndarray]:
-    """(ASCII byte -> kernel class, the pre-token start rule of every triple of classes).
+def _key_tables() -> tuple[np.ndarray, np.ndarray]:
+    """(key -> kernel class code, key -> ``_ALNUM | _ALPHA`` flags) for every key of :func:`_ascii_keys`/:func:`_unicode_keys`."""
+    classes = np.zeros(256, np.uint8)
+    flags = np.zeros(256, np.uint8)
+    for key in range(128):  # in ASCII, isalpha is exactly LETTER and isalnum LETTER or DIGIT
+        code = _ASCII_CLASSES[key]
+        classes[key] = _APOSTROPHE_CODE if key == _APOSTROPHE else code
+        flags[key] = _ALNUM * (code <= DIGIT) + _ALPHA * (code == LETTER)
+    for bits in range(32):
+        classes[_OTHER + bits] = bits & 7
+        flags[_OTHER + bits] = _ALNUM * (bits >> 3 & 1) + _ALPHA * (bits >> 4 & 1)
+    return classes, flags
+
+
+def _token_starts() -> np.ndarray:
+    """The pre-token start rule of every triple of kernel classes, one lookup.
 
     ``starts[a * 256 + b * 16 + c]`` is 1 where a pre-token starts after a character of class
-    ``a`` followed by ``b`` then ``c`` (the rules of :func:`_pretoken_counts`, one lookup): a new
-    run (whitespace codes as one class) unless a ``" "`` joins the run after it, or the end of a
-    whitespace run of two or more that text follows. ``b == END``: no pair, no start; ``c ==
-    END``: the run after ``b`` is not known to be text.
+    ``a`` followed by ``b`` then ``c``: a new run of equal classes (the whitespace codes as one
+    class) unless a ``" "`` before letters, digits or punctuation joins that run (the `` ?`` of
+    their branches), or the end of a whitespace run of two or more that text follows (its last
+    character is left to what follows). ``b == END``: no pair, no start; ``c == END``: nothing
+    known to follow ``b``.
     """
-    classes = np.frombuffer(_ASCII_CLASSES, np.uint8).copy()
-    classes[_APOSTROPHE] = _APOSTROPHE_CODE
-
     def meaning(code: int) -> int:
         return PUNCT if code == _APOSTROPHE_CODE else code
 
@@ -178,66 +191,86 @@ def _kernel_tables() -> tuple[np.ndarray, np.ndarray]:
     for a in range(_END):
         for b in range(_END):
             for c in range(_END + 1):
-                first, second, third = meaning(a), meaning(b), meaning(c)
+                first, second = meaning(a), meaning(b)
                 both_white = first >= SPACE and second >= SPACE
                 new_run = first != second and not both_white
                 joins = first == BLANK and second <= PUNCT
-                more_white = both_white and c != _END and third < SPACE
+                more_white = both_white and c != _END and meaning(c) < SPACE
                 starts[a * 256 + b * 16 + c] = (new_run != joins) or more_white
-    return classes, starts
+    return starts
 
 
-_KERNEL_CLASSES, _TOKEN_STARTS = _kernel_tables()
+_KEY_CLASSES, _KEY_FLAGS = _key_tables()
+_TOKEN_STARTS = _token_starts()
 
 
-def _ascii_counts(texts: Sequence[str]) -> list[TextCounts]:
-    """The counts of non-empty ASCII texts, by :func:`_ascii_counts_into` over their joined bytes."""
-    data = np.frombuffer("".join(texts).encode("ascii"), np.uint8)
+def _ascii_keys(joined: str) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, characters) of ASCII text: its bytes are both."""
+    data = np.frombuffer(joined.encode("ascii"), np.uint8)
+    return data, data
+
+
+def _unicode_keys(joined: str) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, UTF-32 code points) of any text: the few distinct non-ASCII characters keyed one by one."""
+    raw = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), np.uint32)
+    high = raw >= 128
+    distinct, where = np.unique(raw[high], return_inverse=True)
+    keyed = [_OTHER + code + 8 * alnum + 16 * alpha
+             for code, alnum, alpha in map(_char_flags, map(chr, distinct.tolist()))]
+    keys = raw.astype(np.uint8)  # an ASCII character's key is its code; the others are set below
+    keys[high] = np.array(keyed, np.uint8)[where]
+    return keys, raw
+
+
+def _counted(keys: np.ndarray, raw: np.ndarray, texts: Sequence[str]) -> list[TextCounts]:
+    """The counts of non-empty texts joined into ``keys``/``raw``, by :func:`_counts_into`."""
     ends = np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)))
     out = np.empty((len(texts), 5), np.int64)
-    _ascii_counts_into(data, _KERNEL_CLASSES, _TOKEN_STARTS, ends, out)
+    _counts_into(keys, raw, _KEY_CLASSES, _KEY_FLAGS, _TOKEN_STARTS, ends, out)
     return [TextCounts(*row) for row in out.tolist()]
 
 
 @jit
-def _ascii_counts_into(data: np.ndarray, classes: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                       out: np.ndarray) -> None:  # pragma: no cover - compiled by numba, tested through it
-    """Fill ``out[i]`` with the :class:`TextCounts` fields of the text ``data[ends[i - 1]:ends[i]]`` (non-empty).
+def _counts_into(keys: np.ndarray, raw: np.ndarray, classes: np.ndarray, flags: np.ndarray, starts: np.ndarray,
+                 ends: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled by numba, tested through it
+    """Fill ``out[i]`` with the :class:`TextCounts` fields of text ``i``: characters ``ends[i - 1]`` to ``ends[i]``.
 
-    One step per byte, reading the classes of the byte and the two after it (``_END`` past the
-    text): ``isalnum``/``isalpha`` are LETTER or DIGIT / LETTER in ASCII; a pre-token starts
-    where :data:`_TOKEN_STARTS` says, less the contractions (an apostrophe not after ``" "`` or
-    punctuation, followed by ``s d m t`` or ``ll ve re`` ending the letter run); a line ends at
-    each break, ``"\r\n"`` being one.
+    One step per character, reading the classes of the character and the two after it (``_END``
+    past the text), so no count crosses into the next text: ``isalnum``/``isalpha`` by flag; a
+    pre-token starts where :data:`_TOKEN_STARTS` says, less the contractions (an apostrophe not
+    after ``" "`` or punctuation, followed by ``s d m t`` or ``ll ve re`` that end the letter
+    run: the pattern takes the two runs as one token); a line ends at each break character,
+    ``"\r\n"`` being one break. ``raw``: the characters, ``keys``: their keys in the tables.
     """
     first = 0
     for text in range(len(ends)):
         end = ends[text]
         alnum = alpha = inner = contractions = lines = longest = 0
         line_start = first
-        here = classes[data[first]]
-        after = classes[data[first + 1]] if first + 1 < end else _END
+        here = classes[keys[first]]
+        after = classes[keys[first + 1]] if first + 1 < end else _END
         for j in range(first, end):
-            then = classes[data[j + 2]] if j + 2 < end else _END
+            then = classes[keys[j + 2]] if j + 2 < end else _END
             inner += starts[here * 256 + after * 16 + then]
-            alnum += here <= DIGIT
-            alpha += here == LETTER
+            flag = flags[keys[j]]
+            alnum += flag & _ALNUM
+            alpha += flag >> 1
             if here == BREAK:
-                if data[j] == _LF and j > first and data[j - 1] == _CR:
+                if raw[j] == _LF and j > first and raw[j - 1] == _CR:
                     line_start = j + 1  # the \n of a \r\n: no line of its own
                 else:
                     lines += 1
                     longest = max(longest, j - line_start)
                     line_start = j + 1
             elif here == _APOSTROPHE_CODE and after != _END:
-                before = classes[data[j - 1]] if j > first else LETTER
+                before = classes[keys[j - 1]] if j > first else LETTER
                 if before != BLANK and before != PUNCT and before != _APOSTROPHE_CODE:
-                    one = data[j + 1]
-                    two = data[j + 2] if j + 2 < end else 0
+                    one = raw[j + 1]
+                    two = raw[j + 2] if j + 2 < end else 0
                     if one == 115 or one == 100 or one == 109 or one == 116:  # s d m t
                         contractions += then != LETTER
                     elif (one == 108 and two == 108) or ((one == 118 or one == 114) and two == 101):  # ll ve re
-                        contractions += not (j + 3 < end and classes[data[j + 3]] == LETTER)
+                        contractions += not (j + 3 < end and classes[keys[j + 3]] == LETTER)
             here, after = after, then
         tail = end - line_start
         if tail > 0:
@@ -249,203 +282,3 @@ def _ascii_counts_into(data: np.ndarray, classes: np.ndarray, starts: np.ndarray
         out[text, 3] = lines
         out[text, 4] = longest
         first = end
-
-
-@dataclass(frozen=True)
-class _Chars:
-    """The characters of joined texts: code points, class codes, ``isalnum``/``isalpha`` as booleans, and
-    boolean work rows as long as the text (:class:`_Work`: the counts write into them, not into new arrays)."""
-
-    raw: np.ndarray
-    classes: np.ndarray
-    alnum: np.ndarray
-    alpha: np.ndarray
-    work: np.ndarray
-
-
-#: Boolean work arrays one batch needs: ``isalnum``, ``isalpha``, then five for the pre-token rules.
-_WORK_ROWS = 7
-#: Work arrays up to this many characters are kept for the next batch (7 bytes a character).
-_KEPT_WORK_CHARS = 1 << 22
-
-
-class _Work(threading.local):
-    """Boolean work arrays reused from batch to batch, one set per thread.
-
-    A batch's dozen temporaries of a megabyte each, allocated afresh, are returned to the system
-    and faulted in again at every batch: that cost as much as the counting itself.
-    """
-
-    rows: np.ndarray = np.empty((_WORK_ROWS, 0), bool)
-
-    def take(self, chars: int) -> np.ndarray:
-        """``_WORK_ROWS`` rows of ``chars`` booleans (contents undefined)."""
-        if chars > _KEPT_WORK_CHARS:
-            return np.empty((_WORK_ROWS, chars), bool)
-        if self.rows.shape[1] < chars:
-            self.rows = np.empty((_WORK_ROWS, max(chars, 1 << 21)), bool)
-        return self.rows[:, :chars]
-
-
-_WORK = _Work()
-
-
-def _unicode_chars(joined: str) -> _Chars:
-    raw = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), np.uint32)
-    high = raw >= 128
-    distinct, where = np.unique(raw[high], return_inverse=True)
-    flags = np.array([_char_flags(chr(p)) for p in distinct.tolist()], np.int8).reshape(-1, 3)
-    # the ASCII characters' classes by table (the low byte of a high one gives a class overwritten below)
-    classes = np.frombuffer(bytearray(raw.astype(np.uint8)).translate(_ASCII_CLASSES), np.uint8)
-    classes[high] = flags[:, 0][where]
-    work = _WORK.take(len(raw))
-    alnum, alpha = np.less_equal(classes, DIGIT, out=work[0]), np.equal(classes, LETTER, out=work[1])
-    alnum[high], alpha[high] = flags[:, 1][where], flags[:, 2][where]  # isalnum is more than \w minus _ there
-    return _Chars(raw, classes, alnum, alpha, work[2:])
-
-
-Spans = list[tuple[int, int]]
-
-
-def _segment_counts(chars: _Chars, lengths: Sequence[int]) -> list[TextCounts]:
-    """Per-text counts of joined non-empty texts of ``lengths`` characters (no count crosses a join)."""
-    ends = np.cumsum(np.asarray(lengths, np.int64))
-    starts = ends - np.asarray(lengths, np.int64)
-    spans = list(zip(starts.tolist(), ends.tolist(), strict=True))
-    alnum = _span_counts(chars.alnum, spans)
-    alpha = _span_counts(chars.alpha, spans)
-    breaks, apostrophes = _marks(chars)
-    tokens = _pretoken_counts(chars, starts, ends, spans, apostrophes)
-    lines, longest = _line_counts(chars, starts, ends, breaks)
-    return [TextCounts(*row) for row in zip(alnum, alpha, tokens.tolist(), lines.tolist(), longest.tolist(),
-                                            strict=True)]
-
-
-def _marks(chars: _Chars) -> tuple[np.ndarray, np.ndarray]:
-    """Positions of the line breaks and of the apostrophes: few characters.
-
-    Two searches: one over both kinds costs as much (the search's time goes on the characters
-    found, not the ones passed), and its result had to be told apart again, by indexing.
-    """
-    breaks = np.flatnonzero(np.equal(chars.classes, BREAK, out=chars.work[-1]))
-    return breaks, np.flatnonzero(np.equal(chars.raw, _APOSTROPHE, out=chars.work[-2]))
-
-
-def _span_counts(flags: np.ndarray, spans: Spans) -> list[int]:
-    """The true values of ``flags`` in each ``[start, end)`` span (``count_nonzero`` of a view: no copy, no cast)."""
-    count = np.count_nonzero
-    return [int(count(flags[start:end])) for start, end in spans]
-
-
-def _pretoken_counts(chars: _Chars, starts: np.ndarray, ends: np.ndarray, spans: Spans,
-                     apostrophes: np.ndarray) -> np.ndarray:
-    """Matches of ``_PRETOKEN`` in each text, from its runs of equal classes (whitespace codes as one class).
-
-    The pattern takes every maximal run of letters, digits, underscores or punctuation as one
-    token. A whitespace run before more text leaves its last character to what follows: that
-    character joins the next token when it is ``" "`` and the next run is letters, digits or
-    punctuation (the `` ?`` of their branches), else it is a token alone; the rest of the run
-    (two characters or more) is one token; a run at the end is one token. So: one per run, one
-    more per whitespace run of two or more before text, one less per ``" "`` that joins. A
-    contraction (``'s``, ``'ll``...) that starts a token makes the apostrophe and its letters
-    one token where the runs count two.
-
-    Each rule looks at a pair (or triple) of neighbours, as one boolean array over the joined
-    texts indexed by the pair's first character; counted per text over the pairs that lie inside
-    it, so nothing is counted across the join of two texts.
-    """
-    classes, (white, both_white, starts_token, joins, spare) = chars.classes, chars.work
-    np.greater_equal(classes, SPACE, out=white)
-    both_white, starts_token, joins, spare = both_white[:-1], starts_token[:-1], joins[:-1], spare[:-1]
-    np.logical_and(white[:-1], white[1:], out=both_white)
-    np.not_equal(classes[:-1], classes[1:], out=starts_token)  # a new run starts at j + 1 ...
-    starts_token &= np.logical_not(both_white, out=spare)  # ... (the whitespace codes are one class) ...
-    np.equal(classes[:-1], BLANK, out=joins)
-    joins &= np.less_equal(classes[1:], PUNCT, out=spare)
-    starts_token ^= joins  # ... unless a " " at j joins it (a join is always a new run)
-    more_white = both_white[:-1]  # j ends a whitespace run of 2+ that text follows, at j + 1
-    more_white &= np.logical_not(white[2:], out=spare[:-1])
-    inside = ends - starts >= 2
-    crossing = ends[inside] - 2  # "before text" would be the next text's first character (none after the last)
-    more_white[crossing[crossing < len(more_white)]] = False
-    starts_token[:-1] |= more_white  # never both: a run start is not inside a whitespace run
-    inner = np.array(_span_counts(starts_token, [(start, end - 1) for start, end in spans]), np.int64)
-    return 1 + inner - _contractions(chars, starts, ends, apostrophes)
-
-
-def _text_of(positions: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """The text each of the ascending ``positions`` lies in (``starts``: the texts' first characters, ascending).
-
-    The texts' first positions are looked up (one search per text), and each text's index
-    repeated over its positions: no search per position.
-    """
-    first = np.searchsorted(positions, starts)
-    return np.repeat(np.arange(len(starts)), np.diff(first, append=len(positions)))
-
-
-#: ASCII code point -> whether it can follow the apostrophe of a contraction (``s d m t l v r``).
-_CONTRACTION_FIRST = np.isin(np.arange(128), [ord(ch) for ch in "sdmtlvr"])
-
-
-def _contractions(chars: _Chars, starts: np.ndarray, ends: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """Per text, the apostrophes where the contraction branch ``'(?:[sdmt]|ll|ve|re)`` takes the token.
-
-    An apostrophe not after ``" "`` or punctuation (a text's first character has nothing before
-    it), followed inside its text by ``s``/``d``/``m``/``t`` or ``ll``/``ve``/``re`` that are the
-    whole letter run (the text ends, or a non-letter follows).
-    """
-    raw, classes = chars.raw, chars.classes
-    last = len(raw) - 1
-    following = raw[np.minimum(at + 1, last)]  # by table (np.isin sorts): DEL (127) stands for every non-ASCII one
-    at = at[_CONTRACTION_FIRST[np.minimum(following, 127)]]  # most apostrophes are quotes: not further
-    if not len(at):
-        return np.zeros(len(starts), np.int64)
-    text = _text_of(at, starts)
-    first, end = starts[text], ends[text]
-
-    def code_point(offset: int) -> np.ndarray:  # the character ``offset`` after, 0 past the text's end
-        return np.where(at + offset < end, raw[np.minimum(at + offset, last)], 0)
-
-    def letter(offset: int) -> np.ndarray:
-        return (at + offset < end) & (classes[np.minimum(at + offset, last)] == LETTER)
-
-    before = classes[at - 1]  # at - 1 == -1 only for the first text's first character, masked below
-    starts_token = (at == first) | ((before != BLANK) & (before != PUNCT))
-    one, two = code_point(1), code_point(2)
-    single = ((one == 115) | (one == 100) | (one == 109) | (one == 116)) & ~letter(2)  # s d m t
-    double = (((one == 108) & (two == 108)) | (((one == 118) | (one == 114)) & (two == 101))) & ~letter(3)  # ll ve re
-    return np.bincount(text[starts_token & (single | double)], minlength=len(starts))
-
-
-def _line_counts(chars: _Chars, starts: np.ndarray, ends: np.ndarray,
-                 breaks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per text, the number and the longest length of the pieces of ``str.splitlines``.
-
-    A line ends at each break character, except that ``"\\r\\n"`` is one break; a text that
-    does not end with a break has one more line after its last break.
-    """
-    raw = chars.raw
-    text = _text_of(breaks, starts)
-    crlf_tail = (raw[breaks] == _LF) & (breaks > starts[text]) & (raw[breaks - 1] == _CR)
-    following = breaks + 1  # where the next line starts
-    if crlf_tail.any():  # the \n of a \r\n is no break of its own: the next line starts after it
-        carriage_returns = breaks[crlf_tail] - 1
-        breaks, text = breaks[~crlf_tail], text[~crlf_tail]
-        following = breaks + 1
-        following[np.searchsorted(breaks, carriage_returns)] += 1
-    count = np.bincount(text, minlength=len(starts))
-    line_start = np.empty_like(breaks)
-    line_start[1:] = following[:-1]
-    first_of_text = np.ones(len(breaks), bool)
-    first_of_text[1:] = text[1:] != text[:-1]
-    line_start[first_of_text] = starts[text[first_of_text]]
-    longest = np.zeros(len(starts), np.int64)
-    after_last = starts.copy()  # where the line after each text's last break starts
-    if len(breaks):
-        groups = np.flatnonzero(first_of_text)  # each text's breaks are contiguous
-        longest[text[groups]] = np.maximum.reduceat(breaks - line_start, groups)
-        last_of_text = np.append(first_of_text[1:], True)
-        after_last[text[last_of_text]] = following[last_of_text]
-    tail = ends - after_last
-    longest = np.maximum(longest, tail)
-    return count + (tail > 0), longest
