@@ -57,23 +57,21 @@ def exact_hash(text: str) -> bytes:
     return hashlib.sha256(normalize_for_exact(text).encode("utf-8")).digest()
 
 
-def non_ascii_chars(raw: bytes) -> str:
-    """The non-ASCII characters in order of the text whose UTF-8 is ``raw`` (lone surrogates kept).
+def non_ascii_chars(text: str, raw: bytes) -> str:
+    """The non-ASCII characters of ``text`` in order (``raw`` is ``text`` as UTF-8, lone surrogates kept).
 
-    One C-speed ``translate`` deletes the ASCII bytes; ``""`` for ASCII text (``isascii`` reads
-    8 bytes at a time).
+    One C-speed ``translate`` deletes the ASCII bytes; ``""`` for ASCII text (``isascii`` is O(1)).
     The exact hash and the shingler both decide their fast paths from it, so a batch computes it
     once per document for both (:func:`dedupe.shingles.shingle_hashes` takes it too).
     """
-    return "" if raw.isascii() else raw.translate(None, _ASCII_BYTES).decode("utf-8", errors="surrogatepass")
+    return "" if text.isascii() else raw.translate(None, _ASCII_BYTES).decode("utf-8", errors="surrogatepass")
 
 
-def _bytes_path_ok(raw: bytes, others: str) -> bool:
-    """Whether the text whose UTF-8 is ``raw`` (with non-ASCII characters ``others``) only needs the
-    ASCII whitespace collapse: it is NFC and holds no non-ASCII whitespace (nor a lone surrogate:
-    :func:`exact_hash` raises on those). The text is decoded only in the rare case that needs it."""
-    return not others or (_NOT_BYTES_PATH.search(others) is None
-                          and (_surely_nfc(others) or unicodedata.is_normalized("NFC", raw.decode("utf-8", "surrogatepass"))))
+def _bytes_path_ok(text: str, others: str) -> bool:
+    """Whether ``text`` (with non-ASCII characters ``others``) only needs the ASCII whitespace collapse:
+    it is NFC and holds no non-ASCII whitespace (nor a lone surrogate: :func:`exact_hash` raises on those)."""
+    return not others or (_NOT_BYTES_PATH.search(others) is None and (_surely_nfc(others)
+                                                                      or unicodedata.is_normalized("NFC", text)))
 
 
 def _surely_nfc(others: str) -> bool:
@@ -95,17 +93,16 @@ def exact_hashes(texts: Sequence[str], encoded: Sequence[bytes] | None = None,
     """``[exact_hash(t) for t in texts]``, computed from the texts' UTF-8 bytes where that is exact.
 
     ``encoded`` (optional) is each text as UTF-8 when the caller has it already, ``others`` its
-    :func:`non_ascii_chars`; with ``encoded``, ``texts`` is only indexed for the documents that
-    take :func:`exact_hash` (so it may decode lazily). Documents that are NFC and hold only ASCII whitespace (nearly all)
+    :func:`non_ascii_chars`. Documents that are NFC and hold only ASCII whitespace (nearly all)
     are collapsed as bytes, the whole batch at once (:func:`collapsed_digests`); the others take
     :func:`exact_hash`. Equality with :func:`exact_hash` is a property test.
     """
     raws = encoded if encoded is not None else [t.encode("utf-8", errors="surrogatepass") for t in texts]
     if others is None:
-        others = [non_ascii_chars(raw) for raw in raws]
-    fast = [_bytes_path_ok(raw, other) for raw, other in zip(raws, others, strict=True)]
+        others = [non_ascii_chars(text, raw) for text, raw in zip(texts, raws, strict=True)]
+    fast = [_bytes_path_ok(text, other) for text, other in zip(texts, others, strict=True)]
     digests = iter(collapsed_digests([raw for raw, ok in zip(raws, fast, strict=True) if ok]))
-    return [next(digests) if ok else exact_hash(texts[i]) for i, ok in enumerate(fast)]
+    return [next(digests) if ok else exact_hash(text) for text, ok in zip(texts, fast, strict=True)]
 
 
 def collapsed_digests(raws: Sequence[bytes]) -> list[bytes]:

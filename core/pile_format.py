@@ -32,9 +32,6 @@ UNKNOWN_SET = "unknown"
 _READ_SIZE = 1 << 20
 #: The longest Pile line read (bytes). The Pile's largest documents (whole books) are tens of MB.
 MAX_LINE_BYTES = 256 << 20
-#: Lines, and bytes of lines, read by one call of the compiled reader.
-BATCH_LINES = 256
-BATCH_BYTES = 8 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,20 +45,15 @@ class _Oversized:
 class PileLine:
     """One readable Pile document with its address: ``shard`` (file name) and 1-based ``line``.
 
-    The text is kept as UTF-8 (``utf8``), as the index builder hashes it; :attr:`text` is the
-    string the JSON parse made, or (from the compiled reader, which makes none) ``utf8`` decoded.
+    ``utf8`` is ``text`` encoded, made anyway while checking for lone surrogates: the index
+    builder hashes these bytes instead of encoding every text once more.
     """
 
     shard: str
     line: int
-    utf8: bytes = field(repr=False)
+    text: str
     pile_set_name: str
-    parsed: str | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def text(self) -> str:
-        """The document's text."""
-        return self.parsed if self.parsed is not None else self.utf8.decode("utf-8")
+    utf8: bytes = field(default=b"", repr=False, compare=False)
 
     @property
     def address(self) -> str:
@@ -86,13 +78,9 @@ def _parse(raw: bytes, shard: str, number: int) -> PileLine | Drop:
         return Drop("invalid_unicode", where, f"{where}: {exc}")
     if not text or text.isspace():  # ``not text.strip()`` without copying the text
         return Drop("empty_text", where)
-    return PileLine(shard, number, encoded, _set_name(payload), text)
-
-
-def _set_name(payload: dict[str, Any]) -> str:
     meta = payload.get("meta")
     set_name = meta.get("pile_set_name") if isinstance(meta, dict) else None
-    return set_name if isinstance(set_name, str) else UNKNOWN_SET
+    return PileLine(shard, number, text, set_name if isinstance(set_name, str) else UNKNOWN_SET, encoded)
 
 
 def _standard_payload(raw: bytes, where: str) -> Any:
@@ -160,81 +148,21 @@ def _raw_lines(path: Path, limit: int = MAX_LINE_BYTES) -> Iterator[bytes | _Ove
             yield buffer.take()
 
 
-def iter_pile(path: Path, shard: str | None = None, max_line_bytes: int = MAX_LINE_BYTES,
-              compiled: bool = False) -> Iterator[PileLine | Drop]:
-    """Yield every line of a Pile shard as a :class:`PileLine` or a :class:`Drop`; never raise for bad data.
-
-    Lines are parsed in batches (:data:`BATCH_LINES` lines or :data:`BATCH_BYTES` bytes, whichever
-    comes first). ``compiled``: by the compiled reader (:func:`_parse_batch`; the index builder,
-    which wants UTF-8 and loads numba anyway), else each by :func:`_parse` (readers that want the
-    text as a string: no numba to load, and no UTF-8 to decode again). The same lines and drops.
-    """
+def iter_pile(path: Path, shard: str | None = None, max_line_bytes: int = MAX_LINE_BYTES
+              ) -> Iterator[PileLine | Drop]:
+    """Yield every line of a Pile shard as a :class:`PileLine` or a :class:`Drop`; never raise for bad data."""
     shard = shard or path.name
-    number = size = 0
-    pending: list[tuple[int, bytes | Drop]] = []
+    number = 0
     try:
         for number, raw in enumerate(_raw_lines(path, max_line_bytes), start=1):
             if isinstance(raw, _Oversized):
-                pending.append((number, Drop("record_too_large", f"{shard}:{number}",
-                                             f"{shard}:{number}: line of {raw.size:,} bytes > {max_line_bytes:,}; "
-                                             "skipped unread")))
-            elif not raw.strip():  # no copy: a line that has something to strip is returned as is
-                pending.append((number, Drop("empty_line", f"{shard}:{number}")))
-            else:
-                pending.append((number, raw))
-                size += len(raw)
-            if len(pending) >= BATCH_LINES or size >= BATCH_BYTES:
-                yield from _parse_batch(pending, shard, compiled)
-                pending, size = [], 0
+                yield Drop("record_too_large", f"{shard}:{number}",
+                           f"{shard}:{number}: line of {raw.size:,} bytes > {max_line_bytes:,}; skipped unread")
+                continue
+            if not raw.strip():
+                yield Drop("empty_line", f"{shard}:{number}")
+                continue
+            yield _parse(raw, shard, number)
     except (*CODEC_ERRORS, TruncatedInputError) as exc:  # type: ignore[misc]  # mypy: no star in except
-        yield from _parse_batch(pending, shard, compiled)
         where = f"{shard}:{number + 1}"
         yield Drop("truncated_input", where, f"{shard}: unreadable after line {number}: {type(exc).__name__}: {exc}")
-        return
-    yield from _parse_batch(pending, shard, compiled)
-
-
-def _parse_batch(pending: list[tuple[int, bytes | Drop]], shard: str, compiled: bool = True
-                 ) -> Iterator[PileLine | Drop]:
-    """The lines of a batch parsed, drops passed on, in order.
-
-    ``compiled``: lines of the Pile's shape are read by :func:`core.pile_kernel.decode_lines`
-    (the text's UTF-8 straight from the JSON, no ``str`` made); each of the others is :func:`_parse`'s.
-    """
-    if not compiled:
-        yield from (item if isinstance(item, Drop) else _parse(item, shard, number) for number, item in pending)
-        return
-    from core import pile_kernel  # numba: imported on first use only
-
-    lines = [raw for _, raw in pending if isinstance(raw, bytes)]
-    if not lines:
-        yield from (item for _, item in pending if isinstance(item, Drop))
-        return
-    texts, cuts, status, rest, blank = pile_kernel.decode_lines(lines)
-    i = 0
-    for number, raw in pending:
-        if isinstance(raw, Drop):
-            yield raw
-            continue
-        if status[i] == pile_kernel.DECODED:
-            yield _decoded(raw, shard, number, bytes(texts[cuts[i]:cuts[i + 1]]), rest[i], blank[i])
-        else:
-            yield _parse(raw, shard, number)
-        i += 1
-
-
-def _decoded(raw: bytes, shard: str, number: int, utf8: bytes, rest: int, blank: bool) -> PileLine | Drop:
-    """A line whose text the compiled reader decoded (``utf8``); the keys after it (from ``rest``,
-    or none when -1) are parsed here, and a line that holds another ``"text"`` key (JSON keeps
-    the last) or whose rest is not JSON goes to :func:`_parse` whole."""
-    payload: dict[str, Any] = {}
-    if rest >= 0:
-        try:
-            payload = orjson.loads(b"{" + raw[rest:])
-        except orjson.JSONDecodeError:
-            return _parse(raw, shard, number)
-        if "text" in payload:
-            return _parse(raw, shard, number)
-    if blank and (not utf8 or utf8.decode("utf-8").isspace()):
-        return Drop("empty_text", f"{shard}:{number}")
-    return PileLine(shard, number, utf8, _set_name(payload))

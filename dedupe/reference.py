@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -90,15 +90,11 @@ class PartBuilder:
         self._docs = pq.ParquetWriter(self._docs_out.path, schema, compression="zstd")
 
     def add(self, texts: Sequence[str], columns: dict[str, list[Any]], encoded: Sequence[bytes] | None = None) -> None:
-        """Add a batch of documents (texts plus their extra columns; ``encoded``: the texts as UTF-8 if known).
-
-        With ``encoded``, only the rare documents whose exact hash needs the text (not NFC, or with
-        non-ASCII whitespace) read ``texts`` (by index): :class:`DecodedTexts` decodes those alone.
-        """
+        """Add a batch of documents (texts plus their extra columns; ``encoded``: the texts as UTF-8 if known)."""
         if not texts:
             return
         encoded = encode_texts(texts) if encoded is None else encoded  # once, for signatures and exact hashes
-        others = [non_ascii_chars(raw) for raw in encoded]
+        others = [non_ascii_chars(text, raw) for text, raw in zip(texts, encoded, strict=True)]
         signatures = self.hasher.signatures(texts, encoded, others)
         docs = np.arange(self.first + self.count, self.first + self.count + len(texts), dtype=np.int64)
         empty = is_empty(signatures)
@@ -288,21 +284,23 @@ def index_pile_shard(shard: Path, root: Path, part_no: int, part: str, minhash: 
     drops: Counter[str] = Counter()
     errors: list[dict[str, str]] = []
     lines = 0
+    texts: list[str] = []
     encoded: list[bytes] = []
     columns: dict[str, list[Any]] = {"line": [], "shard": [], "pile_set_name": []}
     try:
-        for item in iter_pile(shard, max_line_bytes=max_line_bytes, compiled=True):
+        for item in iter_pile(shard, max_line_bytes=max_line_bytes):
             lines += 1
             if isinstance(item, Drop):
                 drops[item.reason] += 1
                 if item.is_error and len(errors) < 100:
                     errors.append({"reason": item.reason, "record": item.record, "detail": item.detail})
                 continue
-            _append(encoded, columns, item)
-            if len(encoded) >= BATCH_DOCS:
-                builder.add(DecodedTexts(encoded), columns, encoded)
-                encoded, columns = [], {"line": [], "shard": [], "pile_set_name": []}
-        builder.add(DecodedTexts(encoded), columns, encoded)
+            _append(texts, columns, item)
+            encoded.append(item.utf8)
+            if len(texts) >= BATCH_DOCS:
+                builder.add(texts, columns, encoded)
+                texts, encoded, columns = [], [], {"line": [], "shard": [], "pile_set_name": []}
+        builder.add(texts, columns, encoded)
         record = builder.close()
     except Exception:
         builder.abort()
@@ -313,29 +311,8 @@ def index_pile_shard(shard: Path, root: Path, part_no: int, part: str, minhash: 
     return _finish_part(marker, builder, record)
 
 
-class DecodedTexts(Sequence[str]):
-    """The texts of UTF-8 documents, each decoded when asked for (the index builder needs few of them)."""
-
-    def __init__(self, encoded: Sequence[bytes]) -> None:
-        self.encoded = encoded
-
-    def __len__(self) -> int:
-        return len(self.encoded)
-
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[str]: ...
-
-    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
-        if isinstance(index, slice):
-            return DecodedTexts(self.encoded[index])
-        return self.encoded[index].decode("utf-8")
-
-
-def _append(encoded: list[bytes], columns: dict[str, list[Any]], item: PileLine) -> None:
-    encoded.append(item.utf8)
+def _append(texts: list[str], columns: dict[str, list[Any]], item: PileLine) -> None:
+    texts.append(item.text)
     columns["line"].append(item.line)
     columns["shard"].append(item.shard)
     columns["pile_set_name"].append(item.pile_set_name)

@@ -97,9 +97,8 @@ def encode_texts(texts: Sequence[str]) -> list[bytes]:
 _CONTEXT_LOWERED = "\u03a3"
 
 
-def _lowerable_bytes(raw: bytes, others: str | None = None) -> bytes:
-    """Bytes whose ASCII lowering (``bytes.lower``) is ``_encode(text)``, given ``raw`` = ``text`` as
-    UTF-8 (lone surrogates kept).
+def _lowerable_bytes(text: str, raw: bytes, others: str | None = None) -> bytes:
+    """Bytes whose ASCII lowering (``bytes.lower``) is ``_encode(text)``, given ``raw`` = ``text`` as UTF-8.
 
     ``others``: the text's non-ASCII characters (:func:`core.exact.non_ascii_chars`), computed
     here when not given. ``str.lower`` maps each character on its own (its one context rule, the
@@ -110,14 +109,14 @@ def _lowerable_bytes(raw: bytes, others: str | None = None) -> bytes:
     character's bytes never match across a character boundary; no lowered character changes
     when lowered again, and none holds an ASCII capital (both tested for every code point), so
     the replacements do not interfere with each other or with ``bytes.lower``. A text holding
-    ``Σ`` is lowered by ``str.lower`` itself (decoded from ``raw``: the only case that needs the text).
+    ``Σ`` is lowered by ``str.lower`` itself.
     """
     if others is None:
-        others = non_ascii_chars(raw)
+        others = non_ascii_chars(text, raw)
     if not others or others.lower() == others:
         return raw
     if _CONTEXT_LOWERED in others:
-        return _encode(raw.decode("utf-8", errors="surrogatepass"))
+        return _encode(text)
     for char in set(others):
         lowered = char.lower()
         if lowered != char:
@@ -131,13 +130,13 @@ def lowered_batch(texts: Sequence[str], encoded: Sequence[bytes] | None = None,
 
     Document ``i`` owns ``data[offsets[i]:offsets[i+1]]``; the kernel lowers the ASCII letters as
     it reads them. ``encoded``: the texts as UTF-8; ``others``: their non-ASCII characters
-    (:func:`core.exact.non_ascii_chars`), when the caller has them; with ``encoded``, ``texts``
-    is not read.
+    (:func:`core.exact.non_ascii_chars`), when the caller has them.
     """
     raws = encoded if encoded is not None else encode_texts(texts)
     if others is None:
-        others = [non_ascii_chars(raw) for raw in raws]
-    parts = [raw if not other else _lowerable_bytes(raw, other) for raw, other in zip(raws, others, strict=True)]
+        others = [non_ascii_chars(text, raw) for text, raw in zip(texts, raws, strict=True)]
+    parts = [raw if not other else _lowerable_bytes(text, raw, other)
+             for text, raw, other in zip(texts, raws, others, strict=True)]
     offsets = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, parts), np.int64, len(parts)), out=offsets[1:])
     return np.frombuffer(b"".join(parts), dtype=np.uint8), offsets
