@@ -59,9 +59,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-for _path in (REPO, REPO / "benchmarks"):  # the product, and benchmarks/dedup.py's near-copy maker
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
+if str(REPO) not in sys.path:  # the product; run as a script, benchmarks/ (dedup.py's near-copy maker) is first
+    sys.path.insert(0, str(REPO))
 
 #: The Pile's subsets with their approximate share of documents (Gao et al. 2020, table 1, by documents).
 PILE_SETS = {

@@ -8,20 +8,15 @@ every checked metric is one its benchmark prints.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+
+from tests.benchmark_modules import load_benchmark
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def _check_readme():
-    path = REPO / "benchmarks" / "check_readme.py"
-    spec = importlib.util.spec_from_file_location("check_readme", path)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules["check_readme"] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    return load_benchmark("check_readme")
 
 
 def test_every_readme_row_is_checked_or_explained() -> None:
