@@ -45,6 +45,13 @@ BAND_LAYOUTS: dict[str, tuple[int, int]] = {"0.7": (14, 9), "0.8": (9, 13), "0.9
 BAND_SCHEMA = pa.schema([pa.field("key", pa.uint64()), pa.field("doc", pa.int64())])
 PAIR_SCHEMA = pa.schema([pa.field("a", pa.int64()), pa.field("b", pa.int64()), pa.field("jaccard", pa.float32())])
 _BAND_SALT = 0x9E3779B97F4A7C15
+#: Rows per row group of a band file. Each ``write_table`` costs a fixed ~0.2 ms; a group per
+#: 1,024-document batch made ~1,000 of them per Pile shard, a fifth of the index build's CPU.
+BAND_ROW_GROUP = 1 << 14
+#: How band files are written. A key is a random 64-bit value: a dictionary never pays for it,
+#: and Parquet's writer builds one anyway before it falls back, which cost more CPU and bytes
+#: (336 -> 263 bytes per document for 28 bands) than the plain encoding.
+BAND_PARQUET_OPTIONS: dict[str, object] = {"compression": "zstd", "use_dictionary": False}
 
 
 @dataclass(frozen=True)
@@ -208,12 +215,20 @@ def save_signatures(path: Path, signatures: np.ndarray) -> SignaturePart:
 
 
 class BandKeyWriter:
-    """Stream one part's band keys to ``root/<layout>/band=NN/<part>.parquet`` (one file per band)."""
+    """Stream one part's band keys to ``root/<layout>/band=NN/<part>.parquet`` (one file per band).
+
+    Blocks are gathered until :data:`BAND_ROW_GROUP` rows and written as one row group per band,
+    so the files' bytes depend only on the blocks given, not on timing.
+    """
 
     def __init__(self, root: Path, layout: BandLayout, part: str) -> None:
         self.layout = layout
         self._outputs = [AtomicOutput(band_dir(root, layout, band) / f"{part}.parquet") for band in range(layout.bands)]
-        self._writers = [pq.ParquetWriter(o.path, BAND_SCHEMA, compression="zstd") for o in self._outputs]
+        self._writers = [pq.ParquetWriter(o.path, BAND_SCHEMA, **BAND_PARQUET_OPTIONS)
+                         for o in self._outputs]
+        self._keys: list[np.ndarray] = []
+        self._docs: list[np.ndarray] = []
+        self._pending = 0
         self.rows = 0
 
     def write(self, signatures: np.ndarray, docs: np.ndarray) -> None:
@@ -221,19 +236,32 @@ class BandKeyWriter:
         keep = ~is_empty(signatures)
         if not keep.any():
             return
-        keys = band_keys(signatures[keep], self.layout)
-        kept_docs = np.asarray(docs, dtype=np.int64)[keep]
+        self._keys.append(band_keys(signatures[keep], self.layout).T)  # (bands, docs): each band contiguous
+        self._docs.append(np.asarray(docs, dtype=np.int64)[keep])
+        kept = int(keep.sum())
+        self._pending += kept
+        self.rows += kept
+        if self._pending >= BAND_ROW_GROUP:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        keys = np.concatenate(self._keys, axis=1) if len(self._keys) > 1 else self._keys[0]
+        docs = np.concatenate(self._docs) if len(self._docs) > 1 else self._docs[0]
         for band, writer in enumerate(self._writers):
-            writer.write_table(arrow_table({"key": keys[:, band], "doc": kept_docs}, BAND_SCHEMA))
-        self.rows += int(keep.sum())
+            writer.write_table(arrow_table({"key": keys[band], "doc": docs}, BAND_SCHEMA))
+        self._keys, self._docs, self._pending = [], [], 0
 
     def close(self) -> int:
+        self._flush()
         for writer, output in zip(self._writers, self._outputs, strict=True):
             writer.close()
             output.commit()
         return self.rows
 
     def abort(self) -> None:
+        self._keys, self._docs, self._pending = [], [], 0
         for writer, output in zip(self._writers, self._outputs, strict=True):
             writer.close()
             output.abort()

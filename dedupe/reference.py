@@ -87,7 +87,9 @@ class PartBuilder:
         self._sigs = SignatureWriter(signature_path(root, part, signature_bits), signature_bits)
         self._bands = [BandKeyWriter(root / "bands", layout, part) for layout in layouts]
         self._docs_out = AtomicOutput(root / "docs" / f"{part}.parquet")
-        self._docs = pq.ParquetWriter(self._docs_out.path, schema, compression="zstd")
+        # The SHA256 column never repeats within a part: a dictionary for it is built only to be dropped.
+        dictionary = [name for name in schema.names if name != "hash"]
+        self._docs = pq.ParquetWriter(self._docs_out.path, schema, compression="zstd", use_dictionary=dictionary)
 
     def add(self, texts: Sequence[str], columns: dict[str, list[Any]], encoded: Sequence[bytes] | None = None) -> None:
         """Add a batch of documents (texts plus their extra columns; ``encoded``: the texts as UTF-8 if known)."""

@@ -10,11 +10,14 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+import dedupe.lsh
 from dedupe.lsh import (
+    BandKeyWriter,
     BandLayout,
     JoinSettings,
     SignaturePart,
     SignatureStore,
+    band_dir,
     band_keys,
     in_memory_pairs,
     near_duplicate_pairs,
@@ -146,3 +149,37 @@ def test_layouts_and_keys() -> None:
     sig = MinHasher().signatures(["one two three four five six", "one two three four five six"])
     keys = band_keys(sig, BandLayout.named("0.8"))
     assert keys.shape == (2, 9) and (keys[0] == keys[1]).all() and len(set(keys[0].tolist())) == 9
+
+
+def test_band_files_gather_blocks_into_row_groups_without_dictionaries(tmp_path: Path, monkeypatch) -> None:
+    """Blocks are written as few row groups (a write per block cost a fifth of the index build) and
+    the random keys are stored plainly; the rows are exactly the blocks' band keys, in order,
+    documents without shingles left out."""
+    monkeypatch.setattr(dedupe.lsh, "BAND_ROW_GROUP", 2000)
+    rng = np.random.default_rng(7)
+    layout = BandLayout.named("0.8")
+    blocks = [rng.integers(0, 2**32, size=(1000, 128), dtype=np.uint64).astype(np.uint32) for _ in range(5)]
+    blocks[2][10] = 0xFFFFFFFF  # an empty document: no band keys
+    writer = BandKeyWriter(tmp_path, layout, "p")
+    for number, block in enumerate(blocks):
+        writer.write(block, np.arange(number * 1000, (number + 1) * 1000))
+    assert writer.close() == 4999
+    everything = np.concatenate(blocks)
+    kept = np.flatnonzero(~(everything == 0xFFFFFFFF).all(axis=1))
+    expected = band_keys(everything[kept], layout)
+    for band in range(layout.bands):
+        parquet = pq.ParquetFile(band_dir(tmp_path, layout, band) / "p.parquet")
+        groups = [parquet.metadata.row_group(g) for g in range(parquet.metadata.num_row_groups)]
+        assert [g.num_rows for g in groups] == [2000, 2999]  # flushed once 2,000 rows are gathered
+        assert not any("DICTIONARY" in str(g.column(0).encodings) for g in groups)
+        table = parquet.read()
+        assert table.column("key").to_numpy().tolist() == expected[:, band].tolist()
+        assert table.column("doc").to_numpy().tolist() == kept.tolist()
+
+
+def test_an_aborted_band_writer_leaves_no_file(tmp_path: Path) -> None:
+    layout = BandLayout.named("0.9")
+    writer = BandKeyWriter(tmp_path, layout, "p")
+    writer.write(MinHasher().signatures(["some words to sign here"]), np.arange(1))
+    writer.abort()
+    assert not list(tmp_path.rglob("*.parquet"))
