@@ -616,6 +616,19 @@ def print_sizes(rows: list[dict[str, object]]) -> None:
         per_doc = [float(r["build_cpu_s"]) / int(r["documents"]) for r in (first, last)]  # type: ignore[arg-type]
         print(f"\nbuild CPU per document: {1e6 * per_doc[0]:.1f} us at {first['documents']:,}, "
               f"{1e6 * per_doc[1]:.1f} us at {last['documents']:,} ({per_doc[1] / per_doc[0] - 1:+.1%})")
+        print(f"build at the margin, {first['documents']:,} -> {last['documents']:,} documents: "
+              f"{marginal_rate(first, last):.1f} MB of text per CPU-second (the run's fixed cost cancels out)")
+
+
+def marginal_rate(smaller: dict[str, object], larger: dict[str, object]) -> float:
+    """MB of text per CPU-second of the build between two sizes: the extra text over the extra CPU.
+
+    A run's fixed cost (Prefect's server, imports, the workers' start and the compiled kernel's
+    load) is the same at both sizes and drops out; what is left is the cost of indexing more text.
+    """
+    text = float(larger["text_mb"]) - float(smaller["text_mb"])  # type: ignore[arg-type]
+    cpu = float(larger["build_cpu_s"]) - float(smaller["build_cpu_s"])  # type: ignore[arg-type]
+    return text / cpu if cpu > 0 else float("nan")
 
 
 def print_comparison(row: dict[str, object], counts: list[int]) -> None:

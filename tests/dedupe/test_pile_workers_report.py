@@ -77,3 +77,13 @@ def test_a_process_that_ended_keeps_its_last_poll() -> None:
     split = pile_scale.cpu_split(Measured(6.0, 2.0, 1.0, 0, "", samples))
     assert split.total[pile_scale.TASKS] == pytest.approx(3.0)
     assert split.total["flow"] == pytest.approx(2.0)
+
+
+def test_the_marginal_build_rate_cancels_the_fixed_cost() -> None:
+    """Two sizes that share a fixed cost of 20 CPU-s and index at 80 MB/CPU-s give 80 at the margin,
+    where the whole runs' rates (40 and ~67) do not."""
+    pile_scale = _pile_scale()
+    small = {"text_mb": 1600, "build_cpu_s": 20 + 1600 / 80}
+    large = {"text_mb": 8000, "build_cpu_s": 20 + 8000 / 80}
+    assert pile_scale.marginal_rate(small, large) == pytest.approx(80.0)
+    assert pile_scale.marginal_rate(large, large) != pile_scale.marginal_rate(large, large)  # no extra CPU: NaN
