@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from core.config import PipelineConfig, parse_set_option
 from core.lock import PENDING_RUN, OutputLock, OutputLockedError
 from core.os_errors import os_error_line
+from flows._dask_settings import quiet_cluster
 from flows._logs import quiet_environment_errors
 from flows._runtime import make_task_runner, prefect_api
 
@@ -174,11 +175,15 @@ class FlowCLI(Generic[C]):
         return overrides
 
     def run(self, config: C) -> Any:
-        """Run the flow with the task runner the config names (inside a Prefect API context)."""
+        """Run the flow with the task runner the config names (inside a Prefect API context).
+
+        A local Dask cluster (``--runner dask``) starts with :func:`flows._dask_settings.quiet_cluster`.
+        """
         quiet_environment_errors()
-        if self._runner is not None:
-            return self._runner(config)
-        return self.flow.with_options(task_runner=make_task_runner(config))(config)
+        with quiet_cluster(config.runner, config.dask_address):
+            if self._runner is not None:
+                return self._runner(config)
+            return self.flow.with_options(task_runner=make_task_runner(config))(config)
 
     def check(self, config: C) -> OutputLock | None:
         """Fail fast, before Prefect starts, on what the user can fix (see the module docstring).

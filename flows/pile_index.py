@@ -9,7 +9,7 @@ run are reused; the flow process alone rewrites ``index.json``. Parts are handed
 shard first, so the workers run out of parts at about the same time (the last part is a small
 one); part numbers and names follow the shards' order, so the index's bytes do not depend on the
 worker count. On ``--runner dask`` a local cluster runs with Dask's housekeeping slowed down
-(:mod:`flows._dask_settings`): with as many workers as cores it competes with the parts.
+(:mod:`flows._dask_settings`, as for every flow): with as many workers as cores it competes with the parts.
 Parameters come from ``configs/dedup.yaml`` (``minhash``, ``index_layouts``) so the dedup flow matches them.
 """
 
@@ -23,10 +23,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import Field
 
 from flows._cli import Flag, FlowCLI
-from flows._dask_settings import quiet_cluster
 from flows._dedup_config import DedupConfig
 from flows._lazy import NO_CACHE, LazyImport, flow, task
-from flows._runtime import make_task_runner
 from flows._source_flow import expand_locations
 
 if TYPE_CHECKING:
@@ -106,19 +104,13 @@ def largest_first(planned: list[tuple[Path, int, str]]) -> list[tuple[Path, int,
     return sorted(planned, key=lambda item: (-item[0].stat().st_size, item[1]))
 
 
-def run_index(config: PileIndexConfig) -> ReferenceIndex:
-    """The flow on the configured task runner (a local Dask cluster with :func:`quiet_cluster`)."""
-    with quiet_cluster(config.runner):
-        return pile_index_flow.with_options(task_runner=make_task_runner(config))(config)
-
-
 def report(index: ReferenceIndex) -> int:
     """What the command prints after a run."""
     print(f"index {index.root}: {len(index.parts)} parts, {index.documents} documents")
     return 0
 
 
-cli = FlowCLI(pile_index_flow, PileIndexConfig, "dedup.yaml", __doc__, report=report, runner=run_index,
+cli = FlowCLI(pile_index_flow, PileIndexConfig, "dedup.yaml", __doc__, report=report,
               out_is_root=False, flags=[
     Flag("--inputs", "inputs", "Pile shard path or glob (repeatable)", many=True),
     Flag("--index", "index", "index directory (created if absent)", type=Path),

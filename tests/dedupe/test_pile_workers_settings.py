@@ -48,7 +48,39 @@ def test_a_local_clusters_worker_process_runs_with_the_quiet_settings() -> None:
     with quiet_cluster("dask"), distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                                          dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
-        seen = client.run(lambda: (os.getpid(), {key: dask.config.get(key) for key in QUIET_CLUSTER}))
-    (pid, settings), = seen.values()
+        seen = client.run(lambda: (os.getpid(), {key: dask.config.get(key) for key in QUIET_CLUSTER},
+                                   os.environ.get("MALLOC_TRIM_THRESHOLD_")))
+    (pid, settings, trim), = seen.values()
     assert pid != os.getpid()
     assert settings == QUIET_CLUSTER
+    assert trim is None  # glibc's own thresholds: no mmap and page faults for every batch's buffers
+
+
+def test_without_the_settings_a_worker_gets_dasks_trim_threshold() -> None:
+    """What the quiet settings undo (if Dask stops setting it, the setting can go)."""
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        trims = client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+    assert list(trims.values()) == ["65536"]
+
+
+def test_a_run_that_joins_a_cluster_leaves_dask_config_alone() -> None:
+    before = {key: dask.config.get(key) for key in QUIET_CLUSTER}
+    with quiet_cluster("dask", "tcp://elsewhere:8786"):
+        assert {key: dask.config.get(key) for key in QUIET_CLUSTER} == before
+
+
+def test_every_flow_command_runs_its_local_cluster_quiet(monkeypatch) -> None:
+    """Not only the Pile index: any flow's ``--runner dask`` run starts its cluster inside the settings."""
+    from flows import wikipedia
+
+    seen = {}
+
+    def fake_flow_call(config):  # stands for the flow call: where Prefect enters the task runner
+        seen.update({key: dask.config.get(key) for key in QUIET_CLUSTER})
+        return None
+
+    cli = wikipedia.cli
+    monkeypatch.setattr(cli, "_runner", fake_flow_call)
+    cli.run(cli.config_cls(runner="dask"))
+    assert seen == QUIET_CLUSTER
