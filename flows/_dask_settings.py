@@ -25,7 +25,8 @@ Memory: a nanny starts its worker with ``MALLOC_TRIM_THRESHOLD_=65536`` (Dask's
 also freezes glibc's mmap threshold at 128 KiB, so every larger buffer (a batch's joined text, its
 numpy arrays) is a fresh mmap whose pages fault in again on every batch: a 443 MB Pile shard took
 ~6.8 CPU-s in a worker instead of 5.1 (600,000 page faults instead of 3,000). The quiet settings
-leave the variable unset, so glibc's defaults hold as in any other process; a worker's memory
+leave the variable unset (a nanny also writes it into the environment of the process running
+it, the flow process, whose later children would inherit it), so glibc's defaults hold as in any other process; a worker's memory
 after a task may then stay higher until it is reused, its peak does not change.
 """
 

@@ -18,6 +18,16 @@ dask = pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")
 
 
+@pytest.fixture(autouse=True)
+def _environment_restored():
+    """A nanny writes its ``pre-spawn-environ`` into the environment of the process that runs it
+    (here the test process; in a run, the flow process), so later workers inherit it: undo that."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
 def test_parts_go_out_largest_shard_first_ties_in_part_order(tmp_path: Path) -> None:
     sizes = {"00.jsonl.zst": 30, "01.jsonl.zst": 500, "02.jsonl.zst": 30, "03.jsonl.zst": 90}
     planned = []
@@ -84,3 +94,26 @@ def test_every_flow_command_runs_its_local_cluster_quiet(monkeypatch) -> None:
     monkeypatch.setattr(cli, "_runner", fake_flow_call)
     cli.run(cli.config_cls(runner="dask"))
     assert seen == QUIET_CLUSTER
+
+
+def _flattened(tree: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            flat.update(_flattened(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def test_the_documented_config_for_your_own_cluster_unsets_the_trim_threshold() -> None:
+    """docs/dedup.md's YAML for a cluster started by the user, read as Dask reads a config file."""
+    import yaml
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "dedup.md").read_text(encoding="utf-8")
+    snippet = text.split("distributed.yaml`:\n\n```yaml\n", 1)[1].split("```", 1)[0]
+    with dask.config.set(_flattened(yaml.safe_load(snippet))), \
+            distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                     dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        trims = client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+    assert list(trims.values()) == [None]
