@@ -13,10 +13,17 @@ calls ``hydrated_context``), so this module is the one place that reaches into P
 
 * flow process (:func:`reuse_serialized_settings`): ``SettingsContext.serialize`` remembers its
   result for the context instance it last served and hands out a deep copy (0.1 ms);
-* pool worker (:func:`reuse_hydrated_settings`): ``prefect.context.hydrated_context`` builds the
-  settings context once for an equal serialized form, environment and working directory, and
+* pool or Dask worker (:func:`reuse_hydrated_settings`): ``prefect.context.hydrated_context`` builds
+  the settings context once for an equal serialized form, environment and working directory, and
   enters a fresh copy of it for each task; everything else it hydrates (the flow run, tags,
   the task runner) is Prefect's own code, per task as before.
+
+Prefect's Dask runner goes the same way by another road: its client serializes the same
+``SettingsContext`` on each submit, and the worker hands the serialized context to
+``run_task_sync``, whose engine hydrates it through the task engine's own import of
+``hydrated_context`` (not ``_run_task_with_hydrated_context``), so both names are replaced. A Dask
+worker runs tasks in threads: the one built settings context is shared under a lock and never
+entered, each task enters its own copy (a context variable, so per thread).
 
 A changed setting (a ``temporary_settings`` block around a submit, another profile) is a new
 context or a different serialized form, so it is serialized and validated anew.
@@ -72,10 +79,10 @@ def reuse_serialized_settings() -> None:
 
 
 def reuse_hydrated_settings() -> None:
-    """In a pool worker: validate each serialized settings context once (idempotent)."""
+    """In a pool or Dask worker: validate each serialized settings context once (idempotent)."""
     if not _first_install("hydrate"):
         return
-    from prefect import context
+    from prefect import context, task_engine
 
     original = context.hydrated_context
     built: list[Any] = []  # [key, never-entered SettingsContext]
@@ -103,3 +110,5 @@ def reuse_hydrated_settings() -> None:
             yield
 
     context.hydrated_context = hydrated_context
+    if task_engine.hydrated_context is original:  # the name a Dask worker's task run hydrates through
+        task_engine.hydrated_context = hydrated_context

@@ -141,11 +141,11 @@ def make_task_runner(config: PipelineConfig) -> Any:
     if config.runner == "sequential":
         return ThreadPoolTaskRunner(max_workers=1)
     if config.runner == "dask":
-        from prefect_dask import DaskTaskRunner
+        from flows._dask_worker import SavingDaskTaskRunner
 
         if config.dask_address:
-            return DaskTaskRunner(address=config.dask_address)
-        return DaskTaskRunner(
+            return SavingDaskTaskRunner(address=config.dask_address)
+        return SavingDaskTaskRunner(
             cluster_kwargs={"n_workers": workers, "threads_per_worker": 1, "processes": True}
         )
     if config.runner == "ray":
@@ -319,11 +319,26 @@ def _start_pool_worker(queue: Any, parent_pid: int, out: str) -> None:
     lifeline.start_worker(parent_pid, out)
     quiet_environment_errors()
     from prefect import task_runners
+
+    install_worker_savings()
+    task_runners._initialize_process_pool_worker(queue)
+
+
+def install_worker_savings() -> None:
+    """Once per worker process (idempotent): share the client's SSL contexts and reuse validated settings.
+
+    Run by a pool worker at its start and by every Dask worker before its first task
+    (:mod:`flows._dask_worker`); both savings are safe for tasks running in threads side by side.
+    """
     from prefect.client import orchestration
 
-    orchestration.ssl = _SharedSslContexts(orchestration.ssl)  # type: ignore[assignment]
+    with _savings_guard:
+        if not isinstance(orchestration.ssl, _SharedSslContexts):
+            orchestration.ssl = _SharedSslContexts(orchestration.ssl)  # type: ignore[assignment]
     _prefect_reuse.reuse_hydrated_settings()
-    task_runners._initialize_process_pool_worker(queue)
+
+
+_savings_guard = threading.Lock()
 
 
 class _SharedSslContexts:
