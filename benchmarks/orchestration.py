@@ -21,6 +21,16 @@ none, each run ``--rounds`` times under one embedded server and one worker pool 
 beforehand, CPU of this process, its workers and the server (read from ``/proc``) per extra
 task. Workers are reaped only when the pool closes, so their CPU is read from ``/proc`` too.
 
+``--dask-rounds N`` (with ``--tasks K``) measures the same per-task cost on Dask, with and without
+the worker savings (:mod:`flows._dask_worker`): a local cluster of 2 single-threaded worker
+processes started as flows start theirs (:func:`flows._dask_settings.quiet_cluster`), joined by
+``make_task_runner`` (``--runner dask``, the savings installed) or by prefect-dask's own
+``DaskTaskRunner`` (none). Each contender runs in its own child process (the savings are per
+process, the flow process's half included), the two alternating, N rounds; CPU per extra task of
+the whole tree and of the workers alone:
+
+    nice -n 5 python benchmarks/orchestration.py --no-sample --help-rounds 0 --tasks 40 --dask-rounds 4
+
 ``--help-rounds N`` (default 5; 0 skips) measures what a user pays before any run: CPU of
 ``python -m flows.<name> --help`` for every runnable flow module and of ``kinda --help`` (the
 goal: under 0.5 CPU-s each), N interleaved rounds, beside ``python -c pass`` (the interpreter's
@@ -32,6 +42,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import statistics
@@ -40,8 +51,10 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -153,12 +166,56 @@ def _tree_cpu() -> float:
     return total + sum((int(stats[p][11]) + int(stats[p][12])) / tick for p in tree if p != os.getpid())
 
 
-def per_task_cost(tasks: int, rounds: int, work: Path) -> list[float]:
-    """CPU per extra no-op task on the pooled process runner (flow of ``tasks`` minus flow of none)."""
+def _pids_cpu(pids: list[int]) -> float:
+    """CPU seconds of these live processes (the Dask workers), from ``/proc``."""
+    tick = os.sysconf("SC_CLK_TCK")
+    fields = [Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split() for pid in pids]
+    return sum(int(f[11]) + int(f[12]) for f in fields) / tick
+
+
+@contextlib.contextmanager
+def _runner_factory(runner: str, config: Any) -> Iterator[tuple[Callable[[], Any], list[int]]]:
+    """Make the runner of each measured flow, and the worker pids to read (none for the process pool).
+
+    ``dask`` and ``dask-prefect`` join one local cluster started here as a flow starts its own.
+    """
+    from flows._runtime import make_task_runner
+
+    if runner == "process":
+        try:  # one pool for every measured flow, as in a parent run (older checkouts: a pool per flow)
+            from flows._runtime import worker_pool
+        except ImportError:
+            worker_pool = None  # type: ignore[assignment]
+        with worker_pool(config) if worker_pool is not None else contextlib.nullcontext():
+            yield (lambda: make_task_runner(config)), []
+        return
+    import distributed
+    from prefect_dask import DaskTaskRunner
+
+    from flows._dask_settings import quiet_cluster
+
+    with quiet_cluster("dask"), distributed.LocalCluster(
+            n_workers=config.workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with distributed.Client(cluster, set_as_default=False) as client:
+            pids = list(client.run(os.getpid).values())
+        address = cluster.scheduler_address
+        joined = config.model_copy(update={"runner": "dask", "dask_address": address})
+        if runner == "dask":
+            yield (lambda: make_task_runner(joined)), pids
+        else:
+            yield (lambda: DaskTaskRunner(address=address)), pids
+
+
+def per_task_cost(tasks: int, rounds: int, work: Path, runner: str = "process") -> list[tuple[float, float]]:
+    """CPU per extra no-op task, whole tree and workers alone (flow of ``tasks`` minus flow of none).
+
+    ``runner``: the pooled process runner, or Dask with (``dask``) or without (``dask-prefect``) the
+    worker savings; the workers-alone figure is read for Dask only (0 for the pool).
+    """
     from prefect import flow, task
 
     from core.config import PipelineConfig
-    from flows._runtime import make_task_runner, prefect_api
+    from flows._runtime import prefect_api
 
     @task(name="noop")
     def noop(index: int) -> int:
@@ -170,25 +227,41 @@ def per_task_cost(tasks: int, rounds: int, work: Path) -> list[float]:
 
     config = PipelineConfig(out=str(work / "noop"), workers=2)
     costs = []
-    try:  # one pool for every measured flow, as in a parent run (older checkouts: a pool per flow)
-        from flows._runtime import worker_pool
-    except ImportError:
-        worker_pool = None  # type: ignore[assignment]
-    with prefect_api(), (worker_pool(config) if worker_pool is not None else contextlib.nullcontext()):
-        noop_flow.with_options(task_runner=make_task_runner(config))(1)  # warm: imports, first flow run
+    with prefect_api(), _runner_factory(runner, config) as (make_runner, worker_pids):
+        noop_flow.with_options(task_runner=make_runner())(2)  # warm: imports, first flow run, first task per worker
 
-        def measure(count: int) -> float:
-            before = _tree_cpu()
-            noop_flow.with_options(task_runner=make_task_runner(config))(count)
+        def measure(count: int) -> tuple[float, float]:
+            before, workers_before = _tree_cpu(), _pids_cpu(worker_pids)
+            noop_flow.with_options(task_runner=make_runner())(count)
             time.sleep(2)  # the server records task runs asynchronously: let it drain
-            return _tree_cpu() - before
+            return _tree_cpu() - before, _pids_cpu(worker_pids) - workers_before
 
         for index in range(rounds):
             order = (tasks, 0) if index % 2 == 0 else (0, tasks)
             spent = {count: measure(count) for count in order}
-            costs.append((spent[tasks] - spent[0]) / tasks)
-            print(f"per-task round {index}: {tasks} tasks {spent[tasks]:.2f} CPU-s, none {spent[0]:.2f} CPU-s, "
-                  f"{1000 * costs[-1]:.0f} ms CPU per task", flush=True)
+            costs.append(((spent[tasks][0] - spent[0][0]) / tasks, (spent[tasks][1] - spent[0][1]) / tasks))
+            print(f"per-task round {index} ({runner}): {tasks} tasks {spent[tasks][0]:.2f} CPU-s, "
+                  f"none {spent[0][0]:.2f} CPU-s, {1000 * costs[-1][0]:.0f} ms CPU per task "
+                  f"(workers {1000 * costs[-1][1]:.0f} ms)", flush=True)
+    return costs
+
+
+def dask_savings(tasks: int, rounds: int, work: Path) -> dict[str, list[tuple[float, float]]]:
+    """Per-task CPU on Dask with and without the worker savings, each a child process, alternating."""
+    costs: dict[str, list[tuple[float, float]]] = {"dask": [], "dask-prefect": []}
+    for index in range(rounds):
+        for runner in (("dask", "dask-prefect") if index % 2 == 0 else ("dask-prefect", "dask")):
+            result = work / f"{runner}-{index}.json"
+            env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+            subprocess.run([sys.executable, __file__, "--no-sample", "--help-rounds", "0", "--rounds", "1",
+                            "--tasks", str(tasks), "--per-task-runner", runner, "--result-json", str(result),
+                            "--work", str(work / runner)], cwd=REPO, env=env, check=True)
+            costs[runner] += [tuple(cost) for cost in json.loads(result.read_text())]
+    for runner, values in costs.items():
+        print(f"per-task cost on {runner:12s} CPU ms, whole tree: {_spread([1000 * t for t, _ in values])}; "
+              f"workers: {_spread([1000 * w for _, w in values])}")
+    ratios = [d[1] / p[1] for d, p in zip(costs["dask"], costs["dask-prefect"], strict=True)]
+    print(f"workers' CPU per task, with the savings / without: {_spread(ratios)}x")
     return costs
 
 
@@ -236,6 +309,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--help-rounds", type=int, default=5, help="rounds of every flow's --help CPU (0: skip)")
     parser.add_argument("--no-sample", action="store_true", help="no sample run (the per-task and --help legs only)")
     parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temporary one)")
+    parser.add_argument("--per-task-runner", choices=("process", "dask", "dask-prefect"), default="process",
+                        help="runner of the per-task leg (dask-prefect: prefect-dask's own runner, no savings)")
+    parser.add_argument("--dask-rounds", type=int, default=0,
+                        help="rounds of the per-task cost on Dask with and without the worker savings (0: skip)")
+    parser.add_argument("--result-json", type=Path, default=None, help="write the per-task costs here")
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="kinda-orchestration-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -245,9 +323,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nflows.llama --sample, default runner / sequential, CPU of process + children: {_spread(ratios)}x")
         print(f"  default    CPU-s: {_spread([p.cpu_s for p, _ in pairs])}")
         print(f"  sequential CPU-s: {_spread([s.cpu_s for _, s in pairs])}")
-    if args.tasks:
-        costs = per_task_cost(args.tasks, args.rounds, work)
-        print(f"per-task cost on the process runner, CPU ms: {_spread([1000 * c for c in costs])}")
+    if args.tasks and args.dask_rounds:
+        dask_savings(args.tasks, args.dask_rounds, work)
+    elif args.tasks:
+        costs = per_task_cost(args.tasks, args.rounds, work, args.per_task_runner)
+        print(f"per-task cost on {args.per_task_runner}, CPU ms: {_spread([1000 * c for c, _ in costs])}")
+        if args.result_json:
+            args.result_json.write_text(json.dumps(costs))
     if args.help_rounds:
         spent = help_cost(args.help_rounds)
         medians = {name: statistics.median(v) for name, v in spent.items() if name != "python -c pass"}
