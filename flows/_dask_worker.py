@@ -10,7 +10,9 @@ every worker that joins later (an adaptive cluster, a worker restarted by its na
 mechanism for a local and a joined cluster alike, where a ``preload`` would reach only the
 workers we start. It is safe on a shared cluster: both savings give every task what Prefect's own
 code would (see :mod:`flows._prefect_reuse`), and installing them again is a no-op. A joined
-cluster's workers need this package importable, as they do to run the pipeline's tasks.
+cluster's workers need this package importable, as they do to run the pipeline's tasks; its
+scheduler forgets the plugin when the run ends (workers joining later owe nothing to this
+package), while the workers that have it keep the savings (there is nothing to undo).
 
 The flow process's half (each settings context serialized once, not once per submit) is installed
 with the client too.
@@ -18,6 +20,7 @@ with the client too.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from distributed import WorkerPlugin
@@ -52,3 +55,9 @@ class SavingDaskTaskRunner(DaskTaskRunner):
             _prefect_reuse.reuse_serialized_settings()
             client.register_plugin(PrefectSavings())
         return client
+
+    def __exit__(self, *args: Any) -> None:
+        if self._client is not None and self._cluster is None:  # a joined cluster: its scheduler as found
+            with contextlib.suppress(Exception):  # a scheduler gone already has nothing to forget
+                self._client.unregister_worker_plugin(PrefectSavings.name)
+        super().__exit__(*args)

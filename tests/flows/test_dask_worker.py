@@ -75,6 +75,9 @@ def test_a_joined_clusters_worker_has_the_savings(tmp_path: Path) -> None:
                                                                dashboard_address=None) as cluster:
         config = PipelineConfig(out=str(tmp_path / "out"), runner="dask", dask_address=cluster.scheduler_address)
         results = _probe_flow().with_options(task_runner=make_task_runner(config))(False)
+        with distributed.Client(cluster, set_as_default=False) as client:  # the run over: the plugin forgotten
+            plugins = client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.worker_plugins))
+    assert "kinda-prefect-savings" not in plugins and "shuffle" in plugins  # Dask's own stays
     assert [retries for retries, *_ in results] == [0, 0]
     assert {ssl for *_, ssl in results} == {"_SharedSslContexts"}
     assert results[-1][2]["hydrated_reused"] >= 1
