@@ -74,6 +74,22 @@ def _bytes_path_ok(text: str, others: str) -> bool:
                                                                       or unicodedata.is_normalized("NFC", text)))
 
 
+def _bytes_path_flags(texts: Sequence[str], others: Sequence[str]) -> list[bool]:
+    """``[_bytes_path_ok(t, o) ...]`` for a batch, decided for the whole batch at once when it can be.
+
+    The checks look at each character on its own, except the NFC check, which also looks at
+    neighbours; joined with an ASCII letter between documents (a starter that composes with
+    nothing around it, as ASCII text does), the batch's non-ASCII characters pass them only if
+    every document's do (:func:`_surely_nfc`). One check of the batch's ~40,000 non-ASCII
+    characters instead of 1,024 calls (about half the time on Pile documents); a batch that fails
+    is decided document by document. Equality with the per-document flags is a property test.
+    """
+    joined = "a".join(others)
+    if joined.isascii() or (_NOT_BYTES_PATH.search(joined) is None and _surely_nfc(joined)):
+        return [True] * len(texts)
+    return [_bytes_path_ok(text, other) for text, other in zip(texts, others, strict=True)]
+
+
 def _surely_nfc(others: str) -> bool:
     """True only if a text whose non-ASCII characters are ``others`` is NFC (False: look at the whole text).
 
@@ -100,7 +116,7 @@ def exact_hashes(texts: Sequence[str], encoded: Sequence[bytes] | None = None,
     raws = encoded if encoded is not None else [t.encode("utf-8", errors="surrogatepass") for t in texts]
     if others is None:
         others = [non_ascii_chars(text, raw) for text, raw in zip(texts, raws, strict=True)]
-    fast = [_bytes_path_ok(text, other) for text, other in zip(texts, others, strict=True)]
+    fast = _bytes_path_flags(texts, others)
     digests = iter(collapsed_digests([raw for raw, ok in zip(raws, fast, strict=True) if ok]))
     return [next(digests) if ok else exact_hash(text) for text, ok in zip(texts, fast, strict=True)]
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from core.exact import (
     _COMPOSES_WITH_PREVIOUS,
+    _bytes_path_flags,
     _bytes_path_ok,
     exact_hash,
     exact_hashes,
@@ -83,4 +84,22 @@ def test_batch_hashes_equal_one_at_a_time_after_every_bmp_character() -> None:
     """Each BMP character after an ASCII letter, beside a precomposed one: composing, reordering,
     decomposing and whitespace characters all hash as :func:`exact_hash` does."""
     texts = [f"Ae{chr(point)}{chr(point)} \u00e9" for point in range(0x80, 0x10000) if not 0xD800 <= point < 0xE000]
+    assert exact_hashes(texts) == [exact_hash(t) for t in texts]
+
+
+#: Characters that keep a document off the bytes path (NFC_QC=No singletons, combining marks, a
+#: vowel sign and a Hangul jamo that compose with the character before them, non-ASCII spaces)
+#: among plain non-ASCII letters, which do not.
+_TRICKY = ["\u212b", "\u0301", "\u0bbe", "\u1161", "\u00a0", "\u3000", "\u0345"]
+_PLAIN = ["\u00e9", "\u00df", "\u4e2d", "\u0416", "\u05d0", "\u0b95", "\u1100", "\uac00", "\u2019"]
+
+
+@given(st.lists(st.lists(st.one_of(st.sampled_from(_PLAIN), st.sampled_from(_PLAIN + _TRICKY), st.sampled_from("aZ 1")),
+                         max_size=12).map("".join), max_size=8))
+def test_batch_flags_equal_each_documents_own(texts: list[str]) -> None:
+    """Deciding the batch at once (its non-ASCII characters joined by an ASCII letter) gives every
+    document the flag it gets alone: a tricky character anywhere sends the batch to per-document
+    checks, and joining never lets two documents' characters compose across the seam."""
+    others = [non_ascii_chars(t, t.encode("utf-8")) for t in texts]
+    assert _bytes_path_flags(texts, others) == [_bytes_path_ok(t, o) for t, o in zip(texts, others, strict=True)]
     assert exact_hashes(texts) == [exact_hash(t) for t in texts]
