@@ -48,6 +48,10 @@ QUIET_CLUSTER: dict[str, Any] = {
     # None unsets the variable for the worker process (see "Memory" above)
     "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
 }
+#: The memory setting as a Dask config file holds it, for nannies started outside a flow
+#: (``dask worker`` in a ``kinda slurm`` job, which points ``DASK_CONFIG`` at a file of it).
+#: A ``DASK_*`` variable cannot say it: Dask lowercases those keys, and this one is upper case.
+NANNY_CONFIG: dict[str, Any] = {"distributed": {"nanny": {"pre-spawn-environ": {"MALLOC_TRIM_THRESHOLD_": None}}}}
 
 
 @contextlib.contextmanager
