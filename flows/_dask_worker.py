@@ -1,4 +1,4 @@
-"""Dask workers get the pool workers' per-process Prefect savings (:func:`flows._runtime.install_worker_savings`).
+"""Dask workers get the pool workers' per-process Prefect savings (:func:`flows._worker_savings.install_worker_savings`).
 
 Prefect's API client builds a new SSL context (the whole CA bundle read, ~20 ms CPU) for every
 client, two per task run, and every task run validates the flow's settings into a new
@@ -35,7 +35,7 @@ class PrefectSavings(WorkerPlugin):
     name = "kinda-prefect-savings"  # one registration per cluster: registering again replaces it
 
     def setup(self, worker: Any) -> None:
-        from flows._runtime import install_worker_savings
+        from flows._worker_savings import install_worker_savings
 
         install_worker_savings()
 

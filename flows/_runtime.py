@@ -32,6 +32,7 @@ from core import lifeline
 from core.config import PipelineConfig
 from flows import _prefect_reuse
 from flows._logs import quiet_environment_errors
+from flows._worker_savings import install_worker_savings
 
 log = logging.getLogger(__name__)
 
@@ -322,49 +323,6 @@ def _start_pool_worker(queue: Any, parent_pid: int, out: str) -> None:
 
     install_worker_savings()
     task_runners._initialize_process_pool_worker(queue)
-
-
-def install_worker_savings() -> None:
-    """Once per worker process (idempotent): share the client's SSL contexts and reuse validated settings.
-
-    Run by a pool worker at its start and by every Dask worker before its first task
-    (:mod:`flows._dask_worker`); both savings are safe for tasks running in threads side by side.
-    """
-    from prefect.client import orchestration
-
-    with _savings_guard:
-        if not isinstance(orchestration.ssl, _SharedSslContexts):
-            orchestration.ssl = _SharedSslContexts(orchestration.ssl)  # type: ignore[assignment]
-    _prefect_reuse.reuse_hydrated_settings()
-
-
-_savings_guard = threading.Lock()
-
-
-class _SharedSslContexts:
-    """The ``ssl`` module as Prefect's API client sees it, building each kind of context once per process.
-
-    Prefect's client builds a new SSL context, reading the whole CA bundle (~20 ms CPU), every
-    time it is created, and a pool worker creates two clients for every task it runs (about 40%
-    of a short task's CPU in the worker). The client makes its context the same way each time
-    (the same CA file, or the same unverified settings), so one context per set of arguments
-    serves every client of the worker; an ``http://`` API (the embedded server) never uses it.
-    """
-
-    def __init__(self, module: Any) -> None:
-        self._module = module
-        self._contexts: dict[tuple[Any, ...], Any] = {}
-        self._guard = threading.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._module, name)
-
-    def create_default_context(self, *args: Any, **kwargs: Any) -> Any:
-        key = (*args, *sorted(kwargs.items()))
-        with self._guard:
-            if key not in self._contexts:
-                self._contexts[key] = self._module.create_default_context(*args, **kwargs)
-            return self._contexts[key]
 
 
 _pools: list[_Pool] = []  # the pool of the run in progress (at most one; a list so it can be swapped)
