@@ -32,6 +32,13 @@ os.environ.setdefault("PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT", "false")
 import prefect  # noqa: E402, F401
 
 from tests.toy import toy_texts, train_toy_tokenizer  # noqa: E402
+# The fidelity corpus's per-source score (tests/fidelity/scoring.py): hooks found here by name, so the
+# xdist controller, which loads this conftest but collects nothing, prints the table.
+from tests.fidelity.scoring import (  # noqa: E402, F401
+    pytest_runtest_logreport,
+    pytest_runtest_makereport,
+    pytest_terminal_summary,
+)
 
 #: ``make test`` runs the suite on two workers (pytest-xdist, ``--dist loadfile``: a module's tests
 #: and its module fixtures stay on one worker) that take the test files in collection order

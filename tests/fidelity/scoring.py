@@ -4,7 +4,7 @@ Every case is one test marked ``@pytest.mark.fidelity("<source>")``. The worker 
 its report with the source (``user_properties`` travel from pytest-xdist workers to the controller);
 whichever process prints the summary counts the call-phase outcomes and prints one table, so a
 regression shows as a score, not only as a red test id (issue 31: "prints a per-source score").
-Loaded for every run by ``-p tests.fidelity.scoring`` in pyproject.toml's addopts.
+Imported by tests/conftest.py, where pytest finds the hooks by name.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ def test_score_counts_matches_and_misses_per_source(tmp_path: Path) -> None:
         "def test_a(x):\n    assert x != 3\n"
         "@pytest.mark.fidelity('beta')\ndef test_b():\n    assert True\n"
     )
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.fidelity.scoring",
                           "--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"), str(case)],
                          cwd=REPO, capture_output=True, text=True, timeout=240)
     assert "alpha: 2/3" in run.stdout, run.stdout + run.stderr
