@@ -2,14 +2,23 @@
 
 A PG file is: a header (``The Project Gutenberg EBook of …``, ``Title:``, ``Author:``,
 ``Language:``, ``Character set encoding:``), a start marker line, the book, an end marker line,
-then the licence. The markers changed over 30 years:
+then the licence. The markers changed over 30 years (marker lists learnt from c-w/gutenberg's
+cleanup and PG's own files; every era has a hand-written case in tests/sources/test_gutenberg_eras.py):
 
-* ``*** START OF THIS PROJECT GUTENBERG EBOOK X ***`` (2000s), ``***START OF THE PROJECT
-  GUTENBERG EBOOK X***`` (no spaces), ``*** START OF THE PROJECT GUTENBERG EBOOK X ***`` (2020s);
-* the 1990s ``*END*THE SMALL PRINT! FOR PUBLIC DOMAIN ETEXTS*…*END*`` closing the licence
-  that came *first* in those files;
-* end: ``*** END OF THIS/THE PROJECT GUTENBERG EBOOK``, ``End of (the) Project Gutenberg('s)
-  EBook/Etext …`` (often a line before the ``***`` one; the earliest end marker wins).
+* start: ``*** START OF THIS PROJECT GUTENBERG EBOOK X ***`` (2000s), ``***START OF THE PROJECT
+  GUTENBERG EBOOK X***`` (no spaces), ``*** START OF THE PROJECT GUTENBERG EBOOK X ***`` (2020s),
+  possibly wrapped onto a second line; the 1990s ``*END*THE SMALL PRINT! FOR PUBLIC DOMAIN
+  ETEXTS*…*END*`` (and ``*END THE SMALL PRINT``) closing the licence that came *first* in those
+  files, and pg100's ``["Small Print" V.12.08.93]``. When a file has several (a ``*** START``
+  line, then PG's notes and small print, then the small print's own closing line), the last one
+  that only PG matter separates from the first wins;
+* end: the first ``*** END OF THIS/THE PROJECT GUTENBERG EBOOK`` line; before it, a prose end line
+  (``End of (the) Project Gutenberg('s) EBook/Etext …``, ``End of this Etext of …``, ``Ende dieses
+  Projekt Gutenberg``) ends the book when no book text follows it; one that book text follows
+  closes a single work of a multi-work file, and only that line goes;
+* inside the book: the ``<<THIS ELECTRONIC VERSION … IS COPYRIGHT …>>`` notice that early complete
+  works files (Shakespeare, pg100) repeat before every work, and the ``**This is a COPYRIGHTED
+  Project Gutenberg Etext, Details Above**`` line of copyrighted etexts, are removed.
 
 Encodings: UTF-8 (with or without BOM); otherwise the header's ``Character set encoding:``
 (ISO-8859-1, Windows-1252, …); otherwise Windows-1252, then Latin-1 (which never fails). Line
@@ -64,17 +73,38 @@ HEADER_SCAN_CHARS = 40_000
 _START = re.compile(
     r"^[ \t]*\*{3}[ \t]*START OF (?:THIS|THE)[ \t]+PROJECT GUTENBERG[^\n]*$"
     r"|^[ \t]*\*{3}[ \t]*START OF THE COPYRIGHTED PROJECT GUTENBERG[^\n]*$"
-    r"|^[ \t]*\*END\*[ \t]*THE SMALL PRINT[^\n]*$",
+    r"|^[ \t]*\*END\*?[ \t]*THE SMALL PRINT[^\n]*$"
+    r"|^[ \t]*\[\"Small Print\" V\.[^\n]*$",
     re.IGNORECASE | re.MULTILINE,
 )
-_END = re.compile(
+#: The last line of a start marker wrapped onto a second line (``… COMPLETE WORKS OF\nWILLIAM SHAKESPEARE ***``).
+_START_TAIL = re.compile(r"[^\n*]{1,120}\*{3}[ \t]*(?:\n|$)")
+#: End markers that close the book wherever they stand: the ``*** END OF …`` line (2000s-today).
+_END_STRONG = re.compile(
     r"^[ \t]*\*{3}[ \t]*END OF (?:THIS|THE)[ \t]+PROJECT GUTENBERG[^\n]*$"
-    r"|^[ \t]*\*{3}[ \t]*END OF THE COPYRIGHTED PROJECT GUTENBERG[^\n]*$"
-    r"|^[ \t]*End of (?:the |this )?Project Gutenberg(?:'s)?[ \t]+(?:E-?Book|E-?text|Work|[^\n]*$)[^\n]*$"
-    r"|^[ \t]*End of Project Gutenberg's[^\n]*$"
-    r"|^[ \t]*Ende dieses Projekt(?:s)? Gutenberg[^\n]*$",
+    r"|^[ \t]*\*{3}[ \t]*END OF THE COPYRIGHTED PROJECT GUTENBERG[^\n]*$",
     re.IGNORECASE | re.MULTILINE,
 )
+#: End lines written in prose (1990s-2010s), which multi-work files also carry between their works:
+#: ``End of (the|this) Project Gutenberg('s) EBook/Etext of …``, ``End of this Etext of …``, German
+#: and French forms. One closes the book only when no book text follows it (see :func:`_find_end`).
+_END_WEAK = re.compile(
+    r"^[ \t]*End of (?:the |this )?Project Gutenberg(?:'s)?\b[^\n]*$"
+    r"|^[ \t]*End of (?:the |this )?E-?(?:text|book)\b[^\n]*$"
+    r"|^[ \t]*Ende dieses (?:Projekts?|Project) Gutenberg[^\n]*$"
+    r"|^[ \t]*Ende dieses E-?textes\b[^\n]*$"
+    r"|^[ \t]*Fin (?:de|du) (?:Projet|Project) Gutenberg[^\n]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+#: Notices that early multi-work files repeat *inside* the book: the World Library ``<<THIS
+#: ELECTRONIC VERSION … IS COPYRIGHT … >>`` block before every play (one paragraph, no blank line,
+#: at most 3,000 characters), and the copyrighted etexts' ``**This is a COPYRIGHTED Project
+#: Gutenberg Etext, Details Above**`` line; each goes with the blank lines after it.
+_NOTICE_BLOCK = re.compile(r"^[ \t]*<<(?:[^<>\n]|\n(?![ \t]*\n)){1,3000}>>[ \t]*(?:\n(?:[ \t]*\n)*|$)",
+                           re.MULTILINE)
+_NOTICE_WORDS = re.compile(r"copyright|gutenberg|e-?texts?\b|electronic (?:version|edition)", re.IGNORECASE)
+_NOTICE_LINE = re.compile(r"^[ \t]*\*+[ \t]*This is a COPYRIGHTED Project Gutenberg E-?(?:text|book)[^\n]*"
+                          r"(?:\n(?:[ \t]*\n)*|$)", re.IGNORECASE | re.MULTILINE)
 _PG_MENTION = re.compile(r"project gutenberg", re.IGNORECASE)
 #: Words that mark a paragraph of an early release as PG matter, not the book: the project, the
 #: etext, the licence and disclaimers, and the ways to reach PG (mail, FTP, listserver, donations).
@@ -98,8 +128,8 @@ BOOK_RUN_CHARS = 2_000
 _FIELD = re.compile(r"^(Title|Author|Language|Character set encoding|Release Date|Posting Date|Translator|Editor)"
                     r"[ \t]*:[ \t]*(.*)$", re.IGNORECASE | re.MULTILINE)
 _EBOOK_NUMBER = re.compile(r"\[E-?(?:Book|Text) #(\d+)\]", re.IGNORECASE)
-_CREDIT = re.compile(r"^(?:Produced by|E-?text prepared by|Transcribed (?:from|by)|This e-?(?:text|book) was "
-                     r"(?:prepared|produced) by)", re.IGNORECASE)
+_CREDIT = re.compile(r"^(?:Produced by|E-?text prepared by|Transcribed (?:from|by)|Scanned (?:and proofed )?by"
+                     r"|This e-?(?:text|book) was (?:prepared|produced|created|scanned) by)", re.IGNORECASE)
 _FILE_NUMBER = re.compile(r"^pg(\d+)|^(\d+)(?:-\d)?\.")
 
 #: Language names PG writes in headers -> ISO 639-1 codes (the common ones; others kept lower-case).
@@ -197,17 +227,107 @@ def _drop_credit_paragraph(body: str) -> str:
     return stripped[end:] if end != -1 else ""
 
 
+def _has_book_run(text: str, start: int, stop: int) -> bool:
+    """Whether ``text[start:stop]`` holds :data:`BOOK_RUN_CHARS` of consecutive paragraphs naming nothing of PG's.
+
+    Such a run is book text; PG matter (licences, notices, addresses) never has one. Paragraphs are
+    read lazily, so a run found early ends the scan of a long stretch.
+    """
+    run = 0
+    position = start
+    for gap in _PARAGRAPH_BREAK.finditer(text, start, stop):
+        run = 0 if _is_matter(text[position: gap.start()]) else run + len(text[position: gap.start()].strip())
+        if run >= BOOK_RUN_CHARS:
+            return True
+        position = gap.end()
+    tail = text[position:stop]
+    return not _is_matter(tail) and run + len(tail.strip()) >= BOOK_RUN_CHARS
+
+
+def _find_start(text: str, head: str) -> tuple[re.Match[str] | None, int]:
+    """The first start marker, and where the book begins.
+
+    Files of the 1990s-2000s carry more than one marker: pg100's ``*** START OF THIS PROJECT
+    GUTENBERG EBOOK`` is followed by PG's notes and small print, closed by ``["Small Print"
+    V.12.08.93]``. A later marker wins while only PG matter stands between the two (no book
+    run); a start marker wrapped onto a second line (``… WORKS OF\nWILLIAM SHAKESPEARE ***``)
+    ends after that line.
+    """
+    markers = list(_START.finditer(head))
+    if not markers:
+        return None, 0
+    chosen = markers[0]
+    for later in markers[1:]:
+        if _has_book_run(text, chosen.end(), later.start()):
+            break
+        chosen = later
+    body_start = chosen.end() + 1 if chosen.end() < len(text) else len(text)
+    if chosen.group().lstrip().startswith("***") and not chosen.group().rstrip().endswith("*"):
+        tail = _START_TAIL.match(text, body_start)
+        if tail:
+            body_start = tail.end()
+    return markers[0], body_start
+
+
+def _find_end(text: str, body_start: int) -> tuple[int, list[tuple[int, int]], bool]:
+    """Where the book ends, the spans of prose end lines inside it (removed), and whether an end was found.
+
+    The first ``*** END OF …`` line ends the book. A prose end line (``End of this Etext of …``)
+    before it ends the book only when no book run follows it up to that line (or the file's end);
+    otherwise it closes one work of several and only the line goes. The last prose end line of a
+    file without a ``***`` marker always ends the book.
+    """
+    strong = _END_STRONG.search(text, body_start)
+    limit = strong.start() if strong else len(text)
+    weak = list(_END_WEAK.finditer(text, body_start, limit))
+    inside: list[tuple[int, int]] = []
+    for index, line in enumerate(weak):
+        last = index == len(weak) - 1
+        if (last and strong is None) or not _has_book_run(text, line.end(), limit):
+            return line.start(), inside, True
+        inside.append((line.start(), line.end() + 1))
+    return limit, inside, strong is not None
+
+
+def _notice_or_kept(match: re.Match[str]) -> str:
+    return "" if _NOTICE_WORDS.search(match.group()) else match.group()
+
+
+def remove_notices(body: str) -> str:
+    """``body`` without the PG notices that multi-work and copyrighted files repeat inside it.
+
+    See :data:`_NOTICE_BLOCK`: a ``<<…>>`` paragraph goes only when it names a copyright, PG, an
+    etext or an electronic version, so a book's own ``<<…>>`` (guillemets typed as ASCII) stays.
+    """
+    if "<<" in body:
+        body = _NOTICE_BLOCK.sub(_notice_or_kept, body)
+    return _NOTICE_LINE.sub("", body) if "COPYRIGHTED" in body or "Copyrighted" in body else body
+
+
+def _cut_spans(text: str, start: int, stop: int, spans: Sequence[tuple[int, int]]) -> str:
+    """``text[start:stop]`` without the given spans (each with the blank lines after it)."""
+    pieces = []
+    position = start
+    for a, b in spans:
+        pieces.append(text[position:a])
+        position = b
+        while position < stop:
+            newline = text.find("\n", position, stop)
+            if newline == -1 or text[position:newline].strip():
+                break
+            position = newline + 1
+    pieces.append(text[position:stop])
+    return "".join(pieces)
+
+
 def strip_gutenberg(text: str) -> StrippedBook:
     """Split PG boilerplate from the book; ``text`` must already have ``\\n`` line ends."""
     head = text[:HEADER_SCAN_CHARS]
-    start = _START.search(head)
+    start, body_start = _find_start(text, head)
     has_header = start is not None or bool(_PG_MENTION.search(head[:3_000]))
     header = parse_header(head[: start.start()] if start else head[:3_000])
-    body_start = text.find("\n", start.end()) + 1 if start else 0
-    if start and body_start == 0:
-        body_start = len(text)
-    end = _END.search(text, body_start)
-    body = text[body_start: end.start() if end else len(text)]
+    end, inside, end_found = _find_end(text, body_start)
+    body = remove_notices(_cut_spans(text, body_start, end, inside))
     if start:
         body = _drop_credit_paragraph(body)
     return StrippedBook(
@@ -215,7 +335,7 @@ def strip_gutenberg(text: str) -> StrippedBook:
         header=header,
         has_header=has_header,
         start_found=start is not None,
-        end_found=end is not None,
+        end_found=end_found,
     )
 
 
