@@ -17,6 +17,11 @@ per-document bound on input size and on wall time (:func:`bounded_extractor`): t
 lxml and regular expressions in C, where ``SIGALRM`` cannot stop it, so it runs in the killable
 helper process of :mod:`core.bounded`, in any runner (threads, process pools, Dask's daemonic
 workers); a pathological page costs one ``cleaner_timeout`` drop, never a stuck worker.
+
+What trafilatura would drop of a page's visible text (lists in table cells, ``<time>``, figure
+captions) is rewritten first into elements it keeps, and every table row it prints is checked
+against the page's cells (:mod:`sources.formats.html_cells`): a page that lost cell text anyway
+is extracted again in recall mode or dropped by name, never kept short in silence (issue 31).
 """
 
 from __future__ import annotations
@@ -146,13 +151,61 @@ class ExtractOptions:
         }
 
 
+@dataclass(frozen=True)
+class Extraction:
+    """One page's extracted text, and what the loss check found (see :func:`extract_page`).
+
+    ``fallback`` names the setting that gave the text when the first pass lost table-cell text
+    (``favor_recall``); ``lost`` lists the table-cell words still missing after it (then the
+    page is dropped as ``extract_lost_text``, never kept short).
+    """
+
+    text: str
+    fallback: str | None = None
+    lost: tuple[str, ...] = ()
+
+
 def extract_text(html: str, options: ExtractOptions) -> str:
     """Run the configured extractor once on a decoded page; returns "" when it finds no main text."""
-    if options.engine == "resiliparse":
-        return _resiliparse_text(html, options)
-    import trafilatura  # heavy import, kept out of module import time
+    return extract_page(html, options).text
 
-    return trafilatura.extract(html, **options.kwargs()) or ""
+
+def extract_page(html: str, options: ExtractOptions) -> Extraction:
+    """The configured extractor on a decoded page, with trafilatura's losses prevented and checked.
+
+    trafilatura gets the page's tree after :func:`sources.formats.html_cells.unhide_for_trafilatura`
+    (lists in table cells, ``<time>``, figure captions: text it would drop); with tables on, every
+    table row it prints is then checked against the page's cells (``lost_cell_words``). A page that
+    still lost cell text is extracted again in trafilatura's recall mode (which keeps more of a
+    cell's blocks); if that loses nothing it is used (``fallback="favor_recall"``), else the
+    words lost are returned for the reader to drop the page by name.
+    """
+    if options.engine == "resiliparse":
+        return Extraction(_resiliparse_text(html, options))
+    text, lost = _trafilatura_text(html, options.kwargs(), options.include_tables)
+    if not lost:
+        return Extraction(text)
+    recall = {**options.kwargs(), "favor_precision": False, "favor_recall": True}
+    text_recall, lost_recall = _trafilatura_text(html, recall, True)
+    if not lost_recall:
+        return Extraction(text_recall, fallback="favor_recall")
+    return Extraction(text, lost=tuple(lost))
+
+
+def _trafilatura_text(html: str, kwargs: dict[str, Any], check_tables: bool) -> tuple[str, list[str]]:
+    """trafilatura on the unhidden tree; with ``check_tables``, the table-cell words it lost."""
+    import trafilatura  # heavy import, kept out of module import time
+    from trafilatura.utils import load_html
+
+    from sources.formats.html_cells import lost_cell_words, table_rows, unhide_for_trafilatura
+
+    tree = load_html(html)
+    if tree is None:
+        return "", []
+    unhide_for_trafilatura(tree)
+    rows = table_rows(tree) if check_tables else []
+    text = trafilatura.extract(tree, **kwargs) or ""
+    return text, (lost_cell_words(rows, text) if rows and text else [])
 
 
 def _resiliparse_text(html: str, options: ExtractOptions) -> str:
@@ -171,14 +224,14 @@ def _resiliparse_text(html: str, options: ExtractOptions) -> str:
                               noscript=False, comments=options.include_comments).strip()
 
 
-def bounded_extractor(options: ExtractOptions, max_input: int = DEFAULT_MAX_INPUT) -> BoundedCleaner[str]:
-    """:func:`extract_text` under ``options.timeout_s`` and ``max_input`` per page, in a killable helper.
+def bounded_extractor(options: ExtractOptions, max_input: int = DEFAULT_MAX_INPUT) -> BoundedCleaner[Extraction]:
+    """:func:`extract_page` under ``options.timeout_s`` and ``max_input`` per page, in a killable helper.
 
-    ``run(record, html)`` returns the text or a :class:`core.document.Drop` (``cleaner_timeout``,
+    ``run(record, html)`` returns an :class:`Extraction` or a :class:`core.document.Drop` (``cleaner_timeout``,
     ``record_too_large``, ``cleaner_crashed``); the extractor's own errors are raised. The helper is
     shared by the thread's readers and imports the engine before its first page (``preload``).
     """
-    return BoundedCleaner(functools.partial(extract_text, options=options), timeout_s=options.timeout_s,
+    return BoundedCleaner(functools.partial(extract_page, options=options), timeout_s=options.timeout_s,
                           max_input=max_input, preload=options.preload, shared=True)
 
 

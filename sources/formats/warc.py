@@ -35,7 +35,7 @@ from core.bounded import BoundedCleaner
 from core.compressed import CODEC_ERRORS, TruncatedInputError
 from core.document import Document, Drop, make_doc_id
 from core.steps import Record
-from sources.formats.html_text import ExtractOptions, bounded_extractor, decode_html
+from sources.formats.html_text import Extraction, ExtractOptions, bounded_extractor, decode_html
 
 log = logging.getLogger(__name__)
 
@@ -292,7 +292,7 @@ class WarcReader:
             for item in WarcRecords(self.path, self.location, self.limits):
                 yield item if isinstance(item, Drop) else self._document(item, extractor)
 
-    def _document(self, page: WarcPage, extractor: BoundedCleaner[str]) -> Record:
+    def _document(self, page: WarcPage, extractor: BoundedCleaner[Extraction]) -> Record:
         where = page.label(self.location)
         meta = {
             "url": page.url, "warc_record_id": page.refers_to or page.record_id, "digest": page.digest,
@@ -310,8 +310,13 @@ class WarcReader:
                 return Drop("extract_error", where, f"{type(exc).__name__}: {exc}")
             if isinstance(extracted, Drop):
                 return extracted
-            text = extracted
+            if extracted.lost:  # table cells that showed text in the page and none in the output
+                return Drop("extract_lost_text", where, f"{len(extracted.lost)} table-cell words lost, e.g. "
+                            + " ".join(extracted.lost[:8]))
+            text = extracted.text
             meta.update({"charset": decoded.encoding, "charset_method": decoded.method})
+            if extracted.fallback:
+                meta["extract_fallback"] = extracted.fallback
         text = text.strip()
         if len(text) < self.min_text_chars:
             return Drop("no_text", where)

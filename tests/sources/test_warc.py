@@ -16,6 +16,7 @@ from warcio.warcwriter import WARCWriter
 from core.document import Document, Drop
 from sources.formats.crawl_paths import crawl_paths_url, read_paths_list, resolve_url
 from sources.formats.html_text import (
+    Extraction,
     ExtractOptions,
     bounded_extractor,
     decode_html,
@@ -184,7 +185,7 @@ def test_extractor_is_bounded_in_its_helper_from_any_thread() -> None:
     thread.join(120)
     stuck, text = result
     assert isinstance(stuck, Drop) and stuck.reason == "cleaner_timeout" and stuck.record == "huge page"
-    assert isinstance(text, str) and "lighthouse keepers" in text
+    assert isinstance(text, Extraction) and "lighthouse keepers" in text.text and not text.lost
 
 
 def test_paths_list_and_urls(tmp_path: Path) -> None:
