@@ -247,18 +247,25 @@ _BLANK_RUN = re.compile(r"\n{3,}")
 _TRAILING_SPACE = re.compile(r"[ \t]+\n")
 
 
+def _list_start(element: Any) -> int:
+    """The first number of an ``<ol>`` (its ``start`` attribute, 1 when absent or not a number)."""
+    value = str(element.get("start") or "1").strip()
+    return int(value) if value.isdigit() and 0 < int(value) < 10**9 else 1
+
+
 class _Body:
     """Text with collapsed whitespace (except in ``<pre>``) and bounded line breaks, built by a walk."""
 
-    __slots__ = ("line_start", "parts", "pending")
+    __slots__ = ("item_open", "line_start", "parts", "pending")
 
     def __init__(self) -> None:
         self.parts: list[str] = []
         self.pending = 0
         self.line_start = True
+        self.item_open = False  # a list marker was written and no text yet: its first block stays on its line
 
     def breaks(self, count: int) -> None:
-        if self.parts and count > self.pending:
+        if self.parts and count > self.pending and not self.item_open:
             self.pending = count
 
     def text(self, value: str | None, verbatim: bool) -> None:
@@ -277,9 +284,15 @@ class _Body:
             self.pending = 0
         parts.append(value)
         self.line_start = value[-1] == "\n"
+        self.item_open = False
 
     def walk(self, element: Any, pre: int, lists: int) -> None:
-        """Children of ``element``: open, own text, children, close, tail (an element tree walk)."""
+        """Children of ``element``: open, own text, children, close, tail (an element tree walk).
+
+        Items of an ``<ol>`` are numbered as a browser shows them (from its ``start``), others get
+        ``*``; a nested list closes with a line break, not a blank line, inside its item.
+        """
+        number = _list_start(element) if element.tag == "ol" else 0
         for child in element:
             tag = child.tag if isinstance(child.tag, str) else ""
             if tag in _SKIP_TAGS:
@@ -291,8 +304,9 @@ class _Body:
                 self.breaks(1 if lists else 2)
             elif tag == "li":
                 self.breaks(1)
-                self.text("  " * max(lists - 1, 0) + "* ", True)
-                self.line_start = True  # so the item's own leading whitespace is dropped
+                self.text("  " * max(lists - 1, 0) + (f"{number}. " if number else "* "), True)
+                number += 1 if number else 0
+                self.line_start = self.item_open = True  # the item's own leading whitespace is dropped
             elif tag in ("td", "th"):
                 self.text(" ", False)
             inner_pre, inner_lists = pre + (tag == "pre"), lists + (tag in _LIST_TAGS)
@@ -300,9 +314,9 @@ class _Body:
                 self.text(child.text, inner_pre > 0)
             if len(child):
                 self.walk(child, inner_pre, inner_lists)
-            if tag in _BLOCK_TAGS or tag in _LIST_TAGS:
+            if tag in _BLOCK_TAGS or (tag in _LIST_TAGS and not lists):
                 self.breaks(2)
-            elif tag in _LINE_TAGS or tag == "li":
+            elif tag in _LINE_TAGS or tag in _LIST_TAGS or tag == "li":
                 self.breaks(1)
             self.text(child.tail, pre > 0)
 

@@ -20,7 +20,11 @@ from sources.formats.html_text import html_to_text
         ("<!-- c -->text<p>p</p>", "text\n\np"),  # text after a comment is visible text
         ("<script>x</script>after <style>y</style>z", "after z"),
         ("<table><tr><td>a</td><th>b</th></tr></table>", "a b"),
-        ("<ol><li>  one  </li></ol><hr>after", "* one\n\nafter"),
+        ("<ol><li>  one  </li></ol><hr>after", "1. one\n\nafter"),  # numbered, as a browser shows it
+        ('<ol start="7"><li>seven</li><li>eight<ul><li>x</li></ul></li><li>nine</li></ol>',
+         "7. seven\n8. eight\n  * x\n9. nine"),  # a nested list closes without a blank line
+        ("<ul><li><p>Use:</p><pre><code>x = 1\n</code></pre></li><li><p>b</p></li></ul>",
+         "* Use:\n\nx = 1\n\n* b"),  # an item's first paragraph stays on the bullet's line
         ("<p>unclosed <b>bold", "unclosed bold"),
         ("x<br>  y", "x\ny"),
         ("plain   text\n\n", "plain text"),
@@ -41,7 +45,7 @@ def test_real_posts_keep_code_lists_and_no_markup(realdata: Path) -> None:
     tag = re.compile(r"</?(?:p|a|ul|ol|li|pre|code|em|strong|blockquote|br|hr|img|h\d)\b[^>]*>")
     assert not any(tag.search(text) for text in texts)
     listed = [t for b, t in zip(bodies, texts, strict=True) if "<li>" in b]
-    assert listed and all(re.search(r"(?m)^ *\*", t) for t in listed)
+    assert listed and all(re.search(r"(?m)^ *(?:\*|\d+\.) ", t) for t in listed)
     for body, text in zip(bodies, texts, strict=True):  # code blocks keep their line breaks
         for code in re.findall(r"<pre><code>(.*?)</code></pre>", body, re.S):
             first_line = code.split("\n", 1)[0].strip()

@@ -207,7 +207,7 @@ def test_select_sites_ranks_and_gives_reasons() -> None:
 
 def test_html_to_text_cases() -> None:
     assert html_to_text("<p>a</p><p>b<br>c</p>") == "a\n\nb\nc"
-    assert html_to_text("<ol><li>one</li><li>two</li></ol>after") == "* one\n* two\n\nafter"
+    assert html_to_text("<ol><li>one</li><li>two</li></ol>after") == "1. one\n2. two\n\nafter"
     assert html_to_text("<blockquote><p>quoted</p></blockquote><p>x &lt;y&gt; <a href='u'>link</a></p>") == \
         "quoted\n\nx <y> link"
     assert html_to_text("<script>alert(1)</script>text<style>p{}</style> more") == "text more"
