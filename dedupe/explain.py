@@ -346,6 +346,34 @@ def _jaccard(value: float | None) -> str:
     return f"{value:.3f}" if value is not None else "?"
 
 
+#: How a measure is named in the answer: one spelling whatever the table stored (books write ``jaccard``).
+MEASURES = {"jaccard": "Jaccard", "containment": "containment"}
+
+
+def _source_score(row: dict[str, Any]) -> str:
+    """A source run's score of a dropped document (books: Jaccard or containment to the kept book).
+
+    Not called estimated: books score pairs near the threshold on their exact shingle sets.
+    """
+    if row.get("score") is not None:
+        measure = MEASURES.get(str(row.get("mode") or "jaccard").lower(), str(row.get("mode")))
+        return f", {measure} {_jaccard(row['score'])}"
+    return f": {row['detail']}" if row.get("detail") else ""
+
+
+def _reference_line(doc: str, match: dict[str, Any], verdict: str) -> str:
+    """One reference match and what it means for the document, said in full (never a bare word)."""
+    kind = match["kind"].removeprefix("reference_")
+    how = "exact copy" if kind == "exact" else f"near copy, estimated Jaccard {_jaccard(match['jaccard'])}"
+    fate = {
+        "excluded": "so it is excluded (below)",
+        "matched": "and it is stored in no shard",
+        "duplicate": "not what decides its fate: it is dropped as a duplicate (above)",
+    }.get(verdict, "so it is left out of G3")
+    return (f"{doc}: matched reference document {match['reference_shard']}:{match['reference_line']} "
+            f"({match['reference_set'] or '?'}, {how}) of {match['reference_index']}, {fate}")
+
+
 def format_explanation(result: dict[str, Any]) -> str:
     """The answer as a few lines: unknown, duplicate of which document, reference match, or kept with labels."""
     doc = result["doc_id"]
@@ -354,24 +382,15 @@ def format_explanation(result: dict[str, Any]) -> str:
     lines = []
     for row in result["source_duplicates"]:
         kind = "exact" if row["reason"] == "duplicate_exact" else "near" if "near" in row["reason"] else None
-        if row["score"] is not None:
-            score = f", estimated {row.get('mode') or 'Jaccard'} {_jaccard(row['score'])}"
-        else:
-            score = f": {row['detail']}" if row.get("detail") else ""
         what = f"{kind} duplicate" if kind else row["reason"]
         target = f" of {row['kept_id']}" if row["kept_id"] else ""
-        lines.append(f"{doc}: dropped as {what}{target} (by its source run{score})")
+        lines.append(f"{doc}: dropped as {what}{target} (by its source run{_source_score(row)})")
     for match in result["duplicates"]:
         kind = match["kind"].removeprefix("duplicate_")
         score = f", estimated Jaccard {_jaccard(match['jaccard'])}" if kind == "near" else ""
         lines.append(f"{doc}: dropped as {kind} duplicate of {match['matched_doc_id']} (by flows.dedup{score}, "
                      f"threshold {match['threshold']})")
-    fate = {"excluded": "excluded", "matched": "stored in no shard", "duplicate": "recorded"}.get(
-        result["verdict"], "left out of G3")
-    for match in result["references"]:
-        lines.append(f"{doc}: matched reference document {match['reference_shard']}:{match['reference_line']} "
-                     f"({match['reference_set'] or '?'}, {match['kind'].removeprefix('reference_')}, estimated "
-                     f"Jaccard {_jaccard(match['jaccard'])}) of {match['reference_index']}: {fate}")
+    lines += [_reference_line(doc, match, result["verdict"]) for match in result["references"]]
     lines += _exclusion_lines(doc, result.get("exclusion"))
     for place in result["stored_in"]:
         if place["class"]:

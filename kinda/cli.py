@@ -1,8 +1,10 @@
 """The ``kinda`` command: inspect and verify the manifest (and, from other modules, dedup/report).
 
-``kinda manifest summary|sql|verify`` work on ``<out>/manifest.duckdb`` (``--out``, default
-``data``) or an explicit ``--manifest`` file, read-only, so they are safe while a flow runs.
-``--out`` and ``--manifest`` may be given before or after the sub-command.
+``kinda manifest summary|sql|verify`` work on ``<out>/manifest.duckdb`` or an explicit
+``--manifest`` file, read-only, so they are safe while a flow runs. Without either, the output
+root is the current folder when it holds a manifest (a user inside an ``--out`` folder of any
+name), else ``data``; when neither does, the error names both places. ``--out`` and
+``--manifest`` may be given before or after the sub-command.
 
 Errors a user can hit (no manifest, a corrupt one, a bad SQL query, ``| head`` closing the
 pipe, a missing optional package) end in one line on stderr, never a traceback:
@@ -16,7 +18,6 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import duckdb
 
@@ -24,7 +25,7 @@ from core.manifest import ManifestError
 from core.os_errors import os_error_line
 from core.report import format_storage, format_summary, format_table, storage
 from kinda import cli_dedup, cli_report, cli_slurm, cli_tensors
-from kinda.command import KindaError, first_line, manifest_path, open_manifest
+from kinda.command import KindaError, first_line, manifest_path, open_manifest, output_root
 
 #: The sub-command modules, each with ``register(subparsers)``; heavy imports stay inside their commands.
 SUBCOMMANDS = (cli_dedup, cli_report, cli_tensors, cli_slurm)
@@ -66,7 +67,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from kinda.manifest_verify import verify_lines
 
     manifest = open_manifest(args)
-    root = Path(args.manifest).parent if args.manifest else Path(args.out)
+    root = output_root(args)
     problems, summary = verify_lines(manifest, root)
     for line in [*problems, *summary]:
         print(line)
@@ -77,8 +78,9 @@ def _add_root_options(parser: argparse.ArgumentParser, top: bool) -> None:
     """``--out``/``--manifest``; on a sub-command they default to what was given before it."""
     existing = {s for action in parser._actions for s in action.option_strings}
     if "--out" not in existing:
-        parser.add_argument("--out", default="data" if top else argparse.SUPPRESS,
-                            help="output root holding manifest.duckdb (default: data)")
+        parser.add_argument("--out", default=None if top else argparse.SUPPRESS,
+                            help="output root holding manifest.duckdb (default: the current folder when it "
+                                 "holds one, else data)")
     if "--manifest" not in existing:
         parser.add_argument("--manifest", default=None if top else argparse.SUPPRESS, help="explicit manifest file")
 
@@ -114,6 +116,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _chosen_parsers(parser: argparse.ArgumentParser,
+                    args: argparse.Namespace) -> list[tuple[str, argparse.ArgumentParser]]:
+    """The sub-command parsers the command line chose, outermost first, with the names that chose them."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            name = getattr(args, action.dest, None) or ""
+            child = action.choices.get(name)
+            return [(name, child), *_chosen_parsers(child, args)] if child is not None else []
+    return []
+
+
+def _parser_of(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str],
+               token: str) -> argparse.ArgumentParser:
+    """The parser whose part of ``argv`` holds ``token``: the last sub-command named before it."""
+    where = argv.index(token) if token in argv else len(argv)
+    owner, position = parser, -1
+    for name, child in _chosen_parsers(parser, args):
+        position = argv.index(name, position + 1) if name in argv[position + 1:] else len(argv)
+        if position > where:
+            break
+        owner = child
+    return owner
+
+
+def parse_command_line(argv: list[str] | None = None) -> argparse.Namespace:
+    """Parse ``argv``; an argument no parser knows is reported with the usage of the part it was in.
+
+    argparse hands every unknown argument back to the top-level parser, which printed ``kinda``'s
+    own usage for a typo in ``kinda report --hmtl x``: the user then had to look for ``report``'s
+    options elsewhere. The sub-command whose arguments hold the typo reports it (exit 2, as
+    argparse does); one before any sub-command is still ``kinda``'s.
+    """
+    parser = build_parser()
+    given = list(sys.argv[1:] if argv is None else argv)
+    args, unknown = parser.parse_known_args(given)
+    if unknown:
+        _parser_of(parser, args, given, unknown[0]).error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
 def _quiet_broken_pipe() -> int:
     """The reader (``| head``) went away: stop writing, say nothing, exit as ``cat`` would."""
     try:
@@ -126,7 +168,7 @@ def _quiet_broken_pipe() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``kinda`` console script."""
-    args = build_parser().parse_args(argv)
+    args = parse_command_line(argv)
     try:
         status = int(args.func(args) or 0)
         sys.stdout.flush()

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
-from kinda.command import KindaError, open_manifest
+from kinda.command import KindaError, open_manifest, output_root
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -19,7 +18,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from dedupe.explain import explain, format_explanation
 
     manifest = open_manifest(args)
-    out = Path(args.manifest).parent if args.manifest else Path(args.out)
+    out = output_root(args)
     result = explain(out, args.doc_id, manifest.path)
     if result["verdict"] == "unknown":
         raise KindaError(format_explanation(result).replace(" of this output root", f" under {out}"), 1)

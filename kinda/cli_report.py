@@ -20,7 +20,7 @@ from typing import Any
 
 from core.atomic import atomic_path
 from core.report import format_storage, format_table, report_tables
-from kinda.command import KindaError, open_manifest
+from kinda.command import KindaError, check_writable_folder, open_manifest
 
 MATCHES_TITLE = "Dedup matches (duplicates dropped; reference matches: in G1, not in G3)"
 
@@ -135,6 +135,7 @@ def check_report_target(target: Path) -> None:
     if not folder.is_dir():
         reason = "not a folder" if folder.exists() else "no such folder"
         raise KindaError(f"cannot write the report to {target}: {reason}: {folder}")
+    check_writable_folder(folder, f"cannot write the report to {target}")
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -7,6 +7,8 @@ command imports its sub-commands for real and none of them imports the command b
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
 from pathlib import Path
 
 import duckdb
@@ -22,9 +24,36 @@ class KindaError(Exception):
         self.status = status
 
 
+#: Where a command looks for the output root when neither ``--out`` nor ``--manifest`` is given, in order:
+#: the current folder (a user inside an output root, wherever it is), then ``data/`` (the README's root).
+DEFAULT_ROOTS = (Path("."), Path("data"))
+
+
 def manifest_path(args: argparse.Namespace) -> Path:
-    """The manifest the command reads: ``--manifest``, else ``<--out>/manifest.duckdb``."""
-    return Path(args.manifest) if args.manifest else Path(args.out) / MANIFEST_NAME
+    """The manifest the command reads: ``--manifest``, else ``<--out>/manifest.duckdb``, else the first of
+    :data:`DEFAULT_ROOTS` that holds one (``data/manifest.duckdb`` when none does: the error names all)."""
+    if args.manifest:
+        return Path(args.manifest)
+    if args.out is not None:
+        return Path(args.out) / MANIFEST_NAME
+    found = [root / MANIFEST_NAME for root in DEFAULT_ROOTS if (root / MANIFEST_NAME).is_file()]
+    return found[0] if found else DEFAULT_ROOTS[-1] / MANIFEST_NAME
+
+
+def output_root(args: argparse.Namespace) -> Path:
+    """The output root the command reads: the folder of its manifest (see :func:`manifest_path`)."""
+    return manifest_path(args).parent
+
+
+def _not_found(args: argparse.Namespace, path: Path) -> str:
+    """Why no manifest was found, naming every place looked in."""
+    if args.manifest:
+        return f"no manifest at {path}"
+    if args.out is not None:
+        return f"no manifest at {path} (give the output root with --out, or the file with --manifest)"
+    looked = " or ".join(f"{(root / MANIFEST_NAME).as_posix()}" for root in DEFAULT_ROOTS)
+    return (f"no manifest found: looked for {looked} in {Path.cwd()} "
+            "(give the output root with --out, or the file with --manifest)")
 
 
 def open_manifest(args: argparse.Namespace) -> Manifest:
@@ -36,8 +65,7 @@ def open_manifest(args: argparse.Namespace) -> Manifest:
     """
     path = manifest_path(args)
     if not path.is_file():
-        hint = "" if args.manifest else " (give the output root with --out, or the file with --manifest)"
-        raise KindaError(f"no manifest at {path}{hint}")
+        raise KindaError(_not_found(args, path))
     try:
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.Error as exc:
@@ -53,6 +81,22 @@ def open_manifest(args: argparse.Namespace) -> Manifest:
     finally:
         con.close()
     return Manifest(path)
+
+
+def check_writable_folder(folder: Path, what: str) -> None:
+    """Raise a usage error (exit 2) naming ``folder`` when a file cannot be created in it.
+
+    Checked before any work, as the flows check ``--out``: a read-only or full folder found only
+    when the file is written ended the command with exit 1, as if the output root were damaged.
+    A real probe file, not :func:`os.access`, which says yes to root on a read-only mount's
+    permission bits and knows nothing of quotas.
+    """
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".kinda-write-check-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise KindaError(f"{what}: {exc.strerror or type(exc).__name__}: {folder}") from None
 
 
 def first_line(exc: BaseException) -> str:
