@@ -183,13 +183,41 @@ def extract_page(html: str, options: ExtractOptions) -> Extraction:
     if options.engine == "resiliparse":
         return Extraction(_resiliparse_text(html, options))
     text, lost = _trafilatura_text(html, options.kwargs(), options.include_tables)
-    if not lost:
+    if not lost or not (lost := _loss_beyond_design(html, text, options.favor_precision)):
         return Extraction(text)
     recall = {**options.kwargs(), "favor_precision": False, "favor_recall": True}
     text_recall, lost_recall = _trafilatura_text(html, recall, True)
-    if not lost_recall:
+    if not lost_recall or not _loss_beyond_design(html, text_recall, False):
         return Extraction(text_recall, fallback="favor_recall")
     return Extraction(text, lost=tuple(lost))
+
+
+def _loss_beyond_design(html: str, text: str, favor_precision: bool) -> list[str]:
+    """Cell words lost once what trafilatura removes on purpose is set aside (rarely run: only on a loss).
+
+    trafilatura deletes elements whose class or id names boilerplate (``share``, ``comments``,
+    ``teaser``...) by its own XPath lists (comments are never kept: the recipe has no switch for them); a cell emptied that way is its design, not a loss.
+    The page is parsed again, those elements are removed as trafilatura removes them, and the
+    printed rows are checked against what is left.
+    """
+    from trafilatura.utils import load_html
+
+    from sources.formats.html_cells import lost_cell_words, table_rows, unhide_for_trafilatura
+
+    try:  # trafilatura's internals: on a version without them, every loss counts
+        from trafilatura import xpaths
+        from trafilatura.htmlprocessing import prune_unwanted_nodes
+    except ImportError:
+        prune_unwanted_nodes = None
+    tree = load_html(html)
+    if tree is None:
+        return []
+    unhide_for_trafilatura(tree)
+    if prune_unwanted_nodes is not None:
+        names = ("REMOVE_COMMENTS_XPATH", "OVERALL_DISCARD_XPATH", "TEASER_DISCARD_XPATH",
+                 *(("PRECISION_DISCARD_XPATH",) if favor_precision else ()))
+        prune_unwanted_nodes(tree, [x for name in names for x in getattr(xpaths, name, [])])
+    return lost_cell_words(table_rows(tree), text)
 
 
 def _trafilatura_text(html: str, kwargs: dict[str, Any], check_tables: bool) -> tuple[str, list[str]]:
