@@ -32,7 +32,7 @@ C_CODE = ("#include <stdio.h>\n\n/* Print a greeting for the named person. */\n"
           "static void greet_person(const char *name) {\n    printf(\"Hello, %s\\n\", name);\n}\n")
 
 #: case -> (repository licence, path, content (None: a binary row), expected text or "drop:<reason>")
-CASES: dict[str, tuple[str, str, str | None, str]] = {
+CASES: dict[str, tuple[str | None, str, str | None, str]] = {
     "plain-python": ("mit", "a/plain.py", CODE, CODE),
     "hash-copyright-header": ("mit", "a/hdr.py", "# Copyright (c) 2020 A. Wright\n# MIT License\n\n" + CODE, CODE),
     "shebang-kept-header-removed": (
@@ -69,7 +69,7 @@ CASES: dict[str, tuple[str, str, str | None, str]] = {
     "bom-removed": ("mit", "a/bom.py", "\ufeff" + CODE, CODE),
     "unicode-identifiers": ("mit", "a/uni.py", "café = 'naïve 日本'\nprint(café)\n", "café = 'naïve 日本'\nprint(café)\n"),
     "gpl-repository": ("gpl-3.0", "b/x.py", CODE, "drop:license_gpl-3.0"),
-    "no-licence": (None, "c/x.py", CODE, "drop:license_none"),  # type: ignore[dict-item]
+    "no-licence": (None, "c/x.py", CODE, "drop:license_none"),
     "licence-file": ("mit", "a/LICENSE", "MIT License\n\nPermission is hereby granted, free of charge\n",
                      "drop:skipped_license_file"),
     "certificate": ("mit", "a/ca.crt", "-----BEGIN CERTIFICATE-----\nMIIB\n", "drop:skipped_certificate"),
