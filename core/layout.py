@@ -7,6 +7,7 @@
 <out>/_state/<source>/<input>.stage.json                 resume marker: input staged
 <out>/_state/<source>/<input>.done.json                  resume marker: input finished
 <out>/attributes/<source>/<input>.drops.parquet          why each left-out document was left out
+<out>/attributes/<source>/<input>.signals.parquet        quality signals of each staged document (by id)
 <out>/cache/                                             downloads
 <out>/manifest.duckdb                                    the manifest
 ```
@@ -49,3 +50,8 @@ def duplicates_path(out: Path, source: str) -> Path:
 def drops_attribute_path(out: Path, source: str, input_key: str) -> Path:
     """One input's documents left out after staging (duplicates), with the reason and match."""
     return out / "attributes" / source / f"{slug(input_key)}.drops.parquet"
+
+
+def signals_attribute_path(out: Path, source: str, input_key: str) -> Path:
+    """One input's quality signals: a row per staged document, keyed by its id (core.filters.signals)."""
+    return out / "attributes" / source / f"{slug(input_key)}.signals.parquet"

@@ -565,9 +565,29 @@ class Manifest:
                 con.close()
             time.sleep(0.2)
 
-    @staticmethod
-    def _run_query(con: duckdb.DuckDBPyConnection, sql: str,
+    def _attribute_views(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Temporary views over the attribute files beside the shards (``signals``: one row per document).
+
+        Made per query from the files there now, so the manifest holds no path of this machine and a
+        moved output root still answers; a root without such files gets an empty view of the same columns.
+        """
+        from core.filters.signal_schema import SIGNAL_SCHEMA  # the schema alone: no numba for a query
+
+        files = sorted(p.as_posix() for p in (self.path.parent / "attributes").glob("*/*.signals.parquet"))
+        if files:
+            listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+            body = (f"SELECT regexp_extract(filename, '([^/]+)/[^/]+[.]signals[.]parquet$', 1) AS source, "
+                    f"* EXCLUDE (filename) FROM read_parquet([{listed}], filename=true)")
+        else:
+            typed = ", ".join(f"NULL::{'VARCHAR' if f.type == 'string' else 'BIGINT' if f.type == 'int64' else 'FLOAT'}"
+                              f" AS {f.name}" for f in SIGNAL_SCHEMA)
+            body = f"SELECT NULL::VARCHAR AS source, {typed} WHERE false"
+        con.execute(f"CREATE OR REPLACE TEMP VIEW signals AS {body}")
+
+    def _run_query(self, con: duckdb.DuckDBPyConnection, sql: str,
                    params: Sequence[Any] | None) -> tuple[list[str], list[tuple[Any, ...]]]:
+        if "signals" in sql.lower():
+            self._attribute_views(con)
         cursor = con.execute(sql, params or [])
         columns = [d[0] for d in cursor.description] if cursor.description else []
         return columns, cursor.fetchall()

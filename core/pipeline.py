@@ -37,7 +37,15 @@ from core.digest import json_hash
 from core.document import Document, InputSpec
 from core.drop_list import DropListWalk
 from core.exact import exact_hash
-from core.layout import docs_dir, drops_attribute_path, duplicates_path, slug, staging_dir, state_path
+from core.layout import (
+    docs_dir,
+    drops_attribute_path,
+    duplicates_path,
+    signals_attribute_path,
+    slug,
+    staging_dir,
+    state_path,
+)
 from core.manifest import InputRecord
 from core.markers import Marker
 from core.shards import ShardLimits, ShardWriter, read_documents
@@ -153,13 +161,34 @@ class DocumentSink(Protocol):
         """Discard what was written after an error."""
 
 
-class HashSink:
+class _ParquetSink:
+    """A sink that streams batches of rows into one Parquet file, committed atomically on close."""
+
+    def __init__(self, root: Path, path: Path, schema: pa.Schema) -> None:
+        self._root = root
+        self._output = AtomicOutput(path)
+        self._writer = pq.ParquetWriter(self._output.path, schema, compression="zstd")
+
+    def _flush(self) -> None:
+        """Write the rows gathered since the last flush."""
+        raise NotImplementedError
+
+    def close(self) -> list[dict[str, Any]]:
+        self._flush()
+        self._writer.close()
+        path = self._output.commit()
+        return [{"path": path.relative_to(self._root).as_posix(), "bytes": path.stat().st_size}]
+
+    def abort(self) -> None:
+        self._writer.close()
+        self._output.abort()
+
+
+class HashSink(_ParquetSink):
     """Streams (ordinal, id, dedup key) rows of staged documents to ``hashes.parquet``."""
 
     def __init__(self, root: Path, path: Path, key: Callable[[Document], bytes], batch: int = 10_000) -> None:
-        self._root = root
-        self._output = AtomicOutput(path)
-        self._writer = pq.ParquetWriter(self._output.path, HASH_SCHEMA, compression="zstd")
+        super().__init__(root, path, HASH_SCHEMA)
         self._key = key
         self._rows: dict[str, list[Any]] = {"ordinal": [], "id": [], "hash": []}
         self._batch = batch
@@ -175,15 +204,36 @@ class HashSink:
         self._writer.write_table(arrow_table(self._rows, HASH_SCHEMA))
         self._rows = {"ordinal": [], "id": [], "hash": []}
 
-    def close(self) -> list[dict[str, Any]]:
-        self._flush()
-        self._writer.close()
-        path = self._output.commit()
-        return [{"path": path.relative_to(self._root).as_posix(), "bytes": path.stat().st_size}]
 
-    def abort(self) -> None:
-        self._writer.close()
-        self._output.abort()
+class SignalSink(_ParquetSink):
+    """Streams the quality signals of staged documents to their attributes file (a row per document).
+
+    Computed here, from the text the stage already holds, so signals never need a second read of
+    a source; batched, so the compiled word pass (:mod:`core.filters.signals`) runs once per
+    ``batch`` documents. The kernel's module is imported on first use: a flow's ``--help`` does
+    not load numba.
+    """
+
+    def __init__(self, root: Path, path: Path, batch: int = 512) -> None:
+        from core.filters.signal_schema import SIGNAL_SCHEMA
+
+        super().__init__(root, path, SIGNAL_SCHEMA)
+        self._ids: list[str] = []
+        self._texts: list[str] = []
+        self._batch = batch
+
+    def add(self, ordinal: int, doc: Document) -> None:
+        self._ids.append(doc.id)
+        self._texts.append(doc.text)
+        if len(self._ids) >= self._batch:
+            self._flush()
+
+    def _flush(self) -> None:
+        from core.filters.signals import signals_table
+
+        if self._ids:
+            self._writer.write_table(signals_table(self._ids, self._texts))
+        self._ids, self._texts = [], []
 
 
 def _default_dedup_key(doc: Document) -> bytes:
@@ -281,7 +331,8 @@ def stage_input(recipe: SourceRecipe, spec: InputSpec, ctx: RunContext, hash_inp
     key = getattr(recipe, "dedup_key", None) or _default_dedup_key
     phase = InputPhase(
         directory=directory, marker=stage_marker(spec, ctx), read=lambda: recipe.read(spec), steps=recipe.steps(),
-        sinks=lambda: [HashSink(ctx.out, directory / "hashes.parquet", key)],
+        sinks=lambda: [HashSink(ctx.out, directory / "hashes.parquet", key),
+                       SignalSink(ctx.out, signals_attribute_path(ctx.out, ctx.source, spec.key))],
         language=_input_language(recipe, spec), hash_input=hash_input,
     )
     return run_input_phase(phase, spec, ctx)

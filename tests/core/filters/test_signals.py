@@ -1,0 +1,139 @@
+"""Quality signals: each definition on hand-made text, and the compiled pass against a plain oracle.
+
+The oracle is the rules' published form written the obvious way (datatrove's filters, with our
+word pattern): strings joined for n-grams, a Counter for the top n-gram, the left-to-right scan
+with a jump for duplicated n-grams. The compiled pass must agree on any text (hypothesis).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from core.filters.signal_schema import SIGNAL_NAMES, SIGNAL_SCHEMA
+from core.filters.signals import STOP_WORDS, WORD, document_signals, signals_table
+
+PROSE = ("The river was wide and the water was cold. We walked to the bridge with the dog.\n"
+         "It had rained for a week, and the fields that we crossed were soft.\n\n"
+         "Nobody else was out.")
+
+
+def _oracle_top(words: list[str], n: int) -> int:
+    grams = [" ".join(words[i:i + n]) for i in range(len(words) - n + 1)]
+    if not grams:
+        return 0
+    gram, count = Counter(grams).most_common(1)[0]
+    return len(gram) * count
+
+
+def _oracle_dup(words: list[str], n: int) -> int:
+    seen: set[tuple[str, ...]] = set()
+    repeated = index = 0
+    while index < len(words) - n + 1:
+        gram = tuple(words[index:index + n])
+        if gram in seen:
+            repeated += sum(map(len, gram))
+            index += n
+        else:
+            seen.add(gram)
+            index += 1
+    return repeated
+
+
+def test_word_counts_and_lengths() -> None:
+    signals = document_signals("The cat's toy -- is red, isn't it?")
+    # words: The, cat's, toy, --, is, red, ",", isn't, it, ?  (apostrophes inside a word stay in it)
+    assert signals["words"] == 10
+    assert signals["symbol_free_words"] == 7  # "--", "," and "?" are symbols
+    assert signals["mean_word_length"] == pytest.approx(sum(map(len, ["The", "cat's", "toy", "is", "red", "isn't", "it"])) / 7)
+    assert signals["alpha_words_frac"] == pytest.approx(7 / 10)
+
+
+def test_stop_words_are_distinct_and_case_sensitive() -> None:
+    assert document_signals("the the the The of of")["stop_words"] == 2
+    assert document_signals("The Of")["stop_words"] == 0
+    assert document_signals(" ".join(sorted(STOP_WORDS)))["stop_words"] == 8
+
+
+def test_hash_and_ellipsis_ratios() -> None:
+    signals = document_signals("# one # two ... three …")
+    assert signals["words"] == 7  # '#', one, '#', two, '...', three, '…'
+    assert signals["symbol_free_words"] == 3
+    assert signals["hash_word_ratio"] == pytest.approx(2 / 7)
+    assert signals["ellipsis_word_ratio"] == pytest.approx(2 / 7)
+
+
+def test_bullet_and_ellipsis_lines() -> None:
+    signals = document_signals("- one\n• two\n  - three\nfour...\nfive…")
+    assert signals["lines"] == 5
+    assert signals["bullet_lines_frac"] == pytest.approx(3 / 5)
+    assert signals["ellipsis_lines_frac"] == pytest.approx(2 / 5)
+
+
+def test_duplicate_lines_and_paragraphs() -> None:
+    text = "alpha\nbeta\nalpha\nalpha\n\nbeta\n\nalpha\nbeta\nalpha\nalpha"
+    signals = document_signals(text)
+    lines = re.split(r"\n+", text)  # alpha beta alpha alpha beta alpha beta alpha alpha: 7 repeats
+    assert signals["dup_line_frac"] == pytest.approx(7 / len(lines))
+    assert signals["dup_line_char_frac"] == pytest.approx((5 * 5 + 2 * 4) / len(text))
+    assert signals["dup_para_frac"] == pytest.approx(1 / 3)  # the third paragraph repeats the first
+    assert signals["dup_para_char_frac"] == pytest.approx(len("alpha\nbeta\nalpha\nalpha") / len(text))
+
+
+def test_fineweb_line_rules() -> None:
+    text = "A full sentence that ends well.\nshort\nAnother line that is long enough but has no stop\nshort\n\n"
+    signals = document_signals(text)
+    assert signals["line_punct_ratio"] == pytest.approx(1 / 4)
+    assert signals["short_line_ratio"] == pytest.approx(2 / 4)
+    assert signals["char_dup_ratio"] == pytest.approx(len("short") / (len(text) - text.count("\n")))
+    assert signals["newline_word_ratio"] == pytest.approx(5 / signals["words"])
+
+
+def test_ngram_repetition_on_a_repeated_sentence() -> None:
+    sentence = "one two three four five six seven eight nine ten eleven"
+    text = f"{sentence} {sentence}"
+    signals = document_signals(text)
+    words = sentence.split() * 2
+    for n in (2, 3, 4):
+        assert signals[f"top_{n}gram_char_frac"] == pytest.approx(_oracle_top(words, n) / len(text))
+    for n in range(5, 11):
+        assert signals[f"dup_{n}gram_char_frac"] == pytest.approx(_oracle_dup(words, n) / len(text))
+    assert signals["dup_10gram_char_frac"] > 0.3
+
+
+def test_empty_text_has_zero_signals() -> None:
+    signals = document_signals("")
+    assert all(signals[name] == 0 for name in SIGNAL_NAMES)
+
+
+def test_table_schema_and_order() -> None:
+    table = signals_table(["b", "a", "c"], [PROSE, "", "word " * 50])
+    assert table.schema == SIGNAL_SCHEMA
+    assert table.column("id").to_pylist() == ["b", "a", "c"]
+    assert table.column("words").to_pylist() == [document_signals(t)["words"] for t in (PROSE, "", "word " * 50)]
+
+
+_TEXT = st.lists(st.sampled_from([*"ab c.'’\n#-…é日,", "the", "of", " and "]), max_size=120).map("".join)
+
+
+@given(st.lists(_TEXT, min_size=1, max_size=6))
+@example(["a a a a a a a a a a a a"])
+@example(["'a' b'c d'' é'é 日日 ."])
+def test_compiled_pass_agrees_with_the_oracle(texts: list[str]) -> None:
+    table = signals_table([str(i) for i in range(len(texts))], texts).to_pylist()
+    for text, row in zip(texts, table, strict=True):
+        words = WORD.findall(text)
+        assert row["words"] == len(words)
+        assert row["stop_words"] == len(STOP_WORDS.intersection(words))
+        assert row["alpha_words_frac"] == pytest.approx(
+            sum(any(c.isalpha() for c in w) for w in words) / len(words) if words else 0.0, rel=1e-6)
+        for n in (2, 3, 4):
+            expected = _oracle_top(words, n) / len(text) if text else 0.0
+            assert row[f"top_{n}gram_char_frac"] == pytest.approx(expected, rel=1e-6), (n, text)
+        for n in range(5, 11):
+            expected = _oracle_dup(words, n) / len(text) if text else 0.0
+            assert row[f"dup_{n}gram_char_frac"] == pytest.approx(expected, rel=1e-6), (n, text)
