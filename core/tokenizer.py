@@ -5,11 +5,20 @@ We get the same behaviour from any existing HF ``tokenizers`` file by changing o
 *pre-tokenizer*: the vocabulary and merges stay untouched, so a text without digits encodes to
 exactly the ids the original tokenizer gives, and models trained on either share embeddings.
 
-Two equivalent ways are offered:
+What "digit splitting" means, for every tokenizer family: the tokenizer's own pre-tokens, each
+cut so that every digit is a piece of its own, then encoded by the unchanged model. A pre-token
+without a digit encodes exactly as before; ``" 2024"`` becomes ``" "`` (``Ġ``/``▁``) and four
+digits, as LLaMA's SentencePiece model gives it; decoding gives the text the original tokenizer's
+round trip gives. :func:`split_digits_config` builds it (``Digits`` after the original steps, or
+just before the byte mapping of a ``ByteLevel`` step), and :func:`digit_split_fault` tries the
+result on probe texts when it is loaded: a family that cannot be split this way (WordPiece, whose
+later pieces of a word need ``##``; a model that appends an end-of-word suffix) is refused with
+one line instead of writing corrupt tensors.
 
-- ``"sequence"`` (the reference): ``Sequence([Digits(individual_digits=True), original])``;
-- ``"regex"``: for the common GPT-2 style ``ByteLevel(use_regex=True, add_prefix_space=False)``
-  pre-tokenizer, one ``Split`` regex that isolates digits replaces the two passes. It gives the
+Two equivalent ways are offered for ByteLevel (GPT-2, NeoX/20B, RWKV) pre-tokenizers:
+
+- ``"sequence"`` (the reference): ``Split(GPT-2 regex), Digits, ByteLevel(no regex)``;
+- ``"regex"``: one ``Split`` regex that isolates digits replaces the two passes. It gives the
   same pre-tokens as the sequence (a property test checks it on random text), in one regex pass.
   For any other pre-tokenizer ``"regex"`` falls back to ``"sequence"``.
 
@@ -32,6 +41,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -46,40 +56,84 @@ WorkTokens = Literal["added", "text"]
 #: Galactica's reasoning markers, in the order their ids are appended.
 WORK_TOKENS: tuple[str, str] = ("<work>", "</work>")
 
-#: The GPT-2 pre-tokenizer regex with two changes that isolate digits exactly like a preceding
-#: ``Digits(individual_digits=True)`` pass: numbers match one character at a time and never take
-#: the leading space, and a whitespace run before a digit is kept whole (in the two-pass version
-#: that run ends its segment, so ``\s+(?!\S)`` sees the end of the segment there).
+#: The regex ByteLevel(use_regex=True) splits with (GPT-2's), as a Split step can apply it.
+GPT2_REGEX = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+
+#: GPT-2's regex whose number alternative is cut at every digit: where GPT-2 matches `` ?\p{N}+``
+#: this matches the space alone (`` (?=\p{N})``), then each digit (``\p{N}``). Neither new
+#: alternative can match where GPT-2's matched something else, so one pass gives GPT-2's
+#: pre-tokens with their digit runs cut, as the two-step ``Split(GPT2_REGEX), Digits`` does
+#: (a property test checks it on random text).
 DIGIT_SPLIT_BYTELEVEL_REGEX = (
-    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+|\s+(?![^\s\p{N}])|\s+"
+    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| (?=\p{N})|\p{N}| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 )
+#: The regex of the first version, which ran before Digits had split the text and so let a
+#: whitespace run before a digit stay whole; recognised only so an already wrapped file is not wrapped again.
+_OLD_DIGIT_SPLIT_REGEX = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+|\s+(?![^\s\p{N}])|\s+"
 
 _DIGITS = {"type": "Digits", "individual_digits": True}
 
 #: Special tokens tried, in order, when no EOS token is named.
 EOS_CANDIDATES = ("<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>", "<|eos|>")
 
+#: Texts the digit-split tokenizer is tried on before any tensor is written (:func:`digit_split_fault`):
+#: numbers at the start, after one and two spaces, inside words, with decimals, signs and
+#: separators, and non-ASCII digits (Arabic-Indic, full-width, superscript).
+DIGIT_PROBES = (
+    "2024 was the year.", "In 2024 the bridge was 350 metres long.", "x  3 and\t42\n7", "v1.2.3-rc10 (555) 010-0199",
+    "3.14159, -12,500 and 1e-9%", "\u0663\u0664 \uff12\uff10 m\u00b2 \u00bd", "The year's 1990s: 'tis 80's.",
+)
+#: A digit-free text that must encode to exactly the ids it had before digit splitting.
+NO_DIGIT_PROBE = "The bridge, it's \"long\" \u2014 caf\u00e9 \u57ce\u5e02  ends.\n\tNext line!"
+_BYTE_FALLBACK = re.compile(r"<0x[0-9A-Fa-f]{2}>")
+
+
+def _steps(pre: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """A pre-tokenizer as its list of steps (nested ``Sequence`` flattened; none: no step)."""
+    if pre is None:
+        return []
+    if pre.get("type") == "Sequence":
+        return [step for inner in pre.get("pretokenizers", []) for step in _steps(inner)]
+    return [pre]
+
 
 def _is_digit_splitting(pre: dict[str, Any] | None) -> bool:
     """True when a pre-tokenizer config already isolates single digits (idempotent wrapping)."""
-    if pre is None:
-        return False
-    if pre.get("type") == "Digits":
-        return bool(pre.get("individual_digits"))
-    if pre.get("type") == "Sequence":
-        return any(_is_digit_splitting(p) for p in pre.get("pretokenizers", []))
-    if pre.get("type") == "Split":
-        return pre.get("pattern", {}).get("Regex") == DIGIT_SPLIT_BYTELEVEL_REGEX
+    for step in _steps(pre):
+        if step.get("type") == "Digits" and step.get("individual_digits"):
+            return True
+        if step.get("type") == "Split" and step.get("pattern", {}).get("Regex") in (
+                DIGIT_SPLIT_BYTELEVEL_REGEX, _OLD_DIGIT_SPLIT_REGEX):
+            return True
     return False
 
 
-def _is_plain_bytelevel(pre: dict[str, Any] | None) -> bool:
-    return (
-        pre is not None
-        and pre.get("type") == "ByteLevel"
-        and pre.get("use_regex", True)
-        and not pre.get("add_prefix_space", False)
-    )
+def _split_step(regex: str) -> dict[str, Any]:
+    return {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated", "invert": False}
+
+
+def _around_byte_level(byte_level: dict[str, Any], mode: SplitMode) -> list[dict[str, Any]]:
+    """The steps that replace a ``ByteLevel`` step so digits are cut before bytes are mapped.
+
+    ByteLevel maps every byte to a printable character, after which a digit of another script is
+    no longer a digit and a continuation byte can look like one (``²``), so ``Digits`` must run
+    before it; but ByteLevel's own regex and prefix space depend on where a piece starts, so
+    running ``Digits`` first (the old wrapping) changed the pieces around numbers (and, with a
+    prefix space, put a space before every digit). Here the regex and the prefix become their own
+    steps, ``Digits`` cuts their pieces, and ByteLevel only maps bytes: exactly the original
+    pieces, digit runs cut. ``Metaspace`` with a space as its replacement and ``always`` adds a
+    space to each piece not starting with one: what ``add_prefix_space`` does.
+    """
+    steps: list[dict[str, Any]] = []
+    if byte_level.get("add_prefix_space", True):
+        steps.append({"type": "Metaspace", "replacement": " ", "prepend_scheme": "always", "split": False})
+    if not byte_level.get("use_regex", True):
+        steps.append(dict(_DIGITS))
+    elif mode == "regex":
+        steps.append(_split_step(DIGIT_SPLIT_BYTELEVEL_REGEX))
+    else:
+        steps += [_split_step(GPT2_REGEX), dict(_DIGITS)]
+    return [*steps, {**byte_level, "add_prefix_space": False, "use_regex": False}]
 
 
 def split_digits_config(config: dict[str, Any], mode: SplitMode = "sequence") -> dict[str, Any]:
@@ -87,21 +141,61 @@ def split_digits_config(config: dict[str, Any], mode: SplitMode = "sequence") ->
 
     Only ``pre_tokenizer`` changes; ``model`` (vocabulary, merges), normalizer, decoder and
     added tokens are left as they are. Wrapping twice is a no-op.
+
+    ``Digits`` runs *after* the original pre-tokenizer, so the pieces are the original pieces
+    with each digit cut out of them: a step that adds something by position (Metaspace's ``▁``
+    with ``prepend_scheme="always"``, T5) has run already and cannot add it before every digit,
+    as it did when ``Digits`` ran first (issue 31, case 09). A ``ByteLevel`` step is the one
+    exception (:func:`_around_byte_level`). Whether the result is safe is checked by
+    :func:`digit_split_fault` when the tokenizer is loaded.
     """
     result = copy.deepcopy(config)
     pre = result.get("pre_tokenizer")
     if _is_digit_splitting(pre):
         return result
-    if mode == "regex" and isinstance(pre, dict) and _is_plain_bytelevel(pre):
-        split = {"type": "Split", "pattern": {"Regex": DIGIT_SPLIT_BYTELEVEL_REGEX},
-                 "behavior": "Isolated", "invert": False}
-        byte_level = {**pre, "use_regex": False}
-        result["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [split, byte_level]}
-    elif pre is None:
-        result["pre_tokenizer"] = dict(_DIGITS)
+    steps = _steps(pre)
+    at = next((i for i, step in enumerate(steps) if step.get("type") == "ByteLevel"), None)
+    if at is None:
+        steps = [*steps, dict(_DIGITS)]
     else:
-        result["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [dict(_DIGITS), pre]}
+        steps = [*steps[:at], *_around_byte_level(steps[at], mode), *steps[at + 1:]]
+    result["pre_tokenizer"] = steps[0] if len(steps) == 1 else {"type": "Sequence", "pretokenizers": steps}
     return result
+
+
+def _family(config: dict[str, Any]) -> str:
+    """``"WordPiece model, BertPreTokenizer pre-tokenizer, WordPiece decoder"``: names for a refusal."""
+    pre = "+".join(str(step.get("type")) for step in _steps(config.get("pre_tokenizer"))) or "no"
+    decoder = (config.get("decoder") or {}).get("type", "no")
+    return f"{config.get('model', {}).get('type')} model, {pre} pre-tokenizer, {decoder} decoder"
+
+
+def _round_trip(tokenizer: Tokenizer, text: str) -> str:
+    return str(tokenizer.decode(tokenizer.encode(text, add_special_tokens=False).ids))
+
+
+def digit_split_fault(base: Tokenizer, split: Tokenizer) -> str | None:
+    """Why ``split`` (``base`` with digit splitting) would corrupt text, or None when it is safe.
+
+    Tried on :data:`DIGIT_PROBES`: the split tokenizer must decode its tokens to the text the base
+    tokenizer's own round trip gives (a WordPiece model would decode ``2024`` as ``2 0 2 4``: its
+    later pieces of a word need ``##``, which only the model chooses), every token holding an
+    ASCII digit must be that digit alone (byte-fallback tokens aside), and a text without digits
+    must keep its ids. Any family or combination of steps is judged by what it does, so a
+    tokenizer nobody wrote a rule for is refused rather than corrupted.
+    """
+    for text in DIGIT_PROBES:
+        want, got = _round_trip(base, text), _round_trip(split, text)
+        if got != want:
+            return f"{text!r} decodes as {got!r}, not {want!r} as without digit splitting"
+        tokens = split.encode(text, add_special_tokens=False).tokens
+        mixed = [t for t in tokens if re.search("[0-9]", t) and not _BYTE_FALLBACK.fullmatch(t) and len(t) != 1]
+        if mixed:
+            return f"{text!r} still has digits joined to other characters in tokens {mixed}"
+    if split.encode(NO_DIGIT_PROBE, add_special_tokens=False).ids != base.encode(NO_DIGIT_PROBE,
+                                                                                 add_special_tokens=False).ids:
+        return "a text without digits no longer encodes to the same ids"
+    return None
 
 
 def _next_id(config: dict[str, Any]) -> int:
@@ -234,7 +328,12 @@ def load_tokenizer(
     """
     config = read_tokenizer_config(source)
     if split_digits:
+        original = config
         config = split_digits_config(config, split_mode)
+        fault = digit_split_fault(Tokenizer.from_str(tokenizer_json(original)), Tokenizer.from_str(tokenizer_json(config)))
+        if fault is not None:
+            raise ValueError(f"{source}: cannot split digits safely for this tokenizer ({_family(original)}): {fault}; "
+                             "tokenize without digit splitting (--no-split-digits)")
     if work_tokens == "added":
         config = add_work_tokens(config)
     elif work_tokens not in (None, "text"):
