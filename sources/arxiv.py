@@ -9,8 +9,9 @@ Inputs, by file name:
 Every archive is read as a stream and nothing is ever written to disk, so member paths cannot
 escape anywhere; even so a paper whose archive holds a ``../`` or absolute path, a link or a
 device is refused as ``unsafe_archive`` (an arXiv tarball never needs one; a crafted one should
-be seen). Only ``.tex`` members are read (bounded in size, and only when they look like text);
-macOS ``._*`` / ``__MACOSX`` junk and binaries are skipped. The decompressed bytes of one paper
+be seen). Only LaTeX sources are read: ``.tex`` files and what TeX may load from the e-print
+itself (``.sty``, ``.cls``, ``.def``, ``.cfg``, ``.clo``, ``.bbl``: an author's ``notation.sty`` holds
+macros the paper uses), each bounded in size and read only when it looks like text; macOS ``._*`` / ``__MACOSX`` junk and binaries are skipped. The decompressed bytes of one paper
 are bounded too, so a gzip bomb costs a counted ``too_large`` drop, not the worker.
 
 Each member of a bulk tar is one record: a kept paper, or a drop with a reason (``pdf_only``,
@@ -38,13 +39,22 @@ from typing import IO, Protocol
 from core.bounded import BoundedCleaner
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import MinLength, Record, Step
-from sources.formats.latex import CleanResult, LatexOptions, clean_paper, decode_tex
+from sources.formats.latex import (
+    SOURCE_SUFFIXES,
+    CleanResult,
+    LatexOptions,
+    clean_paper,
+    decode_tex,
+    is_main_candidate,
+)
 from sources.formats.tar_stream import unsafe_member
 
 log = logging.getLogger(__name__)
 
 SOURCE = "arxiv"
 TEX_SUFFIXES = (".tex",)
+#: Members read from a paper's archive: LaTeX sources and the files they load.
+READ_SUFFIXES = SOURCE_SUFFIXES
 SINGLE_PAPER_SUFFIXES = (".tar.gz", ".tgz", ".gz")
 MAX_META_WARNINGS = 10
 
@@ -78,7 +88,7 @@ class PaperError(Exception):
 
 @dataclass
 class PaperSource:
-    """The ``.tex`` files of one paper, decoded, and what was skipped on the way."""
+    """The source files of one paper (``.tex`` and what they load), decoded, and what was skipped."""
 
     files: dict[str, str] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
@@ -175,7 +185,7 @@ def _tex_members(tar: tarfile.TarFile, limits: ArchiveLimits, source: PaperSourc
         if not member.isfile():
             continue
         path = member_path(member.name)
-        if is_junk(path) or not path.lower().endswith(TEX_SUFFIXES):
+        if is_junk(path) or not path.lower().endswith(READ_SUFFIXES):
             continue
         if member.size > limits.max_tex_bytes:
             source.skipped.append(f"{path}: {member.size} bytes, over max_tex_bytes")
@@ -201,7 +211,7 @@ def read_paper(compressed: IO[bytes], name: str, limits: ArchiveLimits) -> Paper
         if _looks_like_tar(header):
             with tarfile.open(fileobj=io.BufferedReader(stream, 1 << 16), mode="r|") as tar:
                 _tex_members(tar, limits, source)
-            if not source.files:
+            if not any(map(is_main_candidate, source.files)):
                 raise PaperError("no_tex_files", "the archive holds no .tex file")
             return source
         data = _read_bounded(io.BufferedReader(stream, 1 << 16), limits.max_tex_bytes)
@@ -359,8 +369,12 @@ class ArxivReader:
             "url": f"https://arxiv.org/abs/{arxiv_id}",
             "title": result.title,
             "main_file": result.main_file,
-            "tex_files": len(source.files),
+            "tex_files": sum(map(is_main_candidate, source.files)),
+            "support_files": sum(not is_main_candidate(path) for path in source.files),
             "inlined_files": len(result.included),
+            "local_packages": len(result.packages),
+            "conditionals": result.conditionals,
+            "unclosed_conditionals": result.unclosed_conditionals,
             "macros_defined": result.macros_defined,
             "macros_expanded": result.macros_expanded,
             "warnings": warnings[:MAX_META_WARNINGS],

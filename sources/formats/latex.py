@@ -2,17 +2,22 @@
 
 What a paper becomes (RECIPES.md, "ArXiv"), in this order:
 
-1. every ``.tex`` file is decoded (UTF-8, else Latin-1) and its comments removed: full-line
+1. every source file of the e-print (``.tex``, and the ``.sty``, ``.cls``, ``.def``, ``.bbl``… that
+   TeX may load from it) is decoded (UTF-8, else Latin-1) and its comments removed: full-line
    ``%`` lines vanish, an inline unescaped ``%`` cuts the rest of its line; ``verbatim``-like
-   environments and ``\\verb`` keep their ``%``; ``comment`` environments and ``\\iffalse … \\fi``
-   blocks go too, since they are comments by other means;
-2. the main file is the one with ``\\documentclass`` (or LaTeX 2.09's ``\\documentstyle``); when
-   several have one, the one that pulls in the most source wins;
-3. ``\\input`` / ``\\include`` / ``\\subfile`` are inlined in order, depth- and cycle-bounded, so a
-   paper split over 60 files reads as one text (commented-out inputs were removed in step 1);
+   environments and ``\\verb`` keep their ``%``; ``comment`` environments go too;
+2. the main file is the ``.tex`` file with ``\\documentclass`` (or LaTeX 2.09's ``\\documentstyle``);
+   when several have one, the one that pulls in the most source wins;
+3. the paper is read from it in TeX's order (:class:`TexReader`): conditionals are decided the way
+   TeX decides them (only real conditionals and ``\\newif`` switches open a level, so ``\\iff`` in
+   an ``\\iffalse`` block is text; the false branch goes, the ``\\else`` branch stays; one whose
+   value cannot be known here is kept as written); ``\\input`` / ``\\include`` / ``\\subfile``
+   are inlined where TeX reads them, depth- and cycle-bounded, so a paper split over 60 files reads
+   as one text; ``\\usepackage`` / ``\\RequirePackage`` / ``\\documentclass`` of a file in the
+   e-print (the author's ``notation.sty``) read that file for its definitions;
 4. user macro definitions (``\\newcommand``, ``\\renewcommand``, ``\\providecommand``, starred forms,
-   ``\\def``/``\\gdef``/``\\edef``/``\\xdef``, ``\\let``, ``\\DeclareMathOperator``) are collected from the
-   inlined text and the definitions removed; this happens *before* the preamble cut because a
+   ``\\def``/``\\gdef``/``\\edef``/``\\xdef``, ``\\let``, ``\\DeclareMathOperator``) are collected as
+   they are read, from every file, and removed; this happens *before* the preamble cut because a
    definition can contain ``\\section`` (the HoTT book's ``\\sectionNotes``);
 5. everything before the first sectioning command is removed (a paper with none is dropped); the
    regex lists all seven commands, fixing RedPajama's missing ``|`` between ``paragraph`` and
@@ -36,6 +41,7 @@ definitions) are not expanded: expanding them yields unreadable fragments, not n
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from array import array
@@ -68,7 +74,10 @@ class CleanResult:
     detail: str = ""
     main_file: str | None = None
     included: list[str] = field(default_factory=list)
+    packages: list[str] = field(default_factory=list)  # the e-print's own .sty/.cls files it loads
     title: str | None = None
+    conditionals: int = 0  # conditionals decided (skipped branches removed)
+    unclosed_conditionals: int = 0  # false conditionals never closed, kept as text (warned)
     macros_defined: int = 0
     macros_expanded: int = 0
     warnings: list[str] = field(default_factory=list)
@@ -93,7 +102,6 @@ _BEGIN_VERBATIM = re.compile(r"\\begin\s*\{(" + "|".join(re.escape(e) for e in V
 #: In a line: ``\verb<d>…<d>`` (skipped whole), an escaped char (``\%``, ``\\``), or a comment.
 _LINE_TOKENS = re.compile(r"\\verb\*?([^A-Za-z\s*])|\\[^A-Za-z]|%")
 _COMMENT_ENV = re.compile(r"\\begin\s*\{comment\}.*?\\end\s*\{comment\}", re.S)
-_IF_TOKENS = re.compile(r"\\(iffalse|if[A-Za-z]*|fi)(?![A-Za-z@])")
 
 
 def decode_tex(data: bytes) -> str:
@@ -127,14 +135,14 @@ def strip_comments(text: str) -> str:
 
     The newline after an inline comment is kept (a space to a reader); ``\\%`` is a literal
     percent sign, ``\\\\%`` is a line break followed by a comment. Lines inside verbatim-like
-    environments are left as they are. Then ``comment`` environments and ``\\iffalse`` blocks go.
+    environments are left as they are. Then ``comment`` environments go (the ``comment`` package
+    reads them line by line, so nothing inside one counts, not even a ``\\fi``). Conditionals
+    (``\\iffalse … \\fi``) are not comments to TeX: :class:`TexReader` skips them in reading order.
     """
     if "%" in text:
         text = _strip_percent_comments(text)
     if "\\begin" in text and "{comment}" in text:
         text = _COMMENT_ENV.sub("", text)
-    if "\\iffalse" in text:
-        text = remove_iffalse_blocks(text)
     return text
 
 
@@ -162,38 +170,33 @@ def _strip_percent_comments(text: str) -> str:
     return "\n".join(out)
 
 
-def remove_iffalse_blocks(text: str) -> str:
-    """Remove ``\\iffalse … \\fi`` (nested conditionals counted); an unclosed one is left alone."""
-    out: list[str] = []
-    position = 0
-    while (start := text.find("\\iffalse", position)) != -1:
-        depth, end = 0, -1
-        for match in _IF_TOKENS.finditer(text, start):
-            depth += -1 if match.group(1) == "fi" else 1
-            if depth == 0:
-                end = match.end()
-                break
-        if end == -1:
-            break
-        out.append(text[position:start])
-        position = end
-    out.append(text[position:])
-    return "".join(out)
-
-
 # -- step 2 and 3: main file and includes --------------------------------------------------
+#: Files a paper's main file can be (LaTeX sources proper).
+MAIN_SUFFIXES = (".tex", ".ltx", ".latex")
+#: Files an e-print loads rather than typesets: packages, classes, definition and configuration
+#: files, and BibTeX's output (``\\input{paper.bbl}`` puts the bibliography where the cut finds it).
+SUPPORT_SUFFIXES = (".sty", ".cls", ".def", ".cfg", ".clo", ".bbl")
+SOURCE_SUFFIXES = MAIN_SUFFIXES + SUPPORT_SUFFIXES
 _DOCUMENTCLASS = re.compile(r"\\document(?:class|style)(?![A-Za-z@])")
 _BEGIN_DOCUMENT = re.compile(r"\\begin\s*\{document\}")
 _INCLUDE = re.compile(r"\\(input|include|subfile)(?![A-Za-z@])\s*(?:\{([^{}]*)\}|([^\s{}\\%]+))")
 PREFERRED_MAIN_NAMES = ("main.tex", "ms.tex", "paper.tex", "article.tex")
 
 
+def is_main_candidate(path: str) -> bool:
+    """Whether ``path`` names a LaTeX source that could be a paper's main file."""
+    return path.lower().endswith(MAIN_SUFFIXES)
+
+
 def _include_target(name: str, base_dir: str, files: Mapping[str, str]) -> str | None:
-    """The archive path an ``\\input{name}`` refers to, as TeX resolves it (from the main dir)."""
+    """The archive path an ``\\input{name}`` refers to, as TeX resolves it (from the main dir).
+
+    TeX tries ``name.tex`` first, then ``name`` as written (``\\input{macros.sty}``, ``\\input{x.bbl}``).
+    """
     name = name.strip().strip('"')
     if not name:
         return None
-    for candidate in (name, name + ".tex"):
+    for candidate in (name + ".tex", name):
         path = posixpath.normpath(posixpath.join(base_dir, candidate))
         if path in files:
             return path
@@ -219,14 +222,16 @@ def _reachable_size(path: str, files: Mapping[str, str]) -> int:
 def find_main_file(files: Mapping[str, str]) -> str | None:
     """The main file of a paper (``files`` maps archive path to comment-free text).
 
-    Among files with ``\\documentclass``: prefer one with ``\\begin{document}``, then the one whose
-    include tree is largest (a book's ``main.tex`` over its errata sheet), then a conventional
-    name, then the shortest path and name order, so the choice is deterministic. A paper of a
-    single ``.tex`` file is its own main file even without ``\\documentclass``.
+    Among ``.tex`` files with ``\\documentclass``: prefer one with ``\\begin{document}``, then the
+    one whose include tree is largest (a book's ``main.tex`` over its errata sheet), then a
+    conventional name, then the shortest path and name order, so the choice is deterministic. A
+    paper of a single ``.tex`` file is its own main file even without ``\\documentclass``. Packages
+    and classes (``.sty``, ``.cls``) are never the main file.
     """
-    candidates = [path for path, text in files.items() if _DOCUMENTCLASS.search(text)]
+    sources = [path for path in files if is_main_candidate(path)]
+    candidates = [path for path in sources if _DOCUMENTCLASS.search(files[path])]
     if not candidates:
-        return next(iter(files)) if len(files) == 1 else None
+        return sources[0] if len(sources) == 1 else None
 
     def rank(path: str) -> tuple[int, int, int, int, str]:
         return (
@@ -244,36 +249,12 @@ def inline_includes(main: str, files: Mapping[str, str], options: LatexOptions,
                     warnings: list[str]) -> tuple[str, list[str]]:
     """The main file's text with ``\\input``/``\\include`` replaced by the files' texts, in order.
 
-    A missing target is removed with a warning (figures' ``.tikz`` or a ``.bbl`` are not
-    ``.tex`` members); a cycle or depth past ``max_include_depth`` stops with a warning.
+    Read as :class:`TexReader` reads (conditionals resolved across files), but with every macro
+    definition left in the text and local packages not loaded: the paper as one source file.
     """
-    base = posixpath.dirname(main)
-    included: list[str] = []
-    budget = [options.max_output_chars]
-
-    def expand(path: str, depth: int, active: tuple[str, ...]) -> str:
-        def replace(match: re.Match[str]) -> str:
-            name = match.group(2) or match.group(3) or ""
-            target = _include_target(name, base, files)
-            if target is None:
-                _warn(warnings, f"{path}: \\{match.group(1)}{{{name}}} not found in the archive")
-                return ""
-            if target in active:
-                _warn(warnings, f"{path}: include cycle at {target}")
-                return ""
-            if depth >= options.max_include_depth:
-                _warn(warnings, f"{path}: include depth limit at {target}")
-                return ""
-            budget[0] -= len(files[target])
-            if budget[0] < 0:
-                _warn(warnings, f"{path}: include size limit at {target}")
-                return ""
-            included.append(target)
-            return "\n" + expand(target, depth + 1, (*active, target)) + "\n"
-
-        return _INCLUDE.sub(replace, files[path])
-
-    return expand(main, 0, (main,)), included
+    reading = read_document(main, files, options, collect=False)
+    warnings.extend(reading.warnings)
+    return reading.text, reading.included
 
 
 # -- brace-aware scanning ------------------------------------------------------------------
@@ -598,6 +579,8 @@ def _parse_environment(text: str, position: int, limit: int) -> tuple[None, int]
 def collect_macros(text: str, options: LatexOptions, warnings: list[str]) -> tuple[MacroTable, str]:
     """Find every macro definition in ``text``; return them and the text without them.
 
+    One text, conditionals not decided: :class:`TexReader` does the same while reading a paper.
+
     A definition that cannot be parsed (unbalanced braces, a body longer than
     ``max_arg_chars``) is left in the text with a warning, and scanning goes on after it.
     """
@@ -607,18 +590,8 @@ def collect_macros(text: str, options: LatexOptions, warnings: list[str]) -> tup
     search_from = 0
     limit = options.max_arg_chars
     while (match := _DEFINITION.search(text, search_from)) is not None:
-        command, starred = match.group(1), bool(match.group(2))
-        parsed: tuple[Macro | None, int] | None
-        if command == "let":
-            parsed = _parse_let(text, match.end(), table)
-        elif command in {"def", "gdef", "edef", "xdef"}:
-            parsed = _parse_def(text, match.end(), limit)
-        elif command == "DeclareMathOperator":
-            parsed = _parse_math_operator(text, match.end(), starred, limit)
-        elif command.endswith("environment"):
-            parsed = _parse_environment(text, match.end(), limit)
-        else:
-            parsed = _parse_newcommand(text, match.end(), limit)
+        command = match.group(1)
+        parsed = _parse_definition(command, bool(match.group(2)), text, match.end(), limit, table)
         if parsed is None:
             _warn(warnings, f"unparsable \\{command} at character {match.start()}")
             search_from = match.end()
@@ -630,6 +603,513 @@ def collect_macros(text: str, options: LatexOptions, warnings: list[str]) -> tup
         position = search_from = end
     kept.append(text[position:])
     return table, "".join(kept)
+
+
+# -- steps 3 and 4 together: reading the paper in TeX's order ------------------------------
+#: TeX's conditionals: the primitives of TeX, e-TeX, pdfTeX, XeTeX and LuaTeX. Only these, the
+#: switches a ``\\newif`` (or ``\\let\\ifx\\iftrue``) declares, and the switches of widely used
+#: packages open a level; ``\\iff`` (the math arrow) or ``\\ifthenelse`` never do.
+CONDITIONAL_PRIMITIVES = frozenset({
+    "if", "ifcat", "ifnum", "ifdim", "ifodd", "ifvmode", "ifhmode", "ifmmode", "ifinner", "ifvoid",
+    "ifhbox", "ifvbox", "ifx", "ifeof", "iftrue", "iffalse", "ifcase", "ifdefined", "ifcsname",
+    "iffontchar", "ifincsname", "ifpdfprimitive", "ifpdfabsnum", "ifpdfabsdim", "ifprimitive",
+    "ifabsnum", "ifabsdim", "ifcondition",
+})
+#: ``\\newif`` switches of packages an e-print loads from the TeX installation (their value is
+#: unknown here: both branches are kept as written). Names with ``@`` are kernel and class switches.
+PACKAGE_SWITCHES = frozenset({"ifpdf", "ifpdftex", "ifxetex", "ifluatex", "ifvtex", "iftutex", "ifetex"})
+PACKAGE_SWITCH_PREFIXES = ("ifCLASSOPTION", "ifCLASSINFO", "if@")
+#: Names starting with ``if`` that are macros, not conditionals: symbols and the argument-taking
+#: tests of ifthen, etoolbox, xifthen and biblatex (they never pair with ``\\fi``).
+NOT_CONDITIONALS = frozenset({
+    "iff", "ifthenelse", "ifboolexpr", "ifboolexpe", "ifbool", "ifnotbool", "iftoggle", "ifnottoggle",
+    "ifdef", "ifndef", "ifcsdef", "ifcsndef", "ifundef", "ifcsundef", "ifdefmacro", "ifcsmacro",
+    "ifdefparam", "ifcsparam", "ifdefprefix", "ifcsprefix", "ifdefprotected", "ifcsprotected",
+    "ifdefltxprotect", "ifcsltxprotect", "ifdefempty", "ifcsempty", "ifdefvoid", "ifcsvoid",
+    "ifdefequal", "ifcsequal", "ifdefstring", "ifcsstring", "ifdefstrequal", "ifcsstrequal",
+    "ifdefcounter", "ifcscounter", "ifltxcounter", "ifdeflength", "ifcslength", "ifdefdimen",
+    "ifcsdimen", "ifstrequal", "ifstrempty", "ifblank", "ifnumcomp", "ifnumequal", "ifnumgreater",
+    "ifnumless", "ifnumodd", "ifdimcomp", "ifdimequal", "ifdimgreater", "ifdimless", "ifinlist",
+    "ifinlistcs", "ifrmnum", "ifdeftok", "ifstrmatch", "ifcommandkey", "iffieldundef",
+    "iffieldequals", "iffieldequalstr", "iflistundef", "ifnameundef", "ifentrytype", "ifkeyword",
+    "ifcategory", "ifciteseen", "ifentryseen", "ifcitation", "ifbibliography", "iffootnote",
+    "ifcurrentfield", "ifcurrentlist", "ifcurrentname", "iffieldint", "iffieldnum", "iffieldxref",
+    "ifisdimension", "ifisdimexpr", "ifisnum", "ifisinteger", "ifempty", "ifpackageloaded",
+})
+#: Commands whose braced arguments TeX may or may not execute (options, package tests): a switch
+#: set or a macro defined inside them has an unknown value / an uncertain meaning. Value: arguments.
+BRANCH_COMMANDS = {
+    "DeclareOption": 2, "@ifpackageloaded": 3, "@ifclassloaded": 3, "@ifundefined": 3,
+    "IfFileExists": 3, "IfPackageLoadedTF": 3, "ifthenelse": 3, "ifdef": 3, "ifndef": 3,
+    "ifundef": 3, "ifbool": 3, "iftoggle": 3, "ifcsdef": 3, "ifcsundef": 3,
+}
+#: Package-loading commands and the extension of the file each loads.
+_LOADERS = {"usepackage": ".sty", "RequirePackage": ".sty", "RequirePackageWithOptions": ".sty",
+            "documentclass": ".cls", "LoadClass": ".cls", "LoadClassWithOptions": ".cls",
+            "documentstyle": ".cls"}
+_LOAD_ARGS = re.compile(r"\s*(?:\[([^\]]*)\]\s*)?\{([^{}]*)\}")
+_READER_ALTERNATIVES = (
+    r"(?P<newif>newif)\s*\\(?P<newif_name>if[A-Za-z@]+)"
+    r"|let\s*\\(?P<let_name>if[A-Za-z@]+)\s*=?\s*\\(?P<let_value>iftrue|iffalse)(?![A-Za-z@])"
+    r"|(?P<cond>if[A-Za-z@]*|else|or|fi)(?![A-Za-z@])"
+    r"|(?P<include>input|include|subfile)(?![A-Za-z@])"
+    r"|(?P<loader>" + "|".join(_LOADERS) + r")(?![A-Za-z@])"
+    r"|(?P<define>newcommand|renewcommand|providecommand|DeclareRobustCommand|DeclareMathOperator"
+    r"|newenvironment|renewenvironment|def|gdef|edef|xdef|let)(?![A-Za-z@])(?P<star>\s*\*)?"
+    r"|(?P<branch>DeclareOption|@ifpackageloaded|@ifclassloaded|@ifundefined|IfFileExists"
+    r"|IfPackageLoadedTF)(?![A-Za-z@])"
+    r"|begin\s*\{(?P<verbatim>" + "|".join(re.escape(e) for e in VERBATIM_ENVS) + r")\}"
+    r"|verb\*?(?P<verb>[^A-Za-z\s*])"
+)
+#: First letters of :data:`_READER_ALTERNATIVES`: a lookahead on them rejects most control words at once.
+_READER_INITIALS = "bdefgilnoprsuvxDILR@"
+#: Switch names a paper declares (``\\newif\\ifdraft``, ``\\let\\ifdraft\\iftrue``): their setters are tokens too.
+_SWITCH_DECLARATION = re.compile(
+    r"\\newif\s*\\if([A-Za-z@]+)|\\let\s*\\if([A-Za-z@]+)\s*=?\s*\\if(?:true|false)(?![A-Za-z@])"
+)
+
+
+@functools.lru_cache(maxsize=64)
+def reader_tokens(switches: tuple[str, ...]) -> re.Pattern[str]:
+    """Every token the reader acts on, setters of ``switches`` (``\\drafttrue``) included.
+
+    Naming the setters keeps the scan as fast as before them: a pattern for any control word
+    ending in ``true``/``false`` doubled the cost of the whole scan on real papers.
+    """
+    alternatives = _READER_ALTERNATIVES
+    initials = set(_READER_INITIALS)
+    if switches:
+        names = "|".join(map(re.escape, sorted(switches, key=len, reverse=True)))
+        alternatives += r"|(?P<setter>(?:" + names + r")(?:true|false))(?![A-Za-z@])"
+        initials.update(name[0] for name in switches)
+    return re.compile(r"\\(?=[" + re.escape("".join(sorted(initials))) + r"])(?:" + alternatives + ")")
+
+
+#: Conditions the reader decides from literals: ``\\ifnum 0=1``, ``\\ifodd 3``, ``\\ifcase 2``.
+_NUM_TEST = re.compile(r"\s*(-?\d+)\s*([<=>])\s*(-?\d+) ?")
+_ODD_TEST = re.compile(r"\s*(-?\d+) ?")
+_CASE_TEST = re.compile(r"\s*(\d+) ?")
+#: ``\\newcommand{\\ifsomething}``: an e-print's own macro whose name starts with ``if``.
+_IF_MACRO = re.compile(
+    r"\\(?:(?:re)?newcommand|providecommand|DeclareRobustCommand|[gex]?def)\s*\*?\s*\{?\s*\\(if[A-Za-z@]*)"
+)
+_AFTER_REMOVED = re.compile(r"[ \t]*")
+#: Rereadings of a paper whose false conditional never closed (each leaves one more opening as text).
+MAX_REREADS = 8
+KNOWN, UNKNOWN, SKIPPED = "known", "unknown", "skipped"
+
+
+@dataclass
+class _Frame:
+    """One open conditional: decided (``KNOWN``), kept as written (``UNKNOWN``) or inside a skipped branch."""
+
+    kind: str
+    where: tuple[str, int]  # file and offset of the opening token
+    taken: int = 0  # the branch TeX reads (0 = the true branch or \ifcase 0; else the \or count)
+    branch: int = 0
+    case: bool = False
+    on: bool = True  # the current branch is the one TeX reads
+    matched: bool = False  # some branch so far was the one TeX reads (\else is then skipped)
+
+    def suppresses(self) -> bool:
+        return self.kind == SKIPPED or (self.kind == KNOWN and not self.on)
+
+
+@dataclass
+class Reading:
+    """What :func:`read_document` made of a paper: its text in reading order and its definitions."""
+
+    text: str
+    table: MacroTable
+    included: list[str]
+    packages: list[str]
+    warnings: list[str]
+    conditionals: int = 0  # conditionals decided (their skipped branches removed)
+    unclosed: int = 0  # false conditionals that never closed, left in the text as written
+
+
+class TexReader:
+    """Reads a paper as TeX does: files in order, conditionals decided, definitions collected.
+
+    One pass over the tokens that matter (:func:`reader_tokens`):
+
+    - a conditional whose value is known (``\\iftrue``, ``\\iffalse``, a ``\\newif`` switch set by
+      ``\\xtrue``/``\\xfalse`` outside any undecided branch, a test of literal numbers) keeps its
+      taken branch and drops the rest with its ``\\if``/``\\else``/``\\or``/``\\fi``; one of unknown
+      value (``\\ifx``, ``\\ifmmode``, a class's switch) is kept as written, branches and all, since
+      the source is what the corpus keeps and guessing would lose text. Inside a skipped branch
+      only nesting counts, as when TeX skips: every conditional opens a level, ``\\fi`` closes one;
+    - ``\\input``/``\\include``/``\\subfile`` are read in place (only where TeX reads them: an input
+      in a false branch is never opened), depth-, cycle- and size-bounded;
+    - ``\\usepackage``/``\\RequirePackage``/``\\documentclass``/``\\LoadClass`` of a file in the
+      e-print (``notation.sty``, ``mine.cls``) read that file once, at that point, for its
+      definitions and switches; its other text is not part of the paper;
+    - a macro definition is parsed whole (TeX does not run what a body holds) and, when ``collect``
+      is set, recorded and removed. One made inside an undecided branch, an option or a package
+      test (:data:`BRANCH_COMMANDS`) is recorded as not expandable: its meaning is uncertain.
+
+    ``ignored`` holds openings (file, offset) to read as plain text: :func:`read_document` rereads
+    with the opening of a false conditional that never closed, so a misread never drops the rest.
+    """
+
+    def __init__(self, files: Mapping[str, str], base: str, options: LatexOptions, *, collect: bool = True,
+                 ignored: frozenset[tuple[str, int]] = frozenset()) -> None:
+        self.files = files
+        self.base = base
+        self.options = options
+        self.collect = collect
+        self.ignored = ignored
+        self.warnings: list[str] = []
+        self.table = MacroTable()
+        self.switches: dict[str, bool | None] = {}
+        self.frames: list[_Frame] = []
+        self.suppressing = 0  # frames that hide the text (known and off their branch, or skipped)
+        self.undecided = 0  # frames of unknown value and open BRANCH_COMMANDS arguments
+        self.out: list[str] = []
+        self.silent = 0  # > 0 while reading a package: its text is not the paper's
+        self.included: list[str] = []
+        self.packages: list[str] = []
+        self.budget = options.max_output_chars
+        self.decided = 0
+        self._ends: list[int] = []  # ends of the open BRANCH_COMMANDS arguments of the file being read
+        declared = {name for text in files.values() if "\\newif" in text or "\\let" in text
+                    for pair in _SWITCH_DECLARATION.findall(text) for name in pair if name}
+        self.tokens = reader_tokens(tuple(sorted(declared)))
+        self.macro_names = {name for text in files.values() if "\\" in text
+                            for name in _IF_MACRO.findall(text)}
+
+    # -- output -----------------------------------------------------------------------------
+    def _emit(self, piece: str) -> None:
+        if piece and not self.silent:
+            self.out.append(piece)
+
+    def _at_line_start(self) -> bool:
+        """Whether the output's last line holds only spaces so far."""
+        for piece in reversed(self.out):
+            newline = piece.rfind("\n")
+            if piece[newline + 1:].strip(" \t"):
+                return False
+            if newline >= 0:
+                return True
+        return True
+
+    def _resume(self, text: str, position: int) -> int:
+        """Where text resumes after a removed token: spaces skipped (as TeX skips them after a
+        control word), and the line end too when the token stood alone on its line."""
+        position = _AFTER_REMOVED.match(text, position).end()  # type: ignore[union-attr]
+        if position < len(text) and text[position] == "\n" and self._at_line_start():
+            position += 1
+        return position
+
+    # -- conditionals -----------------------------------------------------------------------
+    def is_conditional(self, name: str, text: str, after: int) -> bool:
+        """Whether ``\\name`` (starting with ``if``) is a TeX conditional, as far as the e-print shows."""
+        if name in CONDITIONAL_PRIMITIVES or name in self.switches:
+            return True
+        if name in NOT_CONDITIONALS or name in self.macro_names:
+            return False
+        if name in PACKAGE_SWITCHES or name.startswith(PACKAGE_SWITCH_PREFIXES):
+            return True
+        # a switch of a class or package outside the e-print: a conditional, unless an argument
+        # in braces follows (``\\ifsomething{…}{…}`` is a test macro, which never meets a ``\\fi``)
+        following = skip_spaces(text, after)
+        return not (following < len(text) and text[following] == "{")
+
+    def _value(self, name: str, text: str, after: int) -> tuple[int | None, int, bool]:
+        """(branch TeX reads or None when unknown, end of the condition, whether it is ``\\ifcase``)."""
+        if name in ("iftrue", "iffalse"):
+            return (0 if name == "iftrue" else 1), after, False
+        if name == "ifnum" and (match := _NUM_TEST.match(text, after)):
+            left, op, right = int(match.group(1)), match.group(2), int(match.group(3))
+            holds = left < right if op == "<" else left > right if op == ">" else left == right
+            return (0 if holds else 1), match.end(), False
+        if name == "ifodd" and (match := _ODD_TEST.match(text, after)):
+            return (0 if int(match.group(1)) % 2 else 1), match.end(), False
+        if name == "ifcase":
+            match = _CASE_TEST.match(text, after)
+            return (int(match.group(1)) if match else None), (match.end() if match else after), True
+        value = self.switches.get(name)
+        if value is None:
+            return None, after, False
+        return (0 if value else 1), after, False
+
+    def _push(self, frame: _Frame) -> None:
+        self.frames.append(frame)
+        self.suppressing += frame.suppresses()
+        self.undecided += frame.kind == UNKNOWN
+
+    def _open(self, name: str, text: str, path: str, start: int, end: int) -> tuple[int, int] | None:
+        """Open a conditional; return the span to remove (a decided one) or None (kept as written)."""
+        if self.suppressing:
+            self._push(_Frame(SKIPPED, (path, start)))
+            return None
+        taken, end, case = self._value(name, text, end)
+        if taken is None:
+            self._push(_Frame(UNKNOWN, (path, start), case=case))
+            return None
+        self.decided += 1
+        self._push(_Frame(KNOWN, (path, start), taken=taken, case=case, on=taken == 0, matched=taken == 0))
+        return start, end
+
+    def _branch(self, name: str) -> bool | None:
+        """``\\else``/``\\or``/``\\fi``: True when the token goes (decided), False when kept, None if stray."""
+        if not self.frames or (name == "or" and not self.frames[-1].case):
+            return None
+        frame = self.frames[-1]
+        self.suppressing -= frame.suppresses()
+        if name == "fi":
+            self.frames.pop()
+            self.undecided -= frame.kind == UNKNOWN
+            return frame.kind == KNOWN
+        if frame.kind == KNOWN:
+            frame.branch = frame.branch + 1 if name == "or" else -1
+            frame.on = frame.branch == frame.taken if name == "or" else not frame.matched
+            frame.matched = frame.matched or frame.on
+        self.suppressing += frame.suppresses()
+        return frame.kind == KNOWN
+
+    def _set_switch(self, name: str, value: bool, text: str, position: int, start: int,
+                    end: int) -> tuple[int, int]:
+        """Declare or set a switch. Where TeX may or may not run the command (an undecided branch,
+        an option's code), its value becomes unknown and the command stays as written."""
+        if self.undecided:
+            self.switches[name] = None
+            return position, end
+        self.switches[name] = value
+        return self._remove(text, position, start, end)
+
+    # -- reading ------------------------------------------------------------------------------
+    def read(self, main: str) -> str:
+        """The paper's text from ``main``, included files inlined, in TeX's reading order."""
+        self._read_file(main, 0, (main,))
+        return "".join(self.out)
+
+    def _read_file(self, path: str, depth: int, active: tuple[str, ...]) -> None:
+        text = self.files[path]
+        outer_ends, self._ends = self._ends, []
+        position = search = 0
+        while (match := self.tokens.search(text, search)) is not None:
+            start, search = match.start(), match.end()
+            while self._ends and start >= self._ends[-1]:
+                self._ends.pop()
+                self.undecided -= 1
+            if _escaped(text, start):
+                search = start + 1
+            elif match.group("cond") is not None:
+                position = self._conditional(match, text, path, position)
+            elif not self.suppressing:
+                position, search = self._act(match, text, path, position, depth, active)
+        self.undecided -= len(self._ends)
+        self._ends = outer_ends
+        if not self.suppressing:
+            self._emit(text[position:])
+
+    def _conditional(self, match: re.Match[str], text: str, path: str, position: int) -> int:
+        """Handle ``\\if…``/``\\else``/``\\or``/``\\fi``; return where unemitted text starts."""
+        name, start, end = match.group("cond"), match.start(), match.end()
+        was_reading = not self.suppressing
+        if name in ("else", "or", "fi"):
+            removed = self._branch(name)
+            if removed is None:
+                _warn(self.warnings, f"{path}: \\{name} with no open conditional at character {start}, kept")
+            span = (start, end) if removed else None
+        elif (path, start) in self.ignored or not self.is_conditional(name, text, end):
+            if was_reading and name in BRANCH_COMMANDS:
+                self._open_branches(name, text, end)
+            return position
+        else:
+            span = self._open(name, text, path, start, end)
+        if span is None:
+            return position
+        if was_reading:
+            self._emit(text[position:span[0]])
+        return self._resume(text, span[1]) if not self.suppressing else span[1]
+
+    def _open_branches(self, name: str, text: str, end: int) -> None:
+        """Mark the arguments of a :data:`BRANCH_COMMANDS` command undecided until they end."""
+        position = end
+        if name == "DeclareOption" and (star := _STAR.match(text, position)):
+            position = star.end()
+        for _ in range(BRANCH_COMMANDS[name] - (position != end)):
+            argument = read_argument(text, position, self.options.max_arg_chars)
+            if argument is None:
+                return
+            position = argument[1]
+        self._ends.append(position)
+        self.undecided += 1
+
+    def _act(self, match: re.Match[str], text: str, path: str, position: int, depth: int,
+             active: tuple[str, ...]) -> tuple[int, int]:
+        """Handle a token in text TeX reads; return (where unemitted text starts, where to search on)."""
+        start, end = match.start(), match.end()
+        if (name := match.group("newif_name")) is not None:
+            return self._set_switch(name, False, text, position, start, end)
+        if (name := match.group("let_name")) is not None:
+            return self._set_switch(name, match.group("let_value") == "iftrue", text, position, start, end)
+        if match.re.groups > _PLAIN_GROUPS and (name := match.group("setter")) is not None:
+            switch = "if" + name[: -4 if name.endswith("true") else -5]
+            if switch not in self.switches:  # set before its \newif: TeX would stop there
+                return position, end
+            return self._set_switch(switch, name.endswith("true"), text, position, start, end)
+        if match.group("include") is not None:
+            return self._include(text, path, position, start, depth, active)
+        if (command := match.group("loader")) is not None:
+            self._load(command, text, end, depth, active)
+            return position, end
+        if (command := match.group("define")) is not None:
+            return self._define(command, bool(match.group("star")), text, position, start, end)
+        if (command := match.group("branch")) is not None:
+            self._open_branches(command, text, end)
+            return position, end
+        if (env := match.group("verbatim")) is not None:  # TeX reads it verbatim: nothing in it counts
+            close = text.find(f"\\end{{{env}}}", end)
+            return position, end if close == -1 else close
+        delim = match.group("verb")
+        close, newline = text.find(delim, end), text.find("\n", end)
+        return position, end if close == -1 or -1 < newline < close else close + 1
+
+    def _remove(self, text: str, position: int, start: int, end: int) -> tuple[int, int]:
+        """Emit the text before ``start`` and drop ``text[start:end]`` (a decided token)."""
+        self._emit(text[position:start])
+        resume = self._resume(text, end)
+        return resume, resume
+
+    def _include(self, text: str, path: str, position: int, start: int, depth: int,
+                 active: tuple[str, ...]) -> tuple[int, int]:
+        """Read the file an ``\\input``/``\\include``/``\\subfile`` names, in place of the command.
+
+        ``\\input`` adds no line break of its own (``see \\input{n} here`` reads as one sentence);
+        ``\\include`` starts a new page, so its text is set off as a paragraph.
+        A missing target is removed with a warning (figures' ``.tikz`` are not sources); a cycle,
+        depth past ``max_include_depth`` or the size budget stop with a warning.
+        """
+        match = _INCLUDE.match(text, start)
+        if match is None:
+            return position, start + 1
+        name = match.group(2) or match.group(3) or ""
+        target = _include_target(name, self.base, self.files)
+        self._emit(text[position:start])
+        if target is None:
+            _warn(self.warnings, f"{path}: \\{match.group(1)}{{{name}}} not found in the archive")
+        elif self._may_open(path, target, depth, active):
+            self.included.append(target)
+            page = match.group(1) == "include"  # \include starts a new page: a paragraph break
+            self._emit("\n" if page else "")
+            before = len(self.out)
+            self._read_file(target, depth + 1, (*active, target))
+            if not page and len(self.out) > before and self.out[-1].endswith("\n"):
+                self.out[-1] = self.out[-1][:-1]  # the file's last line end and the \input line's are one space
+            self._emit("\n" if page else "")
+        return match.end(), match.end()
+
+    def _may_open(self, path: str, target: str, depth: int, active: tuple[str, ...]) -> bool:
+        if target in active:
+            _warn(self.warnings, f"{path}: include cycle at {target}")
+            return False
+        if depth >= self.options.max_include_depth:
+            _warn(self.warnings, f"{path}: include depth limit at {target}")
+            return False
+        self.budget -= len(self.files[target])
+        if self.budget < 0:
+            _warn(self.warnings, f"{path}: include size limit at {target}")
+            return False
+        return True
+
+    def _load(self, command: str, text: str, end: int, depth: int, active: tuple[str, ...]) -> None:
+        """Read the e-print's own files a ``\\usepackage``-like command loads, once each, silently.
+
+        LaTeX 2.09's ``\\documentstyle[opts]{class}`` loads its options as packages.
+        """
+        match = _LOAD_ARGS.match(text, end)
+        if match is None or not self.collect:
+            return
+        names = [(name, _LOADERS[command]) for name in match.group(2).split(",")]
+        if command == "documentstyle" and match.group(1):
+            names += [(name, ".sty") for name in match.group(1).split(",")]
+        for name, suffix in names:
+            target = posixpath.normpath(posixpath.join(self.base, name.strip() + suffix)) if name.strip() else ""
+            if target not in self.files or target in self.packages:
+                continue
+            if self._may_open(active[-1], target, depth, active):
+                self.packages.append(target)
+                self.silent += 1
+                self._read_file(target, depth + 1, (*active, target))
+                self.silent -= 1
+
+    def _define(self, command: str, starred: bool, text: str, position: int, start: int,
+                end: int) -> tuple[int, int]:
+        """Parse a definition whole; record and remove it (``collect``) or leave it as written."""
+        parsed = _parse_definition(command, starred, text, end, self.options.max_arg_chars, self.table)
+        if parsed is None:
+            _warn(self.warnings, f"unparsable \\{command} at character {start}")
+            return position, end
+        macro, stop = parsed
+        if not self.collect:
+            return position, stop
+        if macro is not None:
+            if self.undecided and macro.expandable:  # defined or not depending on what we cannot decide
+                macro = Macro(macro.name, macro.nargs, macro.body, macro.default, expandable=False)
+            self.table.add(macro, provide=command == "providecommand")
+        self._emit(text[position:start])
+        return stop, stop
+
+
+_PLAIN_GROUPS = re.compile(_READER_ALTERNATIVES).groups
+_STAR = re.compile(r"\s*\*")
+
+
+def _escaped(text: str, position: int) -> bool:
+    """Whether the backslash at ``position`` is the second of a ``\\\\`` pair (an odd run before it)."""
+    run = 0
+    while position - run > 0 and text[position - run - 1] == "\\":
+        run += 1
+    return run % 2 == 1
+
+
+def read_document(main: str, files: Mapping[str, str], options: LatexOptions, *,
+                  collect: bool = True) -> Reading:
+    """Read ``main`` and what it loads with :class:`TexReader`; reread when a false conditional
+    never closed.
+
+    An e-print that compiles closes its conditionals, so one left open at the end means the reader
+    took something for a conditional that TeX did not (a macro from a package outside the
+    e-print). Rather than drop the rest of the paper silently, the opening is reread as text (up
+    to :data:`MAX_REREADS` times, the outermost first) and counted in ``unclosed`` with a warning.
+    """
+    ignored: set[tuple[str, int]] = set()
+    notes: list[str] = []
+    base = posixpath.dirname(main)
+    while True:
+        reader = TexReader(files, base, options, collect=collect, ignored=frozenset(ignored))
+        text = reader.read(main)
+        hiding = next((frame for frame in reader.frames if frame.suppresses()), None)
+        if hiding is None or len(ignored) >= MAX_REREADS:
+            break
+        where, offset = hiding.where
+        line = files[where].count("\n", 0, offset) + 1
+        _warn(notes, f"{where}:{line}: conditional never closed; its opening kept as text")
+        ignored.add(hiding.where)
+    return Reading(text, reader.table, reader.included, reader.packages, notes + reader.warnings,
+                   reader.decided, len(ignored))
+
+
+def resolve_conditionals(text: str, options: LatexOptions | None = None) -> Reading:
+    """Read one text as :func:`read_document` does, definitions left in place (for tests and tools)."""
+    return read_document("main.tex", {"main.tex": text}, options or LatexOptions(), collect=False)
+
+
+def _parse_definition(command: str, starred: bool, text: str, position: int, limit: int,
+                      table: MacroTable) -> tuple[Macro | None, int] | None:
+    """The macro a definition command at ``position`` makes (None for environments) and its end."""
+    if command == "let":
+        return _parse_let(text, position, table)
+    if command in {"def", "gdef", "edef", "xdef"}:
+        return _parse_def(text, position, limit)
+    if command == "DeclareMathOperator":
+        return _parse_math_operator(text, position, starred, limit)
+    if command.endswith("environment"):
+        return _parse_environment(text, position, limit)
+    return _parse_newcommand(text, position, limit)
 
 
 # -- steps 5 and 6: preamble, bibliography, appendix ----------------------------------------
@@ -845,22 +1325,26 @@ def find_title(text: str, limit: int) -> str | None:
 
 
 def clean_paper(files: Mapping[str, str], options: LatexOptions | None = None) -> CleanResult:
-    """Clean a paper given as ``{archive path: decoded text}`` of its ``.tex`` files.
+    """Clean a paper given as ``{archive path: decoded text}`` of its source files.
 
-    Never raises for bad LaTeX: the result carries ``drop_reason`` (``no_tex_files``,
-    ``no_main_file``, ``no_section``, ``macro_expansion_limit``, ``empty_after_cleaning``)
-    when there is no text to keep.
+    ``files`` holds the ``.tex`` files and whatever else of the e-print TeX may read (``.sty``,
+    ``.cls``, ``.def``, ``.bbl``: :data:`SOURCE_SUFFIXES`). Never raises for bad LaTeX: the result
+    carries ``drop_reason`` (``no_tex_files``, ``no_main_file``, ``no_section``,
+    ``macro_expansion_limit``, ``empty_after_cleaning``) when there is no text to keep.
     """
     options = options or LatexOptions()
-    if not files:
+    if not any(map(is_main_candidate, files)):
         return CleanResult(None, "no_tex_files")
     sources = {path: strip_comments(text) for path, text in files.items()}
     main = find_main_file(sources)
     if main is None:
-        return CleanResult(None, "no_main_file", detail=f"{len(files)} .tex files, none with \\documentclass")
+        tex_files = sum(map(is_main_candidate, files))
+        return CleanResult(None, "no_main_file", detail=f"{tex_files} .tex files, none with \\documentclass")
     result = CleanResult(None, main_file=main)
-    text, result.included = inline_includes(main, sources, options, result.warnings)
-    table, text = collect_macros(text, options, result.warnings)
+    reading = read_document(main, sources, options)
+    text, table = reading.text, reading.table
+    result.included, result.packages, result.warnings = reading.included, reading.packages, reading.warnings
+    result.conditionals, result.unclosed_conditionals = reading.conditionals, reading.unclosed
     result.macros_defined = table.definitions
     expander = MacroExpander(table.expandable() if options.expand_macros else {}, options, result.warnings)
     title = find_title(text, options.max_arg_chars)
@@ -868,7 +1352,7 @@ def clean_paper(files: Mapping[str, str], options: LatexOptions | None = None) -
     if body is None:
         result.drop_reason = "no_section"
         return result
-    body = cut_at(cut_at(body, END_DOCUMENT), BIBLIOGRAPHY)  # TeX ignores what follows \end{document}
+    body = cut_at(cut_at(body, END_DOCUMENT), BIBLIOGRAPHY)  # TeX ignores what follows \\end{document}
     if options.cut_appendix:
         body = cut_at(body, APPENDIX)
     try:

@@ -22,6 +22,7 @@ from sources.formats.latex import (
     find_main_file,
     inline_includes,
     iter_macro_uses,
+    resolve_conditionals,
     strip_comments,
 )
 
@@ -63,15 +64,121 @@ def test_strip_comments_keeps_verbatim_and_verb() -> None:
     assert "gone" not in out
 
 
-def test_comment_environment_and_iffalse_are_removed() -> None:
-    text = "a\n\\begin{comment}\nsecret\n\\end{comment}\nb \\iffalse hidden \\ifx\\a\\b nested \\fi still \\fi c"
-    out = strip_comments(text)
-    assert "secret" not in out and "hidden" not in out and "still" not in out
-    assert out.startswith("a\n") and out.rstrip().endswith("c")
+def test_comment_environment_is_removed_and_conditionals_are_left_to_the_reader() -> None:
+    text = "a\n\\begin{comment}\nsecret \\fi\n\\end{comment}\nb \\iffalse hidden \\fi c"
+    assert strip_comments(text) == "a\n\nb \\iffalse hidden \\fi c"
 
 
-def test_unclosed_iffalse_is_left_alone() -> None:
-    assert strip_comments("a \\iffalse b") == "a \\iffalse b"
+# -- conditionals -----------------------------------------------------------------------------
+CONDITIONALS = [
+    # (input, kept text): TeX's reading, one kind of structure per row
+    ("a \\iffalse b \\fi c", "a c"),
+    ("x\n\\iffalse\nP \\iff Q\n\\fi\ny", "x\ny"),  # \iff is the math arrow, no level
+    ("a \\iftrue b \\else c \\fi d", "a b d"),
+    ("a \\iffalse b \\else c \\fi d", "a c d"),  # the \else branch of a false conditional stays
+    ("a \\iffalse b \\ifx\\p\\q c \\else d \\fi e \\fi f", "a f"),  # nesting counted, inner \else ignored
+    ("a \\iffalse \\ifcase 1 x\\or y\\fi \\fi b", "a b"),
+    ("a \\ifx\\p\\q \\iffalse gone\\fi kept \\else other \\fi z", "a \\ifx\\p\\q kept \\else other \\fi z"),
+    ("\\newif\\ifdraft\n\\drafttrue\n\\ifdraft D\\else F\\fi", "D"),
+    ("\\newif\\ifdraft\n\\ifdraft D\\else F\\fi", "F"),  # \newif starts false
+    ("\\newif\\ifdraft\\drafttrue\\draftfalse \\ifdraft D\\else F\\fi", "F"),
+    ("\\let\\ifshow\\iftrue \\ifshow S\\fi", "S"),
+    ("\\ifcase 1 zero\\or one\\or two\\else many\\fi.", "one."),
+    ("\\ifcase 5 zero\\or one\\else many\\fi.", "many."),
+    ("\\ifcase\\value{x} zero\\or one\\fi.", "\\ifcase\\value{x} zero\\or one\\fi."),  # unknown: as written
+    ("\\ifnum 1>2 big\\else small\\fi", "small"),
+    ("\\ifodd 3 odd\\else even\\fi", "odd"),
+    ("\\ifpdf P\\else D\\fi", "\\ifpdf P\\else D\\fi"),  # a package's switch: value unknown, as written
+    ("\\newcommand{\\ifonly}{if only} \\iffalse \\ifonly \\fi z", "\\newcommand{\\ifonly}{if only} z"),
+    ("\\iffalse \\ifthenelse{\\boolean{x}}{a}{b} \\fi z", "z"),
+    ("\\iffalse \\ifblind anonymous \\else names \\fi hidden \\fi z", "z"),  # a class's switch counts
+    ("\\newif\\ifdraft \\ifpdf\\drafttrue\\fi \\ifdraft D\\fi", "\\ifpdf\\drafttrue\\fi \\ifdraft D\\fi"),
+    ("\\newif\\ifdraft \\DeclareOption{d}{\\drafttrue}\\ifdraft D\\fi", "\\DeclareOption{d}{\\drafttrue}\\ifdraft D\\fi"),
+    ("\\begin{verbatim}\n\\iffalse\n\\end{verbatim}\nafter", "\\begin{verbatim}\n\\iffalse\n\\end{verbatim}\nafter"),
+    ("\\verb|\\iffalse| after", "\\verb|\\iffalse| after"),
+    ("a\\\\iffalse b", "a\\\\iffalse b"),  # a line break, then the word
+    ("\\newcommand{\\hide}[1]{\\iffalse #1\\fi}x", "\\newcommand{\\hide}[1]{\\iffalse #1\\fi}x"),  # bodies run later
+]
+
+
+@pytest.mark.parametrize(("text", "kept"), CONDITIONALS)
+def test_conditionals_are_read_as_tex_reads_them(text: str, kept: str) -> None:
+    reading = resolve_conditionals(text)
+    assert reading.text == kept
+    assert reading.unclosed == 0
+
+
+@pytest.mark.parametrize(("text", "kept"), [
+    ("a \\iffalse b c", "a \\iffalse b c"),
+    ("a \\iffalse b \\iffalse c \\fi d", "a \\iffalse b d"),  # the outer one is the unclosed one
+    ("\\iftrue a \\else b", "\\iftrue a \\else b"),
+])
+def test_an_unclosed_conditional_is_counted_and_kept_not_a_silent_cut(text: str, kept: str) -> None:
+    reading = resolve_conditionals(text)
+    assert reading.text == kept and reading.unclosed == 1
+    assert any("never closed" in warning for warning in reading.warnings)
+
+
+def test_a_stray_fi_is_kept_and_reported() -> None:
+    reading = resolve_conditionals("a \\fi b")
+    assert reading.text == "a \\fi b" and any("no open conditional" in w for w in reading.warnings)
+
+
+def test_conditionals_span_files_and_skipped_inputs_are_never_read() -> None:
+    files = {"main.tex": "\\documentclass{article}\n\\newif\\ifdraft\n\\drafttrue\n\\section{S}\n\\input{a}\n"
+                         "\\iffalse\n\\input{old}\n\\fi\nEnd.",
+             "a.tex": "\\ifdraft Draft\\else Final\\fi\n", "old.tex": "OLD \\fi \\fi"}
+    result = clean_paper(files)
+    assert result.text == "\\section{S}\nDraft\nEnd." and result.included == ["a.tex"]
+
+
+Marked = tuple[str, list[str]]  # LaTeX, and the marker words TeX reads in it, in order
+
+
+def _leaf() -> st.SearchStrategy[Marked]:
+    noise = st.sampled_from(["", " $p \\iff q$ ", " \\ifthenelse{c}{t}{f} ", " \\\\ ", " x "])
+    return st.builds(lambda n, extra: (f" w{n}{extra}", [f"w{n}"]), st.integers(0, 10**6), noise)
+
+
+def _conditional(children: st.SearchStrategy[Marked]) -> st.SearchStrategy[Marked]:
+    """A conditional around children: known ones keep the taken branch's words; an unknown one
+    (``\\ifx``) keeps both branches as written, known conditionals inside them still decided."""
+    def build(kind: str, then: Marked, other: Marked, has_else: bool) -> Marked:
+        tail = f"\\else{other[0]}" if has_else else ""
+        words_else = other[1] if has_else else []
+        if kind == "unknown":
+            return f" \\ifx\\p\\q{then[0]}{tail}\\fi ", then[1] + words_else
+        opening = {"true": "\\iftrue", "false": "\\iffalse", "on": "\\ifon", "off": "\\ifoff",
+                   "num": "\\ifnum 2>1", "case0": "\\ifcase 0"}[kind]
+        taken = kind in ("true", "on", "num", "case0")
+        return f" {opening}{then[0]}{tail}\\fi ", then[1] if taken else words_else
+    kinds = st.sampled_from(["true", "false", "on", "off", "num", "case0", "unknown"])
+    return st.builds(build, kinds, children, children, st.booleans())
+
+
+def _sequence(parts: list[Marked]) -> Marked:
+    return "".join(p[0] for p in parts), [w for p in parts for w in p[1]]
+
+
+NESTED = st.recursive(_leaf(), lambda inner: st.one_of(_conditional(inner), st.lists(inner, max_size=3).map(_sequence)),
+                      max_leaves=25)
+
+
+@settings(max_examples=120, deadline=None)
+@given(NESTED)
+def test_nested_conditionals_keep_exactly_the_words_tex_reads(tree: Marked) -> None:
+    text, words = tree
+    reading = resolve_conditionals("\\newif\\ifon\\ontrue\\newif\\ifoff\n" + text)
+    assert re.findall(r"w\d+", reading.text) == words
+    assert reading.unclosed == 0 and not reading.warnings
+
+
+@settings(max_examples=60, deadline=None)
+@given(NESTED, st.sampled_from(["\\iffalse", "\\iftrue\\else", "\\ifoff"]), NESTED)
+def test_an_unclosed_opening_never_drops_what_follows(head: Marked, opening: str, rest: Marked) -> None:
+    reading = resolve_conditionals("\\newif\\ifon\\ontrue\\newif\\ifoff\n" + head[0] + opening + rest[0])
+    assert re.findall(r"w\d+", reading.text) == head[1] + rest[1]
+    assert reading.unclosed == 1
 
 
 # -- main file and includes ----------------------------------------------------------------
