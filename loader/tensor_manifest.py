@@ -64,9 +64,19 @@ def source_table(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def failed_inputs(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The failed files of a dataset run, by name, with their errors (metadata.json's ``failed``)."""
-    return sorted(({"input": r["input"], "error": r["error"]} for r in records if r["status"] != "done"),
-                  key=lambda f: f["input"])
+    """The failed files of a dataset run, by name, with their errors (metadata.json's ``failed``).
+
+    The error names the file by its name in the dataset (``input``), not where this host read it
+    (``location``, a local path or URL, also wherever the exception's own text repeats it): the
+    manifest keeps the location; released metadata must not depend on it.
+    """
+    return sorted(({"input": r["input"], "error": _named(r["error"], r.get("location"), r["input"])}
+                   for r in records if r["status"] != "done"), key=lambda f: f["input"])
+
+
+def _named(error: str | None, location: str | None, name: str) -> str | None:
+    """``error`` with ``location`` written as ``name``."""
+    return error.replace(location, name) if error and location else error
 
 
 def input_record(rec: dict[str, Any], source: str, language: str | None, config_hash: str) -> InputRecord:

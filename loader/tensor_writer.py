@@ -103,6 +103,17 @@ class TokenizeSettings:
         return fields
 
 
+def released_source(source: str) -> str:
+    """Where the tokenizer came from, as ``metadata.json`` records it: a hub name as given, a local
+    file or folder by its name only.
+
+    The set holds the tokenizer itself (``file``) and its hash; the path the run was given would
+    make the same tokens give other metadata bytes from another folder, and put the user's
+    folders in released data.
+    """
+    return Path(source).name if Path(source).exists() else source
+
+
 @functools.lru_cache(maxsize=4)
 def _cached_tokenizer(source: str, split_digits: bool, split_mode: str, eos: str | None,
                       work_tokens: str | None = None) -> LoadedTokenizer:
@@ -388,7 +399,7 @@ def write_metadata(
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "dtype": token_dtype(loaded.vocab_size).str,
-        "tokenizer": {**loaded.describe(), "file": TOKENIZER_NAME},
+        "tokenizer": {**loaded.describe(), "source": released_source(loaded.source), "file": TOKENIZER_NAME},
         "settings": settings.output_fields(),
         "labels": sorted(set(labels)),
         "libraries": library_versions(),

@@ -144,8 +144,14 @@ class SourceFile:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
-def file_record(item: SourceFile, settings: GithubSettings, where: str) -> Record:
-    """Turn one file into a Document or a Drop (the checks of the module docstring, in order)."""
+def file_record(item: SourceFile, settings: GithubSettings, input_name: str | None = None) -> Record:
+    """Turn one file into a Document or a Drop (the checks of the module docstring, in order).
+
+    A document names where it came from by its own stable id, ``repo`` + ``path`` (the path
+    inside the repository), and for an export row also ``input``, the export's file name (the
+    input key the manifest uses): never the path the run was given, which would make the same
+    files give other bytes from another folder and put the user's folders in released data.
+    """
     label = f"{item.repo}/{item.path}"
     language = language_for(item.path)
     reason = item.license.drop_reason or skip_reason(item.path)
@@ -164,7 +170,7 @@ def file_record(item: SourceFile, settings: GithubSettings, where: str) -> Recor
     meta: dict[str, Any] = {
         "repo": item.repo, "path": item.path, "license": item.license.label, "language": language,
         "bytes": len(data), "content_sha256": hashlib.sha256(data).hexdigest(), "format": item.fmt,
-        "url": github_url(item.repo, item.path), "input": where, **item.extra,
+        "url": github_url(item.repo, item.path), **({"input": input_name} if input_name else {}), **item.extra,
     }
     return Document(id=make_doc_id(SOURCE, label), text=text, source=SOURCE, meta=meta)
 
@@ -240,7 +246,7 @@ def read_clone(name: str, root: Path, settings: GithubSettings, where: str) -> I
             except OSError as exc:
                 yield Drop("unreadable", f"{where}: {label}", f"{type(exc).__name__}: {exc}", language_for(rel))
                 continue
-        yield file_record(item, settings, where)
+        yield file_record(item, settings)
 
 
 def read_repo_list(spec: InputSpec, settings: GithubSettings) -> Iterator[Record]:
@@ -303,7 +309,7 @@ def _row_record(
         if not isinstance(content, str):
             return Drop("malformed_row", where, f"content is {type(content).__name__}, not a string")
         item = dataclasses.replace(item, data=content.encode("utf-8", errors="surrogatepass"))
-    return file_record(item, settings, spec.location)
+    return file_record(item, settings, spec.key)
 
 
 # -- the recipe -----------------------------------------------------------------------------

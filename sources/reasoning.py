@@ -151,8 +151,13 @@ def _unclosed_annotation(text: str) -> bool:
     return "<<" in rest or ">>" in rest
 
 
-def row_record(row: Any, where: str, settings: ReasoningSettings) -> Record:
-    """One ``{question, answer}`` row -> a Document or a Drop."""
+def row_record(row: Any, where: str, settings: ReasoningSettings, origin: str | None = None) -> Record:
+    """One ``{question, answer}`` row -> a Document or a Drop.
+
+    ``where`` (the input as the run was given it, and the line) names drops for the user; a
+    document records ``origin`` (the input's file name and the line) as its ``input``, so released
+    bytes never depend on how the path was spelled or which folder holds it.
+    """
     if not isinstance(row, Mapping):
         return Drop("malformed_json", where, f"a JSON {type(row).__name__}, not an object")
     question, answer = row.get("question"), row.get("answer")
@@ -173,7 +178,7 @@ def row_record(row: Any, where: str, settings: ReasoningSettings) -> Record:
     meta = {
         "language": "en", "dataset": settings.dataset, "variant": variant, "annotations": settings.annotations,
         "answer": solution.answer, "answer_number": answer_number(solution.answer), "steps": len(solution.steps),
-        "calculator_annotations": len(ANNOTATION.findall(answer)), "input": where,
+        "calculator_annotations": len(ANNOTATION.findall(answer)), "input": origin or where,
     }
     text = format_work_document(question, solution, settings.annotations)
     doc_id = make_doc_id(SOURCE, f"{settings.dataset}/{variant}/{digest}")
@@ -192,7 +197,7 @@ def read_jsonl(spec: InputSpec, settings: ReasoningSettings, bound: RowBound | N
                     detail = f"{where}: {row.detail}" if row.reason == "too_large" else row.detail
                     yield Drop("too_large" if row.reason == "too_large" else "malformed_json", where, detail)
                 elif row is not None:
-                    yield bound.run(row, where)
+                    yield bound.run(row, where, f"{spec.key}: line {number}")
     except CODEC_ERRORS as exc:
         yield Drop("truncated_input", f"{spec.location}: after line {number}", f"{type(exc).__name__}: {exc}")
 
@@ -213,7 +218,8 @@ def read_parquet(spec: InputSpec, settings: ReasoningSettings, bound: RowBound |
     sized = {"question": settings.max_line_bytes, "answer": settings.max_line_bytes}
     for row, item in enumerate(parquet_file_rows(parquet, ["question", "answer"], 1024, sized)):
         where = f"{spec.location}: row {row}"
-        yield Drop(item.reason, where, item.detail) if isinstance(item, RowError) else bound.run(item, where)
+        yield (Drop(item.reason, where, item.detail) if isinstance(item, RowError)
+               else bound.run(item, where, f"{spec.key}: row {row}"))
 
 
 class RowBound:
@@ -233,14 +239,14 @@ class RowBound:
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_cleaner": None}
 
-    def run(self, row: Any, where: str) -> Record:
+    def run(self, row: Any, where: str, origin: str | None = None) -> Record:
         """The row's Document or Drop; ``cleaner_timeout`` when it runs past the deadline."""
         size = _row_chars(row)
         if size <= INLINE_CHARS or size > self.settings.max_chars:
-            return row_record(row, where, self.settings)
+            return row_record(row, where, self.settings, origin)
         if self._cleaner is None:
             self._cleaner = BoundedCleaner(row_record, shared=True)
-        return self._cleaner.run(where, row, where, self.settings)
+        return self._cleaner.run(where, row, where, self.settings, origin)
 
 
 def _row_chars(row: Any) -> int:

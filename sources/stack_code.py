@@ -219,8 +219,14 @@ def _sniffs_binary(content: str, data: bytes | memoryview, sniff_bytes: int) -> 
     return is_binary(data, sniff_bytes)
 
 
-def code_record(item: CodeRow, settings: StackCodeSettings, where: str, row: int) -> Record:
-    """One normalized row -> a Document or a Drop (the checks of the module docstring, in order)."""
+def code_record(item: CodeRow, settings: StackCodeSettings, where: str, row: int,
+                input_name: str | None = None) -> Record:
+    """One normalized row -> a Document or a Drop (the checks of the module docstring, in order).
+
+    ``where`` (the input as the run was given it) names drops for the user; a document records
+    ``input_name``, the input's file name, and its ``row`` instead: released bytes never depend on
+    how the path was spelled or which folder holds it.
+    """
     label = f"{item.repo}/{item.path}" if item.repo or item.path else f"{where}: row {row}"
     if not item.path:
         return Drop("malformed_row", f"{where}: row {row}", "no file path")
@@ -250,7 +256,7 @@ def code_record(item: CodeRow, settings: StackCodeSettings, where: str, row: int
         "repo": item.repo, "path": item.path, "license": item.license.label, "language": language,
         "dataset_language": item.label, "bytes": len(data), "blob_sha1": blob,
         "content_sha256": hashlib.sha256(data).hexdigest(), "format": item.fmt,
-        "url": github_url(item.repo, item.path), "input": where, "row": row,
+        "url": github_url(item.repo, item.path), **({"input": input_name} if input_name else {}), "row": row,
     }
     return Document(id=make_doc_id(SOURCE, f"{label}@{blob}"), text=text, source=SOURCE, meta=meta)
 
@@ -284,15 +290,15 @@ def read_parquet(spec: InputSpec, settings: StackCodeSettings) -> Iterator[Recor
     content = "content" if layout == STACK else "code"
     rows = parquet_file_rows(parquet, columns, settings.batch_rows, {content: settings.max_file_bytes}, (content,))
     for number, row in enumerate(rows):
-        yield _parquet_record(row, normalize, settings, where, number)
+        yield _parquet_record(row, normalize, settings, spec, number)
 
 
 def _parquet_record(row: dict[str, Any] | RowError, normalize: Callable[[Mapping[str, Any], frozenset[str]], CodeRow],
-                    settings: StackCodeSettings, where: str, number: int) -> Record:
+                    settings: StackCodeSettings, spec: InputSpec, number: int) -> Record:
     """One decoded Parquet row as a record; a row that could not be decoded is one drop naming it."""
     if isinstance(row, RowError):
-        return Drop(row.reason, f"{where}: row {number}", row.detail)
-    return code_record(normalize(row, settings.allowed_licenses), settings, where, number)
+        return Drop(row.reason, f"{spec.location}: row {number}", row.detail)
+    return code_record(normalize(row, settings.allowed_licenses), settings, spec.location, number, spec.key)
 
 
 # -- JSON lines -------------------------------------------------------------------------------
@@ -304,12 +310,13 @@ def read_jsonl(spec: InputSpec, settings: StackCodeSettings) -> Iterator[Record]
         with open_binary(spec.path) as stream:
             for number, row in enumerate(json_rows(stream, settings.max_line_bytes), start=1):
                 if row is not None:
-                    yield _json_record(row, number, where, settings)
+                    yield _json_record(row, number, spec, settings)
     except CODEC_ERRORS as exc:
         yield Drop("truncated_input", f"{where}: after line {number}", f"{type(exc).__name__}: {exc}")
 
 
-def _json_record(row: dict[str, Any] | RowError, number: int, where: str, settings: StackCodeSettings) -> Record:
+def _json_record(row: dict[str, Any] | RowError, number: int, spec: InputSpec, settings: StackCodeSettings) -> Record:
+    where = spec.location
     if isinstance(row, RowError):
         if row.reason == "too_large":
             return Drop("too_large", f"{where}: line {number}", f"{where}: line {number}: {row.detail}")
@@ -318,7 +325,8 @@ def _json_record(row: dict[str, Any] | RowError, number: int, where: str, settin
     if layout is None:
         return Drop("missing_column", f"{where}: line {number}", "neither 'content' nor 'code' in the row")
     normalize = stack_row if layout == STACK else github_code_row
-    return code_record(normalize(row, settings.allowed_licenses), settings, f"{where}: line {number}", number)
+    return code_record(normalize(row, settings.allowed_licenses), settings, f"{where}: line {number}", number,
+                       spec.key)
 
 
 def is_parquet(path: Path) -> bool:
