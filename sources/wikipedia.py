@@ -14,7 +14,8 @@ Cleaning: :class:`sources.formats.wikitext.FastWikitextCleaner`, linear regex st
 link text and headings as plain lines and drop templates, refs, comments, tables,
 file/image/category links and language interwiki links (local names from siteinfo plus
 :mod:`sources.formats.wikipedia_names`), under a size and time bound per page (:mod:`core.bounded`); then
-whitespace is collapsed. The mwparserfromhell tree walk used before is kept as
+the tidy-up (:func:`sources.formats.wikitext.tidy`) removes what markup removal left behind, only
+at the sites it marked (never text the article has), and collapses whitespace. The mwparserfromhell tree walk used before is kept as
 ``WikitextCleaner(engine="tree")``, the reference the benchmark compares against.
 """
 
@@ -32,10 +33,12 @@ from pathlib import Path
 
 import mwparserfromhell
 from mwparserfromhell.nodes import (
+    Argument,
     ExternalLink,
     Heading,
     HTMLEntity,
     Tag,
+    Template,
     Text,
     Wikilink,
 )
@@ -50,11 +53,13 @@ from sources.formats.wikipedia_names import drop_prefixes
 from sources.formats.wikitext import (
     DROPPED_TAGS,
     LINE_BREAK_TAGS,
+    REMOVED,
     Bounds,
     CleanerTimeout,
     FastWikitextCleaner,
     RecordTooLarge,
     remove_balanced,
+    tidy,
 )
 
 log = logging.getLogger(__name__)
@@ -62,10 +67,6 @@ log = logging.getLogger(__name__)
 SOURCE = "wikipedia"
 
 
-_BEHAVIOUR_SWITCH = re.compile(r"__[A-Z]+__")
-_EMPTY_BRACKETS = re.compile(r"\(\s*[,;:]?\s*\)")
-_ODD_SPACES = ("\t", "\u00a0", "\u200b")  # collapsed to one space like runs of spaces
-_BLANK_LINES = re.compile(r"\n\n\n+")
 _BRACE_TOKENS = re.compile(r"\{\{|\}\}")
 _TABLE_TOKENS = re.compile(r"\{\||\|\}")
 _DBNAME = re.compile(r"^([a-z][a-z_]*?)wiki$")
@@ -404,13 +405,18 @@ class WikitextCleaner:
                     self._render(node.title, out)
                 elif not node.brackets:
                     out.append(str(node.url))
+                else:
+                    out.append(REMOVED)
             elif isinstance(node, HTMLEntity):
                 out.append(node.normalize())
-            # templates, comments and arguments are dropped
+            elif isinstance(node, (Template, Argument)):
+                out.append(REMOVED)  # rendered as something we drop: a removal site
+            # comments render as nothing
 
     def _render_link(self, node: Wikilink, out: list[str]) -> None:
         title = str(node.title).strip()
         if self._is_markup_link(title):
+            out.append(REMOVED)
             return
         if node.text is not None:
             self._render(node.text, out)
@@ -420,6 +426,7 @@ class WikitextCleaner:
     def _render_tag(self, node: Tag, out: list[str]) -> None:
         tag = str(node.tag).strip().lower()
         if tag in DROPPED_TAGS:
+            out.append(REMOVED)
             return
         if node.contents is not None and not node.self_closing:
             self._render(node.contents, out)
@@ -436,6 +443,8 @@ class WikitextCleaner:
             text = self.fast.clean(wikitext)
         else:
             out: list[str] = []
+            if REMOVED in wikitext:
+                wikitext = wikitext.replace(REMOVED, "")
             self._render(mwparserfromhell.parse(prestrip(wikitext)), out)
             text = "".join(out)
         if any(mark in text for mark in _RESIDUE_MARKS):
@@ -451,7 +460,7 @@ class WikitextCleaner:
         (an unclosed one up to the end of its line), and rewrites leftover links.
         """
         text = _COMMENT.sub("", text)
-        text = _REF.sub("", text)
+        text = _REF.sub(REMOVED, text)
         text = remove_balanced(text, _BRACE_TOKENS, "{{")
         text = remove_balanced(text, _TABLE_TOKENS, "{|")
         for _ in range(5):
@@ -463,7 +472,7 @@ class WikitextCleaner:
 
     def _link_text(self, target: str, label: str | None) -> str:
         if self._is_markup_link(target.strip()):
-            return ""
+            return REMOVED
         return label if label is not None else target.strip().lstrip(":")
 
 
@@ -488,11 +497,11 @@ def prestrip(wikitext: str) -> str:
     if "<!--" in wikitext:
         wikitext = _COMMENT_CLOSED.sub("", wikitext)
     if "<ref" in wikitext or "<REF" in wikitext:
-        wikitext = _REF_CLOSED.sub("", wikitext)
+        wikitext = _REF_CLOSED.sub(REMOVED, wikitext)
     for _ in range(_MAX_TEMPLATE_DEPTH):
         if "{{" not in wikitext:
             break
-        stripped = _TEMPLATE.sub("", _ARGUMENT.sub("", wikitext))
+        stripped = _TEMPLATE.sub(REMOVED, _ARGUMENT.sub(REMOVED, wikitext))
         if stripped == wikitext:
             break
         wikitext = stripped
@@ -500,27 +509,9 @@ def prestrip(wikitext: str) -> str:
 
 
 def collapse_whitespace(text: str) -> str:
-    """Tidy what is left after markup removal: spaces, empty brackets, blank lines.
-
-    Written with ``str.replace`` passes rather than regexes over spaces: in space-separated
-    scripts a pattern starting with a space class is tried at every space (a quarter of all
-    characters in Vietnamese), which made this function the cleaner's largest cost.
-    """
-    if "__" in text:
-        text = _BEHAVIOUR_SWITCH.sub("", text)
-    if "(" in text:
-        text = _EMPTY_BRACKETS.sub("", text)
-    for space in _ODD_SPACES:
-        if space in text:
-            text = text.replace(space, " ")
-    while "  " in text:
-        text = text.replace("    ", " ").replace("  ", " ")
-    for mark in ",.;:!?":  # runs are single spaces now, so one replace per mark is exact
-        spaced = " " + mark
-        if spaced in text:
-            text = text.replace(spaced, mark)
-    text = "\n".join([line.strip() for line in text.split("\n")])
-    return _BLANK_LINES.sub("\n\n", text).strip()
+    """The tidy-up after markup removal (:func:`sources.formats.wikitext.tidy`): it touches only
+    what removal left behind at :data:`~sources.formats.wikitext.REMOVED` sites, and whitespace."""
+    return tidy(text)
 
 
 @dataclass

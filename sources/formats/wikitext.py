@@ -14,6 +14,15 @@ each run in time linear in the page:
   first, one linear pass per nesting level, with a fixed number of passes; what is left
   unbalanced is removed by a token scanner (balanced spans; an unclosed one to its line's end).
 
+Removal sites: where markup that *renders as something* is removed (a template, a ``<ref>``, a
+table, a file or category link, a bare external link), the cleaner leaves :data:`REMOVED`, a
+Unicode noncharacter. The tidy-up (:func:`tidy`) removes only what such a removal left behind, and
+only next to one: the brackets around a removed ``{{IPA|…}}`` (``Berlin ({{IPA|…}})`` ->
+``Berlin``), a separator orphaned inside them, the space before a mark where a ``<ref>`` stood
+(``word <ref>…</ref>.`` -> ``word.``). Text the article has is never touched: ``main()``,
+``the .NET platform``, French ``Bonjour !`` pass as written. Comments render as nothing, so they
+leave no site. The sentinel is stripped before the text leaves the tidy-up.
+
 Bounds: a page longer than ``max_chars`` is refused (:class:`RecordTooLarge`) before any work,
 and the wall time is checked between stages against ``timeout_s`` (:class:`CleanerTimeout`).
 Because every stage is linear, a stage cannot overrun by more than its own linear cost.
@@ -52,6 +61,10 @@ DEFAULT_TIMEOUT_S = 5.0
 #: Pages below this many characters are cleaned in-process (the helper's round trip would cost
 #: more than the cleaning); the worst linear factor of the stages keeps them well under a second.
 DEFAULT_INLINE_CHARS = 1 << 20
+#: Left where markup that renders as something was removed (see the module docstring): U+FDD0 is a
+#: noncharacter, which Unicode reserves for a process's internal use, so it is never article text
+#: (one found in the input is dropped on entry).
+REMOVED = "\ufdd0"
 _TEMPLATE_PASSES = 20
 _LINK_PASSES = 6
 _URL = r"(?:https?://|ftp://|ftps://|sftp://|irc://|ircs://|news:|mailto:|gopher://|git://|svn://|//)"
@@ -70,11 +83,36 @@ _EXTERNAL = re.compile(r"\[(" + _URL + r"[^\s\[\]<>\"]{0,2000})(?:[^\S\n]+([^\]\
 _STRAY_BRACKET = re.compile(r"\[(?=" + _URL + ")", re.I)  # an external link's "[" never closed
 _UNCLOSED_LINK = re.compile(r"\[\[([^\[\]|\n]{0,1000})[^\n]*")
 _LINK = re.compile(r"\[\[([^\[\]|\n]{0,1000})(?:\|([^\[\]]{0,10000}))?\]\]")
-_HEADING = re.compile(r"\n(={1,6})[ \t]*(.+?)[ \t]*=+[ \t]*(?=\n)")
+_HEADING = re.compile(r"\n(={1,6})[ \t]*(.+?)[ \t]*=+[ \t\ufdd0]*(?=\n)")
 _RULE = re.compile(r"\n----+")
 _DEFINITION = re.compile(r"\n;([^:\n]*):")
 _LIST = re.compile(r"\n[*#:;]+")
 _QUOTES = re.compile(r"''+")
+#: MediaWiki's behaviour switches (core and the extensions Wikipedia runs; case-insensitive, as there):
+#: only these words are markup; ``__FILE__`` or ``__init__`` in an article are text.
+_BEHAVIOUR_SWITCH = re.compile(
+    r"__(?:NOTOC|FORCETOC|TOC|NOEDITSECTION|NEWSECTIONLINK|NONEWSECTIONLINK|NOGALLERY|HIDDENCAT|"
+    r"EXPECTUNUSEDCATEGORY|EXPECTUNUSEDTEMPLATE|NOCONTENTCONVERT|NOCC|NOTITLECONVERT|NOTC|INDEX|NOINDEX|"
+    r"STATICREDIRECT|DISAMBIG|EXPECTED_UNCONNECTED_PAGE|NOGLOBAL|ARCHIVEDTALK|NOTALK)__",
+    re.I,
+)
+#: ``(`` followed only by removal sites, spaces and separators: group 2 (the closer) matched means
+#: the brackets held nothing but removed markup (``({{IPA|…}}; {{lang|…}})``); otherwise the sites
+#: and the separators they orphaned are cut from the bracket's head (``({{lang|…}}; born 1950)``).
+_OPEN_SITES = re.compile(
+    r"([(\uff08])(?:[ \t]*(?:[,;:\uff0c\uff1b\u3001][ \t]*)?\ufdd0)+[ \t\ufdd0]*"
+    r"(?:[,;:\uff0c\uff1b\u3001][ \t\ufdd0]*)*([)\uff09])?"
+)
+#: Run over the *reversed* text, so that what precedes a site is matched after it and every match
+#: starts at a literal (a pattern starting with a space class is tried at every space):
+#: ``sep? spaces site-run spaces )`` (a removed last item of a bracket; reversed here), and
+#: ``spaces site-run`` directly before a mark (a ``<ref>`` between a word and its full stop).
+_SITES_BEFORE_MARKS_REVERSED = re.compile(
+    r"([)\uff09])(?:[ \t]*\ufdd0)+[ \t\ufdd0]*(?:[,;\uff0c\uff1b\u3001])?"
+    r"|\ufdd0(?<=[.,;:!?\u3002\uff0c\uff1b\uff1a\uff01\uff1f]\ufdd0)[ \t\ufdd0]*"
+)
+_ODD_SPACES = ("\t", "\u00a0", "\u200b")  # collapsed to one space like runs of spaces
+_BLANK_LINES = re.compile(r"\n\n\n+")
 _TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]{0,30})(?:\s[^<>]{0,2000}?)?\s*(/?)>")
 
 
@@ -113,8 +151,9 @@ class _Clock:
             raise CleanerTimeout(f"cleaning took more than {self.seconds:g}s (at {stage})")
 
 
-def remove_balanced(text: str, tokens: re.Pattern[str], opener: str) -> str:
-    """Remove ``opener … closer`` spans (nested) found by ``tokens``; an unclosed one ends at its line's end.
+def remove_balanced(text: str, tokens: re.Pattern[str], opener: str, replacement: str = REMOVED) -> str:
+    """Replace ``opener … closer`` spans (nested) found by ``tokens`` with ``replacement``; an
+    unclosed one ends at its line's end.
 
     Openers and closers are paired with a stack in one regex pass (a closer with no opener is
     left alone); the cut spans are then merged in order, so the cost is linear in the text plus
@@ -143,6 +182,7 @@ def remove_balanced(text: str, tokens: re.Pattern[str], opener: str) -> str:
         if end <= position:
             continue  # inside a span already cut
         out.append(text[position:max(start, position)])
+        out.append(replacement)
         position = end
     out.append(text[position:])
     return "".join(out)
@@ -153,7 +193,7 @@ def strip_templates(text: str) -> str:
     for _ in range(_TEMPLATE_PASSES):
         if "{{" not in text:
             return text.replace("}}", "") if "}}" in text else text
-        stripped = _TEMPLATE.sub("", _ARGUMENT.sub("", text))
+        stripped = _TEMPLATE.sub(REMOVED, _ARGUMENT.sub(REMOVED, text))
         if stripped == text:
             break
         text = stripped
@@ -172,7 +212,7 @@ def _tag_markup(match: re.Match[str]) -> str:
 
 
 def _external(match: re.Match[str]) -> str:
-    return match.group(2) or ""
+    return match.group(2) or REMOVED  # a bare [http://…] renders as a numbered link
 
 
 class FastWikitextCleaner:
@@ -188,19 +228,20 @@ class FastWikitextCleaner:
             return label if label is not None else target.strip()
         target = target.strip()
         if self.is_markup_link(target):
-            return ""
+            return REMOVED
         return label if label is not None else target.lstrip(":")
 
     def clean(self, wikitext: str) -> str:
-        """Plain text of ``wikitext`` (whitespace not yet collapsed); raises the bound exceptions."""
+        """Plain text of ``wikitext`` with :data:`REMOVED` at removal sites (not yet :func:`tidy`-ed);
+        raises the bound exceptions."""
         if len(wikitext) > self.bounds.max_chars:
             raise RecordTooLarge(f"{len(wikitext)} characters of wikitext (bound {self.bounds.max_chars})")
         clock = _Clock(self.bounds.timeout_s)
-        text = wikitext
+        text = wikitext.replace(REMOVED, "") if REMOVED in wikitext else wikitext
         if "<!--" in text:
-            text = _COMMENT.sub("", text)
+            text = _COMMENT.sub("", text)  # renders as nothing: no removal site
         if "<" in text:
-            text = _DROPPED.sub("", text)
+            text = _DROPPED.sub(REMOVED, text)
         clock.check("tags")
         if "{" in text:
             text = strip_templates(text)
@@ -228,7 +269,7 @@ class FastWikitextCleaner:
 
     def _unclosed_link(self, match: re.Match[str]) -> str:
         target = match.group(1).strip()
-        return "" if ":" in target and self.is_markup_link(target) else match.group(0)[2:]
+        return REMOVED if ":" in target and self.is_markup_link(target) else match.group(0)[2:]
 
     def _internal(self, text: str, clock: _Clock) -> str:
         for _ in range(_LINK_PASSES):
@@ -259,3 +300,44 @@ class FastWikitextCleaner:
         if "&" in text:
             text = html.unescape(text)
         return text
+
+
+def _open_sites(match: re.Match[str]) -> str:
+    return REMOVED if match.group(2) else match.group(1)
+
+
+def tidy_removal_sites(text: str) -> str:
+    """Remove what markup removal left behind at :data:`REMOVED` sites, then the sites themselves.
+
+    Only characters next to a site go, and only these: brackets that held nothing but removed
+    markup (and the separators between the removed items), separators orphaned at a bracket's
+    head or tail, and the spaces between a word and a mark where a removed ``<ref>`` or template
+    stood. ``main()``, ``a ()``, ``the .NET platform`` and French ``Bonjour !`` have no site and
+    are left as written; ``mot<ref/> :`` keeps its space, since the site is not next to the mark.
+    """
+    if "(" in text or "\uff08" in text:
+        text = _OPEN_SITES.sub(_open_sites, text)
+    reversed_text = text[::-1]
+    reversed_text = _SITES_BEFORE_MARKS_REVERSED.sub(r"\1", reversed_text)
+    return reversed_text[::-1].replace(REMOVED, "")
+
+
+def tidy(text: str) -> str:
+    """The text a reader sees from a cleaner's output: removal sites tidied, then whitespace
+    (runs of spaces made one, lines stripped, at most one blank line in a row).
+
+    Written with ``str.replace`` passes rather than regexes over spaces: in space-separated
+    scripts a pattern starting with a space class is tried at every space (a quarter of all
+    characters in Vietnamese), which made this function the cleaner's largest cost.
+    """
+    if "__" in text:
+        text = _BEHAVIOUR_SWITCH.sub("", text)  # renders as nothing: no site
+    if REMOVED in text:
+        text = tidy_removal_sites(text)
+    for space in _ODD_SPACES:
+        if space in text:
+            text = text.replace(space, " ")
+    while "  " in text:
+        text = text.replace("    ", " ").replace("  ", " ")
+    text = "\n".join([line.strip() for line in text.split("\n")])
+    return _BLANK_LINES.sub("\n\n", text).strip()

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from core.compressed import open_binary
 from core.document import Document, Drop, InputSpec
 from sources.formats.wikipedia_names import drop_prefixes
-from sources.formats.wikitext import Bounds, CleanerTimeout, RecordTooLarge, remove_balanced
+from sources.formats.wikitext import REMOVED, Bounds, CleanerTimeout, RecordTooLarge, remove_balanced
 from sources.samples.wikipedia import SamplePage, dump_xml
 from sources.wikipedia import (
     WikipediaReader,
@@ -104,10 +104,12 @@ def test_bounds_raise() -> None:
 
 def test_remove_balanced_nesting_and_unclosed() -> None:
     tokens = re.compile(r"\{\{|\}\}")
-    assert remove_balanced("a {{b {{c}} d}} e", tokens, "{{") == "a  e"
-    assert remove_balanced("a {{b\nc }} d", tokens, "{{") == "a {{b\nc }} d".replace("{{b\nc }}", "")
-    assert remove_balanced("a {{b {{c\nnext", tokens, "{{") == "a \nnext"
-    assert remove_balanced("a }} b", tokens, "{{") == "a }} b"
+    assert remove_balanced("a {{b {{c}} d}} e", tokens, "{{", "") == "a  e"
+    assert remove_balanced("a {{b\nc }} d", tokens, "{{", "") == "a {{b\nc }} d".replace("{{b\nc }}", "")
+    assert remove_balanced("a {{b {{c\nnext", tokens, "{{", "") == "a \nnext"
+    assert remove_balanced("a }} b", tokens, "{{", "") == "a }} b"
+    # by default each cut span leaves one removal site, where the tidy-up may look
+    assert remove_balanced("a {{b}}{{c {{d}}}} e {{f", tokens, "{{") == f"a {REMOVED}{REMOVED} e {REMOVED}"
 
 
 def _reader_records(tmp_path: Path, pages: list[SamplePage], bounds: Bounds | None = None) -> list[object]:
