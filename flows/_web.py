@@ -10,7 +10,7 @@ flow imports the other's module (``tests/test_layout_rules.py``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,6 +23,7 @@ from sources.formats.crawl_paths import CC_BASE_URL, CRAWL_ID, crawl_paths_url, 
 
 if TYPE_CHECKING:
     from core.download import download
+    from core.steps import Step
     from sources import commoncrawl as cc
     from sources.formats.html_text import ExtractOptions
     from sources.formats.warc import WarcLimits
@@ -67,7 +68,8 @@ class WebConfig(LateBoundsConfig):
     RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"dedup_memory_mb"}
     #: The extractor choice came after the first release: at its default (trafilatura) it names what
     #: every earlier run used, so it leaves their config hash (and resumable work) unchanged.
-    HASHED_WHEN_SET: ClassVar[frozenset[str]] = frozenset({"extract.engine"})
+    HASHED_WHEN_SET: ClassVar[frozenset[str]] = frozenset({"extract.engine", "url_blocklist",
+                                                           "url_blocklist_categories"})
 
     inputs: list[str] = Field(default_factory=list, description="paths, globs, URLs or crawl ids")
     base_url: str = CC_BASE_URL
@@ -81,6 +83,26 @@ class WebConfig(LateBoundsConfig):
     extract: ExtractConfig = Field(default_factory=ExtractConfig)
     line_dedup: LineDedupConfig = Field(default_factory=LineDedupConfig)
     dedup_memory_mb: int = Field(1024, gt=0, description="peak memory of one group-dedup task")
+    url_blocklist: str | None = Field(None, description="UT1-layout folder (<category>/domains, <category>/urls)")
+    url_blocklist_categories: list[str] = Field(default_factory=list, description="categories to apply; [] = all")
+
+    def output_fields(self) -> dict[str, Any]:
+        """The blocklist enters the config hash by its content (the chosen lists' bytes), not its path:
+        the same lists give the same outputs wherever they lie, and an edited list re-runs the source."""
+        from core.filters.url_blocklist import folder_digest
+
+        fields = super().output_fields()
+        if self.url_blocklist:
+            fields["url_blocklist"] = folder_digest(Path(self.url_blocklist), self.url_blocklist_categories)
+        return fields
+
+    def url_filters(self) -> list[Step]:
+        """The blocklist step, first of a recipe's steps when a folder is given."""
+        from core.filters.url_blocklist import UrlBlocklist
+
+        if not self.url_blocklist:
+            return []
+        return [UrlBlocklist(str(Path(self.url_blocklist).resolve()), self.url_blocklist_categories)]
 
     def input_patterns(self) -> list[str]:
         """Local inputs to check before a run (crawl ids are looked up online)."""
@@ -128,4 +150,5 @@ WEB_FLAGS = [
     Flag("--paths-kind", "paths_kind", "which paths list of a crawl (default wet)", choices=["wet", "warc"]),
     Flag("--base-url", "base_url", f"Common Crawl base URL or mirror (default {CC_BASE_URL})"),
     Flag("--languages", "languages", "comma-separated languages to keep (default: en)", split=True),
+    Flag("--url-blocklist", "url_blocklist", "UT1-layout blocklist folder: listed hosts/URLs are dropped"),
 ]

@@ -71,6 +71,7 @@ class C4Config(WebConfig):
             lid_min_score=self.lid_min_score, lid_model=self.lid_model, prefilter=self.prefilter,
             prefilter_min_score=self.prefilter_min_score, extract=self.extract.options(),
             limits=self.extract.limits(), units=SentenceSpanUnits(self.span_sentences),
+            url_filters=tuple(self.url_filters()),
         )
 
 
@@ -83,7 +84,7 @@ def c4_flow(config: C4Config) -> SourceRunSummary:
         return run_source("c4", rebuilt, recipe, expand_crawls(rebuilt), phases=grouped_dedup_phases(recipe, rebuilt))
     if not config.inputs:
         raise ValueError("no input: give --inputs (released C4 json.gz) or --from-commoncrawl (WARC/WET)")
-    return run_source("c4", config, C4Recipe(), config.inputs)
+    return run_source("c4", config, C4Recipe(url_filters=tuple(config.url_filters())), config.inputs)
 
 
 cli = FlowCLI(c4_flow, C4Config, "c4.yaml", __doc__, report=print_summary, flags=[

@@ -58,6 +58,7 @@ class CommonCrawlConfig(WebConfig):
             min_chars=self.min_chars, prefilter=self.prefilter, prefilter_min_score=self.prefilter_min_score,
             extract=self.extract.options(), limits=self.extract.limits(), wikiref_model=self.wikiref_model,
             wikiref_threshold=self.wikiref_threshold, perplexity=self.perplexity.models(),
+            url_filters=tuple(self.url_filters()),
         )
 
 

@@ -93,6 +93,8 @@ class C4Recipe:
 
     language: str = "en"
     name: str = SOURCE
+    #: URL blocklists (core.filters.url_blocklist), before anything else.
+    url_filters: tuple[Step, ...] = ()
 
     def input_language(self, spec: InputSpec) -> str | None:
         return self.language
@@ -101,7 +103,7 @@ class C4Recipe:
         return read_c4_json(spec.path, spec.location, self.name, self.language)
 
     def steps(self) -> list[Step]:
-        return [NonEmpty()]
+        return [*self.url_filters, NonEmpty()]
 
     def partition(self, doc: Document) -> str:
         return doc.language or self.language
@@ -123,13 +125,14 @@ class C4FromCommonCrawlRecipe(GroupedDedupRecipe):
     name: str = SOURCE
     units: Units = field(default_factory=SentenceSpanUnits)
     out: Path | None = None
+    url_filters: tuple[Step, ...] = ()
 
     def read_raw(self, spec: InputSpec) -> Iterator[Record]:
         return warc_records(self, spec)
 
     def pre_steps(self) -> list[Step]:
         """Tidy lines, then C4's line and page rules (before dedup, as in TFDS)."""
-        return [TidyLines(), C4CleanPage(self.rules)]
+        return [*self.url_filters, TidyLines(), C4CleanPage(self.rules)]
 
     def steps(self) -> list[Step]:
         """After span dedup: the sentence floor again, bad words, language ID."""

@@ -101,12 +101,14 @@ class GroupedDedupRecipe:
     name: str = SOURCE
     units: Units = LineUnits()
     out: Path | None = None
+    #: URL blocklists (core.filters.url_blocklist), run first: a listed page is not extracted further.
+    url_filters: tuple[Step, ...] = ()
 
     def read_raw(self, spec: InputSpec) -> Iterator[Record]:
         raise NotImplementedError
 
     def pre_steps(self) -> Sequence[Step]:
-        return [TidyLines()]
+        return [*self.url_filters, TidyLines()]
 
     def steps(self) -> Sequence[Step]:
         raise NotImplementedError
@@ -171,6 +173,7 @@ class CommonCrawlRecipe(GroupedDedupRecipe):
     name: str = SOURCE
     units: Units = field(default_factory=LineUnits)
     out: Path | None = None
+    url_filters: tuple[Step, ...] = ()
 
     def read_raw(self, spec: InputSpec) -> Iterator[Record]:
         """WARC responses (HTML, extracted) or WET conversions (text) as Documents and Drops."""
