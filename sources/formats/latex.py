@@ -101,7 +101,8 @@ VERBATIM_ENVS = ("verbatim", "verbatim*", "Verbatim", "lstlisting", "minted", "a
 _BEGIN_VERBATIM = re.compile(r"\\begin\s*\{(" + "|".join(re.escape(e) for e in VERBATIM_ENVS) + r")\}")
 #: In a line: ``\verb<d>…<d>`` (skipped whole), an escaped char (``\%``, ``\\``), or a comment.
 _LINE_TOKENS = re.compile(r"\\verb\*?([^A-Za-z\s*])|\\[^A-Za-z]|%")
-_COMMENT_ENV = re.compile(r"\\begin\s*\{comment\}.*?\\end\s*\{comment\}", re.S)
+#: A ``comment`` environment, with its line end when it ends a line (it adds no paragraph break).
+_COMMENT_ENV = re.compile(r"\\begin\s*\{comment\}.*?\\end\s*\{comment\}(?:[ \t]*\n)?", re.S)
 
 
 def decode_tex(data: bytes) -> str:
@@ -969,7 +970,7 @@ class TexReader:
         return position, end if close == -1 or -1 < newline < close else close + 1
 
     def _remove(self, text: str, position: int, start: int, end: int) -> tuple[int, int]:
-        """Emit the text before ``start`` and drop ``text[start:end]`` (a decided token)."""
+        """Emit the text before ``start`` and drop ``text[start:end]`` (a decided token, a definition)."""
         self._emit(text[position:start])
         resume = self._resume(text, end)
         return resume, resume
@@ -988,18 +989,20 @@ class TexReader:
             return position, start + 1
         name = match.group(2) or match.group(3) or ""
         target = _include_target(name, self.base, self.files)
-        self._emit(text[position:start])
         if target is None:
             _warn(self.warnings, f"{path}: \\{match.group(1)}{{{name}}} not found in the archive")
-        elif self._may_open(path, target, depth, active):
-            self.included.append(target)
-            page = match.group(1) == "include"  # \include starts a new page: a paragraph break
-            self._emit("\n" if page else "")
-            before = len(self.out)
-            self._read_file(target, depth + 1, (*active, target))
-            if not page and len(self.out) > before and self.out[-1].endswith("\n"):
-                self.out[-1] = self.out[-1][:-1]  # the file's last line end and the \input line's are one space
-            self._emit("\n" if page else "")
+            return self._remove(text, position, start, match.end())
+        if not self._may_open(path, target, depth, active):
+            return self._remove(text, position, start, match.end())
+        self._emit(text[position:start])
+        self.included.append(target)
+        page = match.group(1) == "include"  # \include starts a new page: a paragraph break
+        self._emit("\n" if page else "")
+        before = len(self.out)
+        self._read_file(target, depth + 1, (*active, target))
+        if not page and len(self.out) > before and self.out[-1].endswith("\n"):
+            self.out[-1] = self.out[-1][:-1]  # the file's last line end and the \input line's are one space
+        self._emit("\n" if page else "")
         return match.end(), match.end()
 
     def _may_open(self, path: str, target: str, depth: int, active: tuple[str, ...]) -> bool:
@@ -1050,8 +1053,7 @@ class TexReader:
             if self.undecided and macro.expandable:  # defined or not depending on what we cannot decide
                 macro = Macro(macro.name, macro.nargs, macro.body, macro.default, expandable=False)
             self.table.add(macro, provide=command == "providecommand")
-        self._emit(text[position:start])
-        return stop, stop
+        return self._remove(text, position, start, stop)
 
 
 _PLAIN_GROUPS = re.compile(_READER_ALTERNATIVES).groups

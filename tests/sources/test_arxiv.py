@@ -84,6 +84,7 @@ def test_bulk_tar_with_tar_and_single_tex_papers(tmp_path: Path) -> None:
     assert first.text == "\\section{Introduction}\nWe present \\textsc{Net}."
     assert first.meta["yymm"] == "2301" and first.meta["url"] == "https://arxiv.org/abs/2301.00001"
     assert first.meta["main_file"] == "main.tex" and first.meta["tex_files"] == 2
+    assert first.meta["support_files"] == 1 and first.meta["local_packages"] == 0  # refs.bbl, read
     assert docs[1].text == "\\section{Only} One file paper."
     assert [d.reason for d in drops] == ["pdf_only"]
     assert stats.records_in == 3 and stats.balanced()
@@ -223,3 +224,98 @@ def test_real_eprints(realdata: Path) -> None:
         assert doc.meta["main_file"] == main and len(doc.text) > min_chars
         assert "\\newcommand" not in doc.text and "\\bibitem" not in doc.text
     assert doc.meta["tex_files"] == 60 and doc.meta["inlined_files"] == 27  # the 60 ._* twins are skipped
+
+
+# -- issue 31's shared cases, through the flow's own source function ---------------------------
+CASE_01 = r"""\documentclass{article}
+\begin{document}
+\section{Introduction}
+Kept paragraph one: we study monotone maps.
+\iffalse
+DRAFTONE: an abandoned proof sketch, $P \iff Q$ holds trivially.
+\fi
+Kept paragraph two: the main theorem follows.
+\iffalse
+DRAFTTWO: another commented-out remark that must not appear.
+\fi
+\section{Results}
+Kept paragraph three: the bound is tight.
+\end{document}
+"""
+CASE_11_MAIN = r"""\documentclass{article}
+\usepackage{amsmath,amssymb}
+\usepackage{notation}
+\begin{document}
+\title{Distances to random sets}
+\maketitle
+\section{Introduction}
+Let $A$ be a closed set. We bound $\Prob(\dist{x}{A} > t)$ for every point $x$.
+Every \Lip{} function $f$ satisfies $|f(x)-f(y)| \le \dist{x}{y}$.
+\section{Main result}
+The bound $\Prob(\dist{x}{A} > t) \le e^{-t^2/2}$ holds for all $t > 0$.
+\end{document}
+"""
+CASE_11_STY = r"""\ProvidesPackage{notation}
+\newcommand{\Prob}{\mathbb{P}}
+\newcommand{\dist}[2]{\operatorname{dist}(#1, #2)}
+\newcommand{\Lip}{Lipschitz}
+"""
+CASE_01_KEPT = ("\\section{Introduction}\nKept paragraph one: we study monotone maps.\n"
+                "Kept paragraph two: the main theorem follows.\n\\section{Results}\n"
+                "Kept paragraph three: the bound is tight.")
+CASE_11_KEPT = ("\\section{Introduction}\nLet $A$ be a closed set. We bound $\\mathbb{P}(\\operatorname{dist}(x, A) > t)$"
+                " for every point $x$.\nEvery Lipschitz{} function $f$ satisfies $|f(x)-f(y)| \\le "
+                "\\operatorname{dist}(x, y)$.\n\\section{Main result}\nThe bound $\\mathbb{P}(\\operatorname{dist}(x, A) > t)"
+                " \\le e^{-t^2/2}$ holds for all $t > 0$.")
+
+
+def flow_read(path: Path) -> list[Document]:
+    """Documents as the arXiv flow reads ``path`` (its config's recipe, default settings)."""
+    from flows.arxiv import ArxivConfig
+
+    records = list(ArxivConfig(inputs=[str(path)]).recipe().read(InputSpec(str(path), path, path.name)))
+    assert all(isinstance(r, Document) for r in records), records
+    return [r for r in records if isinstance(r, Document)]
+
+
+def case_11_eprint() -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:  # as the case's make.py packs it
+        for name, text in (("main.tex", CASE_11_MAIN), ("notation.sty", CASE_11_STY)):
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = len(text.encode()), 1700000000
+            tar.addfile(info, io.BytesIO(text.encode()))
+    return buffer.getvalue()
+
+
+def test_case_01_iffalse_blocks_with_iff_vanish(tmp_path: Path) -> None:
+    path = tmp_path / "paper.tex"
+    path.write_text(CASE_01)
+    [doc] = flow_read(path)
+    assert doc.text == CASE_01_KEPT
+    assert doc.meta["conditionals"] == 2 and doc.meta["unclosed_conditionals"] == 0
+
+
+def test_case_11_macros_of_a_local_sty_are_expanded(tmp_path: Path) -> None:
+    path = tmp_path / "2301.00042.tar.gz"
+    path.write_bytes(case_11_eprint())
+    [doc] = flow_read(path)
+    assert doc.text == CASE_11_KEPT
+    assert doc.meta["title"] == "Distances to random sets"
+    assert doc.meta["tex_files"] == 1 and doc.meta["support_files"] == 1 and doc.meta["local_packages"] == 1
+
+
+def test_both_cases_in_a_bulk_tar(tmp_path: Path) -> None:
+    bulk = write_bulk(tmp_path / "arXiv_src_2301_001.tar", [
+        ("2301/2301.00041.gz", gz(CASE_01.encode())), ("2301/2301.00042.gz", case_11_eprint())])
+    assert [(d.meta["arxiv_id"], d.text) for d in flow_read(bulk)] == [
+        ("2301.00041", CASE_01_KEPT), ("2301.00042", CASE_11_KEPT)]
+
+
+def test_macros_of_a_local_sty_obey_the_expansion_bound(tmp_path: Path) -> None:
+    defs = "".join("\\def\\m" + chr(97 + i) + "{" + ("\\m" + chr(98 + i) + " ") * 20 + "}\n" for i in range(5))
+    paper = gz(tar_bytes([("main.tex", b"\\documentclass{article}\\usepackage{bomb}\n\\section{S} \\ma"),
+                          ("bomb.sty", (defs + "\\def\\mf{x}\n").encode())]))
+    bulk = write_bulk(tmp_path / "b.tar", [("2301/2301.00043.gz", paper), ("2301/2301.00044.gz", single_tex_gz())])
+    docs, drops, stats = read_all(bulk)
+    assert [d.reason for d in drops] == ["macro_expansion_limit"] and len(docs) == 1 and stats.balanced()

@@ -66,7 +66,7 @@ def test_strip_comments_keeps_verbatim_and_verb() -> None:
 
 def test_comment_environment_is_removed_and_conditionals_are_left_to_the_reader() -> None:
     text = "a\n\\begin{comment}\nsecret \\fi\n\\end{comment}\nb \\iffalse hidden \\fi c"
-    assert strip_comments(text) == "a\n\nb \\iffalse hidden \\fi c"
+    assert strip_comments(text) == "a\nb \\iffalse hidden \\fi c"
 
 
 # -- conditionals -----------------------------------------------------------------------------
