@@ -193,10 +193,10 @@ def drive_source(
     keys = [s.key for s in specs]
     run = _Run(recipe, ctx, pipeline.scope_hash(keys, ctx.config_hash), executor, logger or log,
                progress or (lambda done, total: None))
-    done = {s.key: pipeline.load_done(s, ctx, run.scope) for s in specs}
-    if specs and all(done.values()):
+    finished = finished_before(specs, ctx)
+    if finished is not None:
         run.log.info("all %d inputs already finished for this config; nothing to do", len(specs))
-        return [r for r in done.values() if r is not None]
+        return finished
     started = time.perf_counter()
     phase_run = PhaseRun(executor, run.log)
     before = phases.before_stage(ctx, list(specs), phase_run) if phases.before_stage is not None else {}
@@ -216,6 +216,20 @@ def drive_source(
         _remove_empty_staging(ctx)
     run.log.info("processed %d inputs in %.1fs", len(specs), time.perf_counter() - started)
     return records
+
+
+def finished_before(specs: Sequence[InputSpec], ctx: pipeline.RunContext) -> list[InputRecord] | None:
+    """The records of a run with nothing to do (every input finished before, for this config and
+    this set of inputs), in input order; None when something is left to do (or there is no input).
+
+    :func:`drive_source` returns them without running anything; a flow asks first to say
+    "nothing to do" in its summary rather than "completed".
+    """
+    scope = pipeline.scope_hash([s.key for s in specs], ctx.config_hash)
+    done = [pipeline.load_done(s, ctx, scope) for s in specs]
+    if not specs or any(record is None for record in done):
+        return None
+    return [record for record in done if record is not None]
 
 
 def _remove_empty_staging(ctx: pipeline.RunContext) -> None:

@@ -40,8 +40,9 @@ def print_report(summary: LlamaSummary) -> int:
     """The stage table and where the report is."""
     from core.report import format_table
 
-    rows = [(s.stage, s.status, f"{s.seconds:.1f}", s.detail[:100]) for s in summary.stages]
+    rows = [(s.stage, s.status, f"{s.seconds:.1f}", "" if (rate := s.per_second()) is None else f"{rate:,.1f}",
+             s.detail[:100]) for s in summary.stages]
     print(f"\n{summary.out}\n")
-    print(format_table(["stage", "status", "seconds", "detail"], rows))
+    print(format_table(["stage", "status", "seconds", "docs/s", "detail"], rows))
     print(f"\nreport: kinda --out {summary.out} report --html report.html")
     return 0

@@ -66,9 +66,22 @@ class StageResult:
     """One row of the stage table."""
 
     stage: str
-    status: str  # completed, partial, resumed (skipped: finished before), skipped, failed
+    #: completed, partial, resumed (a later stage finished before with the same inputs: not run),
+    #: nothing to do (a source whose every input finished before for this config), skipped, failed
+    status: str
     seconds: float = 0.0
     detail: str = ""
+    #: Documents the stage went through (a source: records read), for the progress line's rate.
+    documents: int | None = None
+
+    def per_second(self) -> float | None:
+        """Documents per second of the stage's wall time; None when it went through none (resumed, skipped)."""
+        return self.documents / self.seconds if self.documents and self.seconds > 0 else None
+
+    def rate(self) -> str:
+        """``1,234 documents, 56.7 documents/s``, or ``""`` when there is no rate."""
+        per_second = self.per_second()
+        return "" if per_second is None else f"{self.documents:,} documents, {per_second:,.1f} documents/s"
 
 
 @dataclass
@@ -228,15 +241,20 @@ class StageRun(Generic[Config]):
         update_progress_artifact(self.progress, progress=100.0 * self.finished / max(self.planned, 1))
 
     def record(self, result: StageResult) -> StageResult:
+        """Add a row to the stage table and say it: ``[3/11] stage github: completed in 7.6 s (...)``."""
         self.summary.stages.append(result)
         log = self.logger.error if result.status in ("failed", "partial") else self.logger.info
-        log("stage %s: %s (%.1fs) %s", result.stage, result.status, result.seconds, result.detail)
+        rate = result.rate()
+        log("[%d/%d] stage %s: %s in %.1f s%s: %s", len(self.summary.stages), self.planned, result.stage, result.status,
+            result.seconds, f" ({rate})" if rate else "", result.detail)
         return result
 
     # sources -------------------------------------------------------------------------------
     def run_sources(self) -> None:
         for name in self.config.selected_sources():
             section = dict(self.config.sources[name] or {})
+            if self.config.pii_redact:  # a dataset-wide switch (G.2's file): every source redacts
+                section.setdefault("pii_redact", True)
             if self.config.skip_missing and missing_inputs(self.config.source_locations(name)):
                 self.record(StageResult(name, "skipped", detail="no local input matches; skip_missing is on"))
                 self.step()
@@ -252,9 +270,7 @@ class StageRun(Generic[Config]):
                 continue
             seconds = time.perf_counter() - started
             self.summary.sources[name] = source_row(name, summary, seconds)
-            failed = [r.location for r in summary.failed]
-            self.record(StageResult(name, "partial" if failed else "completed", seconds,
-                                    f"{summary.kept} documents kept" + (f"; failed inputs: {failed}" if failed else "")))
+            self.record(source_result(name, summary, seconds))
             self.step()
         self.fingerprint = fingerprint("sources", final_shards(self.out))
 
@@ -277,19 +293,44 @@ class StageRun(Generic[Config]):
                 return None
             result = flow.run(config)
             status, detail = stage_status(stage, result)
+            documents = stage_documents(stage, result)
         except Exception as exc:  # later stages would read half-finished output: stop, report, re-run resumes
             self.broken = stage
             self.record(StageResult(stage, "failed", time.perf_counter() - started, f"{type(exc).__name__}: {exc}"))
             return None
         finally:
             self.step()
-        self.record(StageResult(stage, status, time.perf_counter() - started, detail))
+        self.record(StageResult(stage, status, time.perf_counter() - started, detail, documents))
         if status == "completed":
             mark_done(self.out, stage, print_, outputs(config, result))
         else:
             self.broken = stage
         self.fingerprint = print_
         return result
+
+
+def source_result(name: str, summary: Any, seconds: float) -> StageResult:
+    """A source's row: ``nothing to do`` when every input had finished before (a resumed run),
+    ``partial`` when an input failed, else ``completed``; documents: the records read now."""
+    failed = [r.location for r in summary.failed]
+    if getattr(summary, "nothing_to_do", False):
+        inputs = len(summary.records)
+        return StageResult(name, "nothing to do", seconds, f"{'the input' if inputs == 1 else f'all {inputs} inputs'} "
+                           f"finished before for this config ({summary.kept} documents kept)")
+    read = sum(r.records_in for r in summary.records)
+    return StageResult(name, "partial" if failed else "completed", seconds,
+                       f"{summary.kept} of {read} documents kept" + (f"; failed inputs: {failed}" if failed else ""),
+                       read)
+
+
+def stage_documents(stage: str, result: Any) -> int:
+    """Documents a later stage went through: indexed, deduplicated, labeled, tokenized."""
+    if stage in ("pile_index", "dedup"):
+        return int(result.documents)
+    if stage == "labels":
+        return sum(sum(r.counts.values()) for r in result)
+    totals = result["metadata"]["totals"]
+    return int(totals["train"]["docs"]) + int(totals["holdout"]["docs"])
 
 
 def stage_status(stage: str, result: Any) -> tuple[str, str]:

@@ -1,4 +1,5 @@
-"""Run logs without tracebacks for errors of the machine, not the code (a full disk, a read-only mount).
+"""Run logs without tracebacks for errors of the machine, not the code (a full disk, a read-only mount),
+and the lines a command prints before Prefect's logging is up (:func:`say`).
 
 Prefect logs every failed task and flow with its traceback, on the console and in the UI. For a
 full disk that is ~100 lines saying what one line says already ("No space left on device"),
@@ -10,8 +11,10 @@ its initializer (a spawned worker does not inherit the parent's logging setup).
 
 from __future__ import annotations
 
+import datetime
 import errno
 import logging
+import sys
 
 #: Errors fixed outside the code (free space, quota, a writable mount, the device).
 ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})
@@ -46,3 +49,14 @@ def quiet_environment_errors() -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(f, EnvironmentErrorFilter) for f in logger.filters):
             logger.addFilter(EnvironmentErrorFilter())
+
+
+def say(message: str) -> None:
+    """One line of what a command is doing, on stderr at once, in the look of Prefect's console lines.
+
+    Prefect's own logging starts only once its API is up, which takes seconds idle and minutes on
+    a loaded machine (importing Prefect, starting the temporary server): before then a command
+    that says nothing looks hung. Plain ``print``, not a logger: no logging is configured yet.
+    """
+    now = datetime.datetime.now().strftime("%H:%M:%S.%f")[:-3]
+    print(f"{now} | INFO    | kinda - {message}", file=sys.stderr, flush=True)

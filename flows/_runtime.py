@@ -23,6 +23,7 @@ import logging
 import multiprocessing
 import os
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
@@ -31,7 +32,7 @@ from typing import Any
 from core import lifeline
 from core.config import PipelineConfig
 from flows import _prefect_reuse
-from flows._logs import quiet_environment_errors
+from flows._logs import quiet_environment_errors, say
 from flows._worker_savings import install_worker_savings
 
 log = logging.getLogger(__name__)
@@ -39,24 +40,43 @@ log = logging.getLogger(__name__)
 
 @contextlib.contextmanager
 def prefect_api() -> Iterator[str]:
-    """Yield the API URL to use, starting an embedded server if none is configured."""
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    """Yield the API URL to use, starting an embedded server if none is configured.
+
+    It says what it does before each slow step (importing Prefect, starting the server: minutes
+    on a loaded machine, with no other output). The embedded server serves no UI and stops with
+    the run, so Prefect's ``View at http://127.0.0.1:<port>/runs/...`` links would point at nothing:
+    they are left out (an empty ``PREFECT_UI_URL``) unless the user set ``PREFECT_UI_URL``. With a
+    configured API (a real server, Prefect Cloud) the links stay: that UI outlives the run.
+    """
+    say("loading Prefect (seconds; a minute or more on a busy machine)...")
+    from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL, temporary_settings
 
     configured = os.environ.get("PREFECT_API_URL") or PREFECT_API_URL.value()
     if configured:
+        say(f"using the Prefect API at {configured}")
         yield configured
         return
+    say("starting a temporary Prefect API server for this run (PREFECT_API_URL is not set)...")
+    started = time.perf_counter()
     server = _linked_server()
+    ui_given = "PREFECT_UI_URL" in os.environ
     try:
         server.start(timeout=180)  # a loaded machine can take minutes; the default gives up early
+        say(f"Prefect API ready in {time.perf_counter() - started:.1f} s at {server.api_url} (it stops with "
+            "this run, so no UI links; set PREFECT_API_URL to a `prefect server` for a UI: docs/operations.md)")
         os.environ["PREFECT_API_URL"] = server.api_url
-        with temporary_settings({PREFECT_API_URL: server.api_url}):
+        links = {} if ui_given else {PREFECT_UI_URL: ""}
+        if not ui_given:
+            os.environ["PREFECT_UI_URL"] = ""
+        with temporary_settings({PREFECT_API_URL: server.api_url, **links}):
             try:
                 yield server.api_url
             finally:  # a failed run's logs too, or the log worker retries a stopped server for minutes
                 _drain_workers()
     finally:
         os.environ.pop("PREFECT_API_URL", None)
+        if not ui_given:
+            os.environ.pop("PREFECT_UI_URL", None)
         _stop_server(server)
 
 

@@ -94,8 +94,11 @@ def train_toy_tokenizer(dumps: list[Path], target: Path) -> None:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     lines = [line for d in dumps for line in bz2.decompress(d.read_bytes()).decode("utf-8").splitlines()]
+    # show_progress off: the trainer's Rust progress bars write to the terminal's stdout directly (three
+    # blank lines on a pipe, the first output of `make demo`), and a run has its own progress lines
     tok.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=2000, special_tokens=["<|endoftext|>"],
-                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                                       show_progress=False))
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
     tok.save(str(tmp))

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     )
 
     from core import pipeline
-    from core.driver import PhaseRun, SourcePhases, Splitter, drive_source
+    from core.driver import PhaseRun, SourcePhases, Splitter, drive_source, finished_before
     from core.manifest import InputRecord, Manifest
     from flows._recorder import RunRecorder
     from tasks.executor import PrefectExecutor
@@ -65,6 +65,7 @@ else:  # what only a run needs (Prefect, pyarrow): not imported by --help or a r
     pipeline = LazyImport("core.pipeline")
     SourcePhases = LazyImport("core.driver", "SourcePhases")
     drive_source = LazyImport("core.driver", "drive_source")
+    finished_before = LazyImport("core.driver", "finished_before")
     RunRecorder = LazyImport("flows._recorder", "RunRecorder")
     PrefectExecutor = LazyImport("tasks.executor", "PrefectExecutor")
     download_task = LazyImport("tasks.pipeline", "download_task")
@@ -77,6 +78,8 @@ class SourceRunSummary:
     run_id: str
     out: Path
     records: list[InputRecord] = field(default_factory=list)
+    #: Every input had finished before for this config: the run only read their markers.
+    nothing_to_do: bool = False
 
     @property
     def kept(self) -> int:
@@ -225,15 +228,16 @@ def run_source(
         config.preflight()  # e.g. no language-ID model: the run fails (in Prefect too), not every input
         specs = resolve_inputs(config, locations, checksums)
         ctx = pipeline.RunContext(out, recipe.name, config.config_hash(), config.shards.limits(), recipe.name,
-                                  config.exact_dedup_memory, config.spill_dir)
+                                  config.exact_dedup_memory, config.spill_dir, redact_pii=config.pii_redact)
         progress = Progress(f"{recipe.name}: stage + finalize", config.progress)
+        nothing_to_do = finished_before(specs, ctx) is not None
         try:
             records = drive_source(recipe, specs, ctx, PrefectExecutor(), phases=phases, split=split,
                                    keep_staging=config.keep_staging, progress=progress, logger=logger)
         finally:
             progress.close()
         run.inputs(records, recipe=flow_name)
-        summary = SourceRunSummary(run.run_id, out, records)
+        summary = SourceRunSummary(run.run_id, out, records, nothing_to_do)
         publish_summary(summary, run.manifest)
         for key, rows, description in (phases.tables() if phases and phases.tables else []):
             run.table(key, rows, description)

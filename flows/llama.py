@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -53,6 +54,7 @@ from flows._llama_stages import (
     shared_dask_cluster,
     tokenize_outputs,
 )
+from flows._logs import say
 from flows._runtime import worker_pool
 from flows._sample import SAMPLE_PAGES, sample_overrides
 from flows.source import source_runner
@@ -301,8 +303,14 @@ def sample_prepare(args: argparse.Namespace) -> dict[str, Any]:
         return {}
     layered = load_layered(args.config)
     configured = [name for name, section in (layered.get("sources") or {}).items() if section is not None]
-    return sample_overrides(Path(args.out or layered.get("out") or "data"), configured, source_registry(),
-                            args.flag_sample_pages or SAMPLE_PAGES, dedup=layered.get("dedup", {}) is not None)
+    out = Path(args.out or layered.get("out") or "data")
+    say(f"writing the offline sample inputs and a toy tokenizer under {out / 'sample'} (seconds; "
+        "unchanged files are kept, so a re-run resumes)...")
+    started = time.perf_counter()
+    overrides = sample_overrides(out, configured, source_registry(), args.flag_sample_pages or SAMPLE_PAGES,
+                                 dedup=layered.get("dedup", {}) is not None)
+    say(f"sample inputs ready in {time.perf_counter() - started:.1f} s")
+    return overrides
 
 
 cli = FlowCLI(llama_flow, LlamaConfig, "g1.yaml", __doc__, report=print_report, prepare=sample_prepare, runner=run,

@@ -135,13 +135,14 @@ def pubmed_flow(config: PubmedConfig) -> SourceRunSummary:
     if not config.central and not config.abstracts:
         raise ValueError("no input: give --central (PMC articles or packages) and/or --abstracts (MEDLINE files)")
     out = Path(config.out).resolve()
-    records = []
+    parts = []
     runner = make_task_runner(config)
     if config.central:
-        records += pubmed_central_flow.with_options(task_runner=runner)(config).records
+        parts.append(pubmed_central_flow.with_options(task_runner=runner)(config))
     if config.abstracts:
-        records += pubmed_abstracts_flow.with_options(task_runner=make_task_runner(config))(config).records
-    return SourceRunSummary(current_run_id(), out, records)
+        parts.append(pubmed_abstracts_flow.with_options(task_runner=make_task_runner(config))(config))
+    return SourceRunSummary(current_run_id(), out, [r for part in parts for r in part.records],
+                            all(part.nothing_to_do for part in parts))
 
 
 cli = FlowCLI(pubmed_flow, PubmedConfig, "pubmed.yaml", __doc__, report=print_summary, flags=[

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from core.manifest import Manifest
 from flows import _llama_stages as stages
 from flows import llama
 from flows._llama_crawl import LATEST_CRAWL, resolve_latest
+from flows._llama_report import print_report
 from flows._sample import PILE_SAMPLE_INDEX
 from flows.llama import LlamaConfig, parse_args
 from flows.registry import SOURCES
@@ -259,12 +261,19 @@ def test_g1_sample_matches_the_pile_sample_and_g3_is_smaller(g1_sample: SampleRu
 
 
 @pytest.mark.prefect
-def test_g1_sample_resumes_byte_identical(g1_sample: SampleRun, tmp_path: Path) -> None:
+def test_g1_sample_resumes_byte_identical(g1_sample: SampleRun, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
     out, args = g1_sample.out, g1_sample.args
     first = _tree(out)
     again = llama.run(parse_args(args))  # a re-run resumes: sources skip their inputs, later stages skip whole
-    assert [s.status for s in again.stages if s.stage in llama.STAGES] == ["resumed"] * 4
+    assert [(s.stage, s.status) for s in again.stages] == [  # what happened, not "completed"
+        *[(name, "nothing to do") for name in SOURCES.names("llama")], *[(s, "resumed") for s in llama.STAGES[1:]]]
     assert _tree(out) == first
+    capsys.readouterr()
+    assert print_report(again) == 0
+    table = capsys.readouterr().out
+    assert re.search(r"^wikipedia\s+nothing to do\s+[\d.]+\s+all 2 inputs finished before for this config", table, re.M)
+    assert re.search(r"^dedup\s+resumed\s+[\d.]+\s+finished before with the same inputs and config", table, re.M)
 
     (out / "tensors" / "g1" / "metadata.json").unlink()  # an output gone: that stage runs again
     third = llama.run(parse_args(args))
