@@ -46,7 +46,7 @@ from core.atomic import atomic_path
 from core.layout import duplicates_path, staging_dir
 from core.shards import read_documents
 from dedupe.minhash import MinHashConfig, MinHasher, to_hashfunc_value
-from dedupe.shingles import ShingleConfig
+from dedupe.shingles import NORMALIZATION, ShingleConfig
 from dedupe.shingles import shingle_hashes as batch_shingle_hashes
 
 NEAR_STEP = "dedup_near"
@@ -82,7 +82,7 @@ class NearDupSettings:
 
 
 # -- signatures -----------------------------------------------------------------------------
-_SHINGLE_SCHEME = "dedupe.shingles/v1"  # word bytes + polynomial hash; in the fingerprint
+_SHINGLE_SCHEME = f"dedupe.shingles/v1+{NORMALIZATION}"  # word bytes + polynomial hash, normalization; in the fingerprint
 #: Characters of book text hashed per batch: bounds the batch's arrays (~24 bytes per word).
 BATCH_CHARS = 32_000_000
 

@@ -54,10 +54,13 @@ from dedupe.lsh import (
     write_verified,
 )
 from dedupe.minhash import MinHashConfig, MinHasher, is_empty
-from dedupe.shingles import encode_texts
+from dedupe.shingles import NORMALIZATION, encode_texts
 
 INDEX_META = "index.json"
-INDEX_FORMAT = 1
+#: 2: shingles of NFKC, case-folded text with Unicode punctuation as separators
+#: (:data:`dedupe.shingles.NORMALIZATION`); format 1's signatures are of lowered text only, and
+#: comparing the two would miss every pair that differs in typography, so a format 1 index is refused.
+INDEX_FORMAT = 2
 #: Bits per signature value a new index keeps. Verification is all the index needs signatures
 #: for, and the low 16 bits estimate Jaccard as well (see dedupe.lsh.verify_pairs) in half the
 #: disk: 256 instead of 512 bytes per document. An index without the setting keeps 32 (older ones).
@@ -173,7 +176,9 @@ class ReferenceIndex:
         """Open an existing index (raises FileNotFoundError when there is none)."""
         meta = json.loads((Path(root) / INDEX_META).read_text(encoding="utf-8"))
         if meta.get("format") != INDEX_FORMAT:
-            raise ValueError(f"{root}: unsupported index format {meta.get('format')}")
+            raise ValueError(f"{root}: index format {meta.get('format')} (this version reads format {INDEX_FORMAT}: "
+                             f"shingles of {NORMALIZATION} text); rebuild the index into a new folder with "
+                             "python -m flows.pile_index")
         layouts = [BandLayout(int(b), int(r), float(t)) for b, r, t in meta["layouts"]]
         return cls(Path(root), MinHashConfig.from_dict(meta["minhash"]), layouts, meta["parts"],
                    int(meta.get("signature_bits", 32)))
@@ -245,7 +250,8 @@ def part_marker(root: Path, part: str, key: dict[str, Any], layouts: Sequence[Ba
     It names every file of the part (signatures, docs table, each band's keys) with its size, so a
     part whose files were deleted or cut is built again instead of being reused.
     """
-    return Marker(root / "parts" / f"{part}.json", {**key, "layouts": [layout.name for layout in layouts]})
+    return Marker(root / "parts" / f"{part}.json", {**key, "layouts": [layout.name for layout in layouts],
+                                                    "normalization": NORMALIZATION})
 
 
 def _finished_part(marker: Marker, root: Path) -> dict[str, Any] | None:

@@ -5,11 +5,19 @@ one is what makes the common MinHash tools slow (datasketch hashes every shingle
 datatrove spends 95% of its time in spaCy). Here a batch of documents is concatenated into one
 byte array and hashed by the compiled kernel (:mod:`dedupe.minhash_kernel`), which computes:
 
-1. **Normalize**: ``str.lower()`` (full Unicode case folding is left out on purpose: it is
-   slower and rarely changes a duplicate decision), then UTF-8.
+1. **Normalize** (:func:`normalize_for_shingles`, the one definition every matching path uses:
+   within a source, across sources, against the Pile, books): Unicode NFKC (full-width forms,
+   ligatures, ``…``, superscripts and NBSP become their plain forms), then each character on its
+   own: non-ASCII punctuation, symbols, separators and controls (Unicode categories ``P*``,
+   ``S*``, ``Z*``, ``Cc``) become a space (ASCII ones separate words in step 2), format characters (``Cf``: soft hyphens, zero-width spaces)
+   are removed, everything else is case folded (``str.casefold``); then UTF-8. Typography
+   therefore never makes a new word: ``didn’t``, ``“It”`` and ``day—by—day`` give the words of
+   ``didn't``, ``"it"`` and ``day-by-day`` (issue 31, case 10). Letters keep their accents and
+   digits stay digits: ``resume``/``résumé`` and ``1998``/``1999`` are different words.
 2. **Words**: maximal runs of *word bytes*: ASCII letters and digits and every byte >= 0x80
-   (so non-Latin scripts form words). ASCII punctuation and whitespace separate words, which
-   makes ``"Hello, world!"`` and ``"hello world"`` the same two words.
+   (so non-Latin scripts form words; after step 1 no non-ASCII punctuation is left). ASCII
+   punctuation and whitespace separate words, which makes ``"Hello, world!"`` and
+   ``"hello world"`` the same two words.
 3. **Word hash**: a polynomial hash of the word's bytes modulo 2**64 (``sum_j b_j P^(m - j)``
    for a word of ``m`` bytes, ``P`` = :data:`POLY_BASE`), then avalanched with the 64-bit
    MurmurHash3 finalizer.
@@ -27,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -39,6 +48,10 @@ U64 = np.uint64
 #: Seeds of the per-position shingle constants (odd, so each product is a bijection).
 _SHINGLE_CONSTANT_SEED = 0x5EED5EED
 _WORD_RE = re.compile(rb"[0-9A-Za-z\x80-\xff]+")
+#: The shingle normalization's name and version: part of every signature's identity (index
+#: format, part markers, book signature files), so signatures made under another definition
+#: are rebuilt or refused, never compared with these.
+NORMALIZATION = "nfkc-casefold-punct/2"
 
 
 @dataclass(frozen=True)
@@ -84,8 +97,37 @@ def shingle_constants(ngram: int) -> np.ndarray:
     return constants
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def fold_char(char: str) -> str:
+    """One character of NFKC text as normalization step 1 writes it (see the module docstring).
+
+    Per character, so the batch path can replace each distinct character of a document in its
+    bytes. Every character of a result is its own fold and none is an ASCII capital (tested for
+    every code point), so the replacements never act on each other's output. ASCII characters
+    are only lowered: ASCII punctuation separates words in step 2 already, and keeping it keeps
+    the batch path's bytes equal to the definition's.
+    """
+    if char.isascii():
+        return char.lower()
+    category = unicodedata.category(char)
+    if category[0] in "PSZ" or category == "Cc":
+        return " "
+    if category == "Cf":
+        return ""
+    return char.casefold()
+
+
+def normalize_for_shingles(text: str) -> str:
+    """The text whose words are shingled: NFKC, then :func:`fold_char` on every character.
+
+    The definition (one document at a time); :func:`lowered_batch` gives the same bytes for a
+    whole batch (a property test), doing the work only where a document has non-ASCII characters.
+    """
+    return "".join(map(fold_char, unicodedata.normalize("NFKC", text)))
+
+
 def _encode(text: str) -> bytes:
-    return text.lower().encode("utf-8", errors="surrogatepass")
+    return normalize_for_shingles(text).encode("utf-8", errors="surrogatepass")
 
 
 def encode_texts(texts: Sequence[str]) -> list[bytes]:
@@ -93,34 +135,73 @@ def encode_texts(texts: Sequence[str]) -> list[bytes]:
     return [text.encode("utf-8", errors="surrogatepass") for text in texts]
 
 
-#: The one character ``str.lower`` maps by context (final sigma): a text holding it is lowered whole.
-_CONTEXT_LOWERED = "\u03a3"
+#: Hangul vowel and final-consonant jamo: composed with the syllable before them by an algorithm,
+#: so they have no decomposition entry to be found by :func:`_joins_previous`'s scan.
+_HANGUL_JOINING = frozenset(chr(c) for c in [*range(0x1161, 0x1176), *range(0x11A8, 0x11C3)])
+
+
+@functools.cache
+def _joins_previous() -> frozenset[str]:
+    """Starters that canonical composition may join to the character before them (NFC_QC=Maybe):
+    the second character of every two-character canonical decomposition, and Hangul V/T jamo."""
+    seconds = set(_HANGUL_JOINING)
+    for point in range(0x30000):  # no canonical decomposition lies beyond (tested)
+        parts = unicodedata.decomposition(chr(point)).split()
+        if len(parts) == 2 and not parts[0].startswith("<"):
+            seconds.add(chr(int(parts[1], 16)))
+    return frozenset(seconds)
+
+
+def _inert(char: str) -> bool:
+    """A starter that never joins the character before it (so NFKC never looks across it)."""
+    return unicodedata.combining(char) == 0 and char not in _joins_previous()
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def fold_alone(char: str) -> str | None:
+    """``fold_char`` over ``NFKC(char)`` when NFKC maps this character on its own, else None.
+
+    NFKC decomposes each character, reorders runs of combining marks and composes a starter
+    with what may join it. When a character's NFKC form holds only inert starters and its
+    decomposition begins with one, no reordering or composition crosses its edges, so NFKC of
+    a text made of such characters is the concatenation of their own NFKC forms: the batch path
+    maps each distinct character once instead of normalizing the text (web text holds NBSP and
+    ``…`` in most documents; NFKC of each was half the cost of signing). A text with any other
+    character (combining marks, Hangul jamo, some Indic vowel signs) takes the whole NFKC.
+    """
+    normal = unicodedata.normalize("NFKC", char)
+    decomposed = unicodedata.normalize("NFKD", char)
+    if not all(map(_inert, normal)) or not decomposed or not _inert(decomposed[0]):
+        return None
+    return "".join(map(fold_char, normal))
 
 
 def _lowerable_bytes(text: str, raw: bytes, others: str | None = None) -> bytes:
     """Bytes whose ASCII lowering (``bytes.lower``) is ``_encode(text)``, given ``raw`` = ``text`` as UTF-8.
 
     ``others``: the text's non-ASCII characters (:func:`core.exact.non_ascii_chars`), computed
-    here when not given. ``str.lower`` maps each character on its own (its one context rule, the
-    final sigma, only touches ``Σ``), so lowering the ASCII letters of ``raw`` (one
-    ``bytes.lower`` of the batch buffer does that) and replacing, in the bytes, each distinct
-    non-ASCII character that changes by its lowered form is the whole job (``str.lower`` on a
-    non-ASCII string was the shingler's largest cost). UTF-8 is self-synchronizing, so a
-    character's bytes never match across a character boundary; no lowered character changes
-    when lowered again, and none holds an ASCII capital (both tested for every code point), so
-    the replacements do not interfere with each other or with ``bytes.lower``. A text holding
-    ``Σ`` is lowered by ``str.lower`` itself.
+    here when not given. An ASCII text needs nothing: the kernel lowers ASCII letters as it reads
+    them and treats ASCII punctuation as a separator, which is what :func:`fold_char` does to
+    them. Otherwise each distinct non-ASCII character is replaced in the bytes by its
+    :func:`fold_alone` form (``str`` operations over the whole text were the shingler's largest
+    cost); a text holding a character NFKC cannot map alone is normalized whole first. UTF-8 is
+    self-synchronizing, so a character's bytes never match across a character boundary, and no
+    replacement holds a character that another one changes (tested for every code point).
     """
     if others is None:
         others = non_ascii_chars(text, raw)
-    if not others or others.lower() == others:
+    if not others:
         return raw
-    if _CONTEXT_LOWERED in others:
-        return _encode(text)
-    for char in set(others):
-        lowered = char.lower()
-        if lowered != char:
-            raw = raw.replace(char.encode("utf-8"), lowered.encode("utf-8"))
+    distinct = set(others)
+    folded = [(char, fold_alone(char)) for char in distinct]
+    if any(form is None for _, form in folded):
+        text = unicodedata.normalize("NFKC", text)
+        raw = text.encode("utf-8", errors="surrogatepass")
+        folded = [(char, fold_char(char)) for char in set(non_ascii_chars(text, raw))]
+    for char, form in folded:
+        if form != char:
+            raw = raw.replace(char.encode("utf-8", errors="surrogatepass"),
+                              (form or "").encode("utf-8", errors="surrogatepass"))
     return raw
 
 

@@ -154,12 +154,14 @@ class _PerTextPartBuilder(PartBuilder):
 
 def test_part_bytes_equal_the_per_text_oracle(tmp_path: Path, monkeypatch) -> None:
     """Every file of a part (signatures, band keys, docs table) is byte for byte what encoding,
-    lowering and normalizing each text on its own gives: ASCII and non-ASCII prose, capitals that
-    only ``str.lower`` folds (É, Σ, İ, Cyrillic), NBSP and other Unicode spaces, ``\\x1c``,
+    lowering and normalizing each text on its own gives (:func:`dedupe.shingles.normalize_for_shingles`):
+    ASCII and non-ASCII prose, capitals that only case folding folds (É, Σ, İ, Cyrillic), ligatures
+    and full-width forms that NFKC changes, curly quotes and dashes, NBSP and other Unicode spaces, ``\\x1c``,
     decomposed accents, whitespace-only texts and documents longer than one hashing chunk."""
     rnd = random.Random(5)
     pieces = [*words(rnd, 40), "“Quoted”", "—", "ÉCOLE", "ΣΟΦΙΑ", "İstanbul", "Привет", "Cafe\u0301", "日本語",
-              "\u00a0", "\u3000", "\x1c", "\t\t", "\n\n", "  ", "naïve", "ǅ"]
+              "\u00a0", "\u3000", "\x1c", "\t\t", "\n\n", "  ", "naïve", "ǅ", "\ufb01ne", "\uff12\uff10",
+              "straße", "soft\u00adhyphen", "it\u2019s", "a\u2026"]
     texts = [" ".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 400))) for _ in range(150)]
     texts += ["plain ascii text only " * 30, "  \u2003 ", "x", "Long " + "word " * 3000]
     shard = write_pile(tmp_path / "00.jsonl.zst", texts)
@@ -167,7 +169,7 @@ def test_part_bytes_equal_the_per_text_oracle(tmp_path: Path, monkeypatch) -> No
     monkeypatch.setattr(minhash_kernel, "PIECE_BYTES", 4096)  # the long document is read in pieces
     index_pile_shard(shard, tmp_path / "new", 0, "p", MinHashConfig(), LAYOUTS)
     monkeypatch.setattr(reference, "PartBuilder", _PerTextPartBuilder)
-    monkeypatch.setattr(shingles, "_lowerable_bytes", lambda text, _raw, _others=None: text.lower().encode("utf-8", "surrogatepass"))
+    monkeypatch.setattr(shingles, "_lowerable_bytes", lambda text, _raw, _others=None: shingles._encode(text))
     index_pile_shard(shard, tmp_path / "old", 0, "p", MinHashConfig(), LAYOUTS)
     old_files = sorted(p.relative_to(tmp_path / "old") for p in (tmp_path / "old").rglob("*") if p.is_file())
     assert len(old_files) > 3
@@ -246,3 +248,28 @@ def test_matching_reads_only_committed_parts(corpus) -> None:
     pairs = [reference_band_pairs(query, index, layout, band, query, JoinSettings()) for band in range(layout.bands)]
     matches = pq.read_table(best_reference_matches(query, [part], index, layout, pairs, query, JoinSettings())).to_pylist()
     assert [(m["doc"], m["kind"], m["ref"]) for m in matches] == [(1, "near", 5)]
+
+
+def test_an_index_of_the_old_normalization_is_refused_in_one_line(corpus) -> None:
+    """Format 1 signed lowered text only: comparing it with today's signatures would miss every
+    pair that differs in typography, so it is refused with what to do (issue 31, case 10)."""
+    tmp_path, _, shard_a, _ = corpus
+    index = ReferenceIndex.open_or_create(tmp_path / "index", MinHashConfig(), LAYOUTS)
+    build(index, [shard_a])
+    meta_path = tmp_path / "index" / "index.json"
+    meta = json.loads(meta_path.read_text())
+    assert meta["format"] == reference.INDEX_FORMAT == 2
+    meta_path.write_text(json.dumps({**meta, "format": 1}))
+    with pytest.raises(ValueError, match=r"index format 1 .*rebuild") as caught:
+        ReferenceIndex.open(tmp_path / "index")
+    assert "\n" not in str(caught.value) and shingles.NORMALIZATION in str(caught.value)
+
+
+def test_part_markers_name_the_normalization(corpus) -> None:
+    """A part signed under another normalization is built again, never reused."""
+    tmp_path, _, shard_a, _ = corpus
+    index = ReferenceIndex.open_or_create(tmp_path / "index", MinHashConfig(), LAYOUTS)
+    (_, _, name), = index.plan([shard_a])
+    build(index, [shard_a])
+    marker = json.loads((tmp_path / "index" / "parts" / f"{name}.json").read_text())
+    assert shingles.NORMALIZATION in json.dumps(marker)

@@ -67,22 +67,23 @@ def test_kernel_equals_reference_for_any_text(texts: list[str], ngram: int, piec
         minhash_kernel.PIECE_BYTES = saved
 
 
-def test_ascii_lowering_of_the_chosen_bytes_is_str_lower() -> None:
+def test_batch_bytes_are_the_definition_for_every_code_point() -> None:
     """The fast path lowers the ASCII bytes and replaces each changing non-ASCII character by its
-    lowered bytes: right for every BMP code point and a sample of the others (inside a word, at a
-    word's end, doubled, between ASCII capitals), because ``str.lower``'s output never holds an
-    ASCII capital nor a character that lowering changes again (all of Unicode)."""
+    folded bytes (after NFKC): right for every BMP code point and a sample of the others (inside a
+    word, at a word's end, doubled, between ASCII capitals), because no fold holds an ASCII capital
+    nor a character that folding changes again (all of Unicode)."""
     points = [*range(0x80, 0x10000), *range(0x10000, sys.maxunicode + 1, 97)]
     for point in points:
         char = chr(point)
-        text = f"Ab{char}CD x{char} {char}{char}É"
+        text = f"Ab{char}CD x{char} {char}{char}\u00c9"
         raw = text.encode("utf-8", "surrogatepass")
         assert sh._lowerable_bytes(text, raw).lower() == sh._encode(text), hex(point)
     capitals = re.compile(b"[A-Z]")
     everything = "".join(chr(c) for c in range(sys.maxunicode + 1))
     assert capitals.search(sh._encode(everything)) is None
-    lowered = everything.lower()
-    assert lowered.lower() == lowered
+    for point in range(sys.maxunicode + 1):
+        folded = sh.fold_char(chr(point))
+        assert all(sh.fold_char(c) == c for c in folded), hex(point)
 
 
 def test_given_utf8_equals_encoding_here() -> None:
@@ -90,3 +91,21 @@ def test_given_utf8_equals_encoding_here() -> None:
     given_hashes, given_offsets = shingle_hashes(texts, ShingleConfig(2), sh.encode_texts(texts))
     assert _vectorized(texts, 2) == [given_hashes[given_offsets[i]:given_offsets[i + 1]].tolist() for i in range(5)]
     assert _vectorized(texts, 2) == _reference(texts, 2)
+
+
+def test_no_canonical_decomposition_beyond_the_scanned_range() -> None:
+    """``_joins_previous`` scans code points below 0x30000: every decomposition lies there."""
+    import unicodedata
+
+    assert not any(unicodedata.decomposition(chr(c)) for c in range(0x30000, sys.maxunicode + 1))
+
+
+def test_typography_case_and_nfkc_forms_give_the_same_words() -> None:
+    """Issue 31, case 10: curly quotes, dashes, ellipses, capitals, NBSP, full-width forms,
+    ligatures and soft hyphens never make a new word; accents and digits stay."""
+    plain = "it's a day-by-day \"log\"... of 2024 fine ships"
+    for variant in ["IT\u2019S A DAY\u2014BY\u2014DAY \u201cLOG\u201d\u2026 OF \uff12\uff10\uff12\uff14 \ufb01ne ships",
+                    "it\u2019s\u00a0a day\u2010by\u2010day \u00ablog\u00bb\u2026 of 2024 \ufb01\u00adne ships"]:
+        assert shingle_items(variant, ShingleConfig(2)) == shingle_items(plain, ShingleConfig(2))
+        assert _vectorized([variant], 2) == _vectorized([plain], 2)
+    assert shingle_items("r\u00e9sum\u00e9 1998") != shingle_items("resume 1999")
