@@ -279,13 +279,8 @@ def flow_read(path: Path) -> list[Document]:
 
 
 def case_11_eprint() -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:  # as the case's make.py packs it
-        for name, text in (("main.tex", CASE_11_MAIN), ("notation.sty", CASE_11_STY)):
-            info = tarfile.TarInfo(name)
-            info.size, info.mtime = len(text.encode()), 1700000000
-            tar.addfile(info, io.BytesIO(text.encode()))
-    return buffer.getvalue()
+    """Case 11's e-print as its make.py packs it (a gzipped tar), with fixed dates."""
+    return gz(tar_bytes([("main.tex", CASE_11_MAIN.encode()), ("notation.sty", CASE_11_STY.encode())]))
 
 
 def test_case_01_iffalse_blocks_with_iff_vanish(tmp_path: Path) -> None:
