@@ -106,6 +106,8 @@ class PipelineConfig(BaseModel):
     spill_dir: Path | None = Field(None, description="where DuckDB spills (default <out>/_staging/duckdb_tmp; "
                                                      "flows.dedup: <out>/_dedup/duckdb_tmp)")
     progress: bool = True
+    pii_redact: bool = Field(False, description="source flows: replace e-mail and IP addresses by placeholders "
+                                                "(core.filters.pii); off for LLaMA (G.1), on in G.2")
 
     @classmethod
     def from_yaml(cls, path: Path | None = None, overrides: dict[str, Any] | None = None) -> Self:
@@ -114,8 +116,12 @@ class PipelineConfig(BaseModel):
         return cls.model_validate(deep_merge(data, overrides or {}))
 
     def output_fields(self) -> dict[str, Any]:
-        """The part of the config that determines the output."""
-        return self.model_dump(mode="json", exclude=set(self.RUNTIME_FIELDS))
+        """The part of the config that determines the output (``pii_redact`` only when on: it came
+        after the first release, and at its default it names what every earlier run did)."""
+        fields = self.model_dump(mode="json", exclude=set(self.RUNTIME_FIELDS))
+        if not fields.get("pii_redact"):
+            fields.pop("pii_redact", None)
+        return fields
 
     def config_hash(self) -> str:
         """A short stable hash of :meth:`output_fields`."""

@@ -100,6 +100,8 @@ class RunContext:
     exact_dedup_memory: str = "2GB"
     #: Where DuckDB spills (default ``<out>/_staging/duckdb_tmp``): a fast local disk with room.
     spill_dir: Path | None = None
+    #: Replace e-mail and IP addresses by placeholders, after the recipe's steps (core.filters.pii).
+    redact_pii: bool = False
 
     @property
     def spill_folder(self) -> Path:
@@ -317,6 +319,16 @@ def _input_language(recipe: SourceRecipe, spec: InputSpec) -> str | None:
         return None
 
 
+def _stage_steps(recipe: SourceRecipe, ctx: RunContext) -> list[Step]:
+    """The recipe's steps, then PII redaction where the run asks for it."""
+    steps = list(recipe.steps())
+    if ctx.redact_pii:
+        from core.filters.pii import RedactPII
+
+        steps.append(RedactPII())
+    return steps
+
+
 def stage_input(recipe: SourceRecipe, spec: InputSpec, ctx: RunContext, hash_input: bool = True) -> InputRecord:
     """Phase 1 for one input: read, clean, filter, write staging shards and dedup keys.
 
@@ -330,7 +342,7 @@ def stage_input(recipe: SourceRecipe, spec: InputSpec, ctx: RunContext, hash_inp
     directory = staging_dir(ctx.out, ctx.source, spec.key)
     key = getattr(recipe, "dedup_key", None) or _default_dedup_key
     phase = InputPhase(
-        directory=directory, marker=stage_marker(spec, ctx), read=lambda: recipe.read(spec), steps=recipe.steps(),
+        directory=directory, marker=stage_marker(spec, ctx), read=lambda: recipe.read(spec), steps=_stage_steps(recipe, ctx),
         sinks=lambda: [HashSink(ctx.out, directory / "hashes.parquet", key),
                        SignalSink(ctx.out, signals_attribute_path(ctx.out, ctx.source, spec.key))],
         language=_input_language(recipe, spec), hash_input=hash_input,

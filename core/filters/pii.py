@@ -1,8 +1,8 @@
 """E-mail and IP addresses: counted in every document's signals, replaced by placeholders where a dataset asks.
 
 LLaMA did not redact PII, so G.1 keeps the text as it is; the counts are signals (``emails``,
-``ips``) in every case, and a dataset file turns redaction on (``pii: {redact: true}``, as G.2's
-does). The placeholders are dolma's (``|||EMAIL_ADDRESS|||``, ``|||IP_ADDRESS|||``), so a model
+``ips``) in every case, and a source's ``pii_redact: true`` turns redaction on (:class:`RedactPII`;
+G.2's dataset file sets it for every source). The placeholders are dolma's (``|||EMAIL_ADDRESS|||``, ``|||IP_ADDRESS|||``), so a model
 trained on both sees one token sequence for a removed address.
 
 What is not PII, and so neither counted nor replaced (the false positives users of other
@@ -23,6 +23,11 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+
+from core.document import Document
+from core.steps import Record, Step
 
 EMAIL_PLACEHOLDER = "|||EMAIL_ADDRESS|||"
 IP_PLACEHOLDER = "|||IP_ADDRESS|||"
@@ -98,13 +103,14 @@ def ip_spans(text: str) -> list[tuple[int, int]]:
 
 
 def count_emails(text: str) -> int:
-    """Personal e-mail addresses in ``text``."""
-    return len(email_spans(text))
+    """Personal e-mail addresses in ``text``, the ones already replaced by the placeholder included
+    (signals are computed after redaction: they still say how many addresses the document had)."""
+    return len(email_spans(text)) + text.count(EMAIL_PLACEHOLDER)
 
 
 def count_ips(text: str) -> int:
-    """Public IP addresses in ``text``."""
-    return len(ip_spans(text))
+    """Public IP addresses in ``text``, the replaced ones included."""
+    return len(ip_spans(text)) + text.count(IP_PLACEHOLDER)
 
 
 def redact(text: str) -> str:
@@ -122,3 +128,24 @@ def redact(text: str) -> str:
         position = end
     pieces.append(text[position:])
     return "".join(pieces)
+
+
+class RedactPII(Step):
+    """Replaces personal e-mail and public IP addresses by placeholders (a source run with ``pii_redact``).
+
+    The last step of a source's stage, so filters and language ID see the page as it was; the
+    signals, computed after it, still count the replaced addresses. Adds ``pii_redacted`` (the
+    number of replacements) to the meta of a document it changed, so a user can find them.
+    """
+
+    name = "pii_redact"
+
+    def run(self, docs: Iterable[Document]) -> Iterator[Record]:
+        for doc in docs:
+            text = redact(doc.text)
+            if text == doc.text:
+                yield doc
+                continue
+            replaced = text.count(EMAIL_PLACEHOLDER) + text.count(IP_PLACEHOLDER) - (
+                doc.text.count(EMAIL_PLACEHOLDER) + doc.text.count(IP_PLACEHOLDER))
+            yield replace(doc, text=text, meta={**doc.meta, "pii_redacted": replaced})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -49,3 +51,46 @@ def test_text_without_at_or_address_shape_is_never_changed(text: str) -> None:
         assert redact(text) == text
     else:
         assert redact(text) != text
+
+
+def test_stage_redacts_only_when_the_run_asks(tmp_path: Path) -> None:
+    """A real C4 json.gz through the stage: redacted text, the count in meta, signals still counting."""
+    import gzip
+    import json
+
+    import pyarrow.parquet as pq
+
+    from core import pipeline
+    from core.document import InputSpec
+    from core.layout import signals_attribute_path
+    from core.shards import ShardLimits, read_documents
+    from sources.c4 import C4Recipe
+
+    rows = [{"text": "Mail jane.doe@gmail.com or call the host 8.8.8.8 today.", "timestamp": "2019-04-25T12:57:54Z",
+             "url": "https://a.example.org/1"},
+            {"text": "No address here, v1.2.3.4 is a version.", "timestamp": "2019-04-25T12:57:55Z",
+             "url": "https://a.example.org/2"}]
+    path = tmp_path / "c4-train.00000-of-01024.json.gz"
+    path.write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode(), mtime=0))
+    spec = InputSpec(str(path), path, path.name)
+    texts = {}
+    for redact_on in (False, True):
+        out = tmp_path / f"out-{redact_on}"
+        ctx = pipeline.RunContext(out, "c4", "cfg", ShardLimits(), "c4", redact_pii=redact_on)
+        pipeline.stage_input(C4Recipe(), spec, ctx)
+        docs = [d for shard in sorted(out.rglob("part-*.parquet")) for d in read_documents(shard)]
+        texts[redact_on] = [d.text for d in docs]
+        signals = pq.read_table(signals_attribute_path(out, "c4", spec.key)).to_pylist()
+        assert [(s["emails"], s["ips"]) for s in signals] == [(1, 1), (0, 0)]
+        if redact_on:
+            assert docs[0].meta["pii_redacted"] == 2
+            assert "pii_redacted" not in docs[1].meta
+    assert texts[False] == [rows[0]["text"], rows[1]["text"]]
+    assert texts[True] == [f"Mail {EMAIL_PLACEHOLDER} or call the host {IP_PLACEHOLDER} today.", rows[1]["text"]]
+
+
+def test_redaction_switch_leaves_existing_config_hashes_alone() -> None:
+    from flows.c4 import C4Config
+
+    assert "pii_redact" not in C4Config().output_fields()
+    assert C4Config().config_hash() != C4Config(pii_redact=True).config_hash()
