@@ -204,19 +204,18 @@ def _loss_beyond_design(html: str, text: str, favor_precision: bool) -> list[str
 
     from sources.formats.html_cells import lost_cell_words, table_rows, unhide_for_trafilatura
 
-    try:  # trafilatura's internals: on a version without them, every loss counts
-        from trafilatura import xpaths
-        from trafilatura.htmlprocessing import prune_unwanted_nodes
-    except ImportError:
-        prune_unwanted_nodes = None
     tree = load_html(html)
     if tree is None:
         return []
     unhide_for_trafilatura(tree)
-    if prune_unwanted_nodes is not None:
-        names = ("REMOVE_COMMENTS_XPATH", "OVERALL_DISCARD_XPATH", "TEASER_DISCARD_XPATH",
-                 *(("PRECISION_DISCARD_XPATH",) if favor_precision else ()))
-        prune_unwanted_nodes(tree, [x for name in names for x in getattr(xpaths, name, [])])
+    try:  # trafilatura's internals: on a version without them, every loss counts
+        from trafilatura import xpaths
+        from trafilatura.htmlprocessing import prune_unwanted_nodes
+    except ImportError:
+        return lost_cell_words(table_rows(tree), text)
+    names = ("REMOVE_COMMENTS_XPATH", "OVERALL_DISCARD_XPATH", "TEASER_DISCARD_XPATH",
+             *(("PRECISION_DISCARD_XPATH",) if favor_precision else ()))
+    prune_unwanted_nodes(tree, [x for name in names for x in getattr(xpaths, name, [])])
     return lost_cell_words(table_rows(tree), text)
 
 
