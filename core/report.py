@@ -119,13 +119,67 @@ FROM tensors GROUP BY ALL ORDER BY tensor_root, source, split, labels
 """
 
 
+#: The funnel's steps, in order (columns of :func:`funnel`; labels and tensor roots follow ``after_dedup``).
+FUNNEL_READ = "SELECT source, sum(records_in)::BIGINT, sum(docs_kept)::BIGINT FROM latest_inputs GROUP BY source"
+#: Documents dropped as duplicates by ``flows.dedup``, each once (a re-run records the same documents again).
+FUNNEL_DUPLICATES = ("SELECT source, count(DISTINCT doc_id)::BIGINT FROM matches "
+                     "WHERE starts_with(kind, 'duplicate') GROUP BY source")
+FUNNEL_LABELS = """
+SELECT source, label, sum(docs)::BIGINT FROM (SELECT source, docs, unnest(labels) AS label FROM shards
+WHERE starts_with(path, 'labeled/')) GROUP BY ALL ORDER BY label
+"""
+FUNNEL_TOKENS = "SELECT tensor_root, source, sum(tokens)::BIGINT FROM tensors GROUP BY ALL ORDER BY tensor_root"
+
+
 def _rows(manifest: Manifest, sql: str) -> list[dict[str, Any]]:
     columns, rows = manifest.query(sql)
     return [dict(zip(columns, row, strict=True)) for row in rows]
 
 
+def tensor_root_name(root: str, out: Path) -> str:
+    """A tensor root as the report shows it: relative to the output root when inside it (``tensors/g1``)."""
+    path = Path(root)
+    try:
+        return path.relative_to(out).as_posix()
+    except ValueError:
+        try:
+            return path.resolve().relative_to(out.resolve()).as_posix()
+        except (ValueError, OSError):
+            return root
+
+
+def funnel(manifest: Manifest, tables: set[str]) -> list[dict[str, Any]]:
+    """Per source, the path of its documents: records read, kept by the source's filters, left after
+    dedup (kept minus the duplicates ``flows.dedup`` dropped), in each label, and tokens per tensor root.
+
+    ``None`` where a stage has not run (no dedup: no ``after_dedup``); a label or tensor root the
+    source has none in is 0. One row per source that any of these tables names, sorted by name.
+    """
+    out = manifest.path.parent
+    read = {src: (r, k) for src, r, k in manifest.query(FUNNEL_READ)[1]}
+    duplicates = dict(manifest.query(FUNNEL_DUPLICATES)[1]) if "matches" in tables else None
+    labels: dict[str, dict[str, int]] = {}
+    for src, label, docs in manifest.query(FUNNEL_LABELS)[1]:
+        labels.setdefault(label, {})[src] = int(docs)
+    tokens: dict[str, dict[str, int]] = {}
+    if "tensors" in tables:
+        for root, src, count in manifest.query(FUNNEL_TOKENS)[1]:
+            tokens.setdefault(f"tokens {tensor_root_name(root, out)}", {})[src] = int(count)
+    sources = sorted(set(read) | {s for d in [*labels.values(), *tokens.values()] for s in d})
+    rows = []
+    for src in sources:
+        got, kept = read.get(src, (None, None))
+        after = None if duplicates is None or kept is None else int(kept) - int(duplicates.get(src, 0))
+        row: dict[str, Any] = {"source": src, "read": got, "kept": kept, "after_dedup": after}
+        row |= {label: by_source.get(src, 0) for label, by_source in labels.items()}
+        row |= {root: by_source.get(src, 0) for root, by_source in tokens.items()}
+        rows.append(row)
+    return rows
+
+
 def report_tables(manifest: Manifest, out: Path | None = None) -> dict[str, list[dict[str, Any]]]:
-    """The report's tables (``tokens``, per tensor root, is empty until a tokenize run wrote one).
+    """The report's tables (``tokens``, per tensor root, is empty until a tokenize run wrote one;
+    ``funnel``: per source, read -> kept -> after dedup -> per label -> tokens, :func:`funnel`).
 
     With the output root, ``storage`` holds one row: bytes of document shards on disk against one
     copy of the kept documents (:func:`storage`).
@@ -133,6 +187,7 @@ def report_tables(manifest: Manifest, out: Path | None = None) -> dict[str, list
     _, present = manifest.query("SELECT table_name FROM information_schema.tables")
     tables = {name for (name,) in present}
     return {
+        "funnel": funnel(manifest, tables),
         "sources": _rows(manifest, SOURCES_SQL),
         "drops": _rows(manifest, REPORT_DROPS_SQL),
         "matches": _rows(manifest, MATCHES_SQL) if "matches" in tables else [],

@@ -13,85 +13,27 @@ copy of the kept documents: about 1.00x when every document is stored once.
 from __future__ import annotations
 
 import argparse
-import html
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from core.atomic import atomic_path
 from core.report import format_storage, format_table, report_tables
 from kinda.command import KindaError, check_writable_folder, open_manifest
-
-MATCHES_TITLE = "Dedup matches (duplicates dropped; reference matches: in G1, not in G3)"
+from kinda.report_page import MATCHES_TITLE, chart_series, render_html
 
 
 # -- text -------------------------------------------------------------------------------------
 def format_text(tables: dict[str, list[dict[str, Any]]]) -> str:
     """Plain tables, as ``kinda manifest summary`` prints them."""
     parts = []
-    for title, key in (("Documents per source and label", "sources"), ("Drop reasons", "drops"),
+    for title, key in (("Per source: read, kept, after dedup, per label, tokens", "funnel"),
+                       ("Documents per source and label", "sources"), ("Drop reasons", "drops"),
                        (MATCHES_TITLE, "matches"), ("Tokens (tensor sets)", "tokens")):
         rows = tables.get(key, [])
         body = format_table(list(rows[0]), [list(r.values()) for r in rows]) if rows else "(none)"
         parts.append(f"{title}\n{body}")
     parts.extend(format_storage(row) for row in tables.get("storage", []))
     return "\n\n".join(parts)
-
-
-# -- HTML -------------------------------------------------------------------------------------
-def _bar_svg(items: Sequence[tuple[str, float]], unit: str, width: int = 640) -> str:
-    """Horizontal bars as inline SVG: no script, no external file, renders offline."""
-    if not items:
-        return "<p>(none)</p>"
-    top = max(v for _, v in items) or 1
-    row, label_w = 22, 220
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{row * len(items) + 4}" '
-             f'role="img" aria-label="{html.escape(unit)}">']
-    for i, (label, value) in enumerate(items):
-        y = i * row + 2
-        bar = max(1.0, (width - label_w - 90) * value / top)
-        parts.append(f'<text x="{label_w - 6}" y="{y + 15}" text-anchor="end" font-size="12">{html.escape(label)}</text>'
-                     f'<rect x="{label_w}" y="{y + 3}" width="{bar:.1f}" height="{row - 6}" fill="#3b6ea5"/>'
-                     f'<text x="{label_w + bar + 4:.1f}" y="{y + 15}" font-size="12">{value:,.0f} {html.escape(unit)}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def _html_table(rows: list[dict[str, Any]]) -> str:
-    if not rows:
-        return "<p>(none)</p>"
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in rows[0])
-    body = "".join("<tr>" + "".join(f"<td>{'' if v is None else html.escape(f'{v:,}' if isinstance(v, int) else str(v))}</td>"
-                                    for v in row.values()) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def chart_series(tables: dict[str, list[dict[str, Any]]]) -> dict[str, list[tuple[str, float]]]:
-    """What the charts show: documents and tokens per source/label, drops per source/reason."""
-    docs = [(f"{r['source']} · {r['label']}", float(r["docs"] or 0)) for r in tables["sources"]]
-    several = len({r["tensor_root"] for r in tables["tokens"]}) > 1
-    tokens = [(f"{Path(r['tensor_root']).name + ' · ' if several else ''}{r['source']} · {r['labels'] or '-'} · "
-               f"{r['split']}", float(r["tokens"] or 0)) for r in tables["tokens"]]
-    drops = [(f"{r['source']} · {r['reason']}", float(r["count"])) for r in tables["drops"]]
-    return {"documents": docs, "tokens": tokens, "drops": drops}
-
-
-def render_html(tables: dict[str, list[dict[str, Any]]], title: str) -> str:
-    """One self-contained page: three charts, then the tables they come from."""
-    series = chart_series(tables)
-    style = ("body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
-             "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
-             "h2{margin-top:1.5em}")
-    sections = [
-        ("Documents per source and label", _bar_svg(series["documents"], "docs"), tables["sources"]),
-        ("Tokens per source, label and split", _bar_svg(series["tokens"], "tokens"), tables["tokens"]),
-        ("Drop reasons per source", _bar_svg(series["drops"], "dropped"), tables["drops"]),
-        (MATCHES_TITLE, "", tables.get("matches", [])),
-    ]
-    body = "".join(f"<h2>{html.escape(name)}</h2>{chart}{_html_table(rows)}" for name, chart, rows in sections)
-    body += "".join(f"<h2>Storage</h2><p>{html.escape(format_storage(row))}</p>" for row in tables.get("storage", []))
-    return (f"<!doctype html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-            f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>\n")
 
 
 # -- PNG --------------------------------------------------------------------------------------
@@ -144,11 +86,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     if target:
         check_report_target(Path(target))
     manifest = open_manifest(args)
-    tables = report_tables(manifest, manifest.path.parent)
-    title = f"kinda-llama report: {manifest.path.parent}"
-    if args.html:
+    out = manifest.path.parent
+    tables = report_tables(manifest, out)
+    title = f"kinda-llama report: {out}"
+    if args.html:  # the output root said once, in the page (the title shows in the browser's tab)
         with atomic_path(Path(args.html)) as tmp:
-            tmp.write_text(render_html(tables, title), encoding="utf-8")
+            tmp.write_text(render_html(tables, "kinda-llama report", out), encoding="utf-8")
         print(f"wrote {args.html}")
     elif args.png:
         render_png(tables, Path(args.png), title)
