@@ -38,14 +38,16 @@ from sources.stack_code import StackCodeRecipe
 #: The folders of an output root that are released data: document shards, labeled class shards,
 #: attributes (dedup decisions, source drops), tensor sets. The manifest, ``_state``, ``_inputs``,
 #: ``sample/`` and the reference index (``indexes/``: the user's copy of the Pile's, with its build
-#: times) are the user's own bookkeeping and may name local paths.
+#: times) are the user's own bookkeeping and may name local paths; so are the resume markers a
+#: tensor set keeps in its own ``_state/`` (each with the seconds its shard took).
 RELEASED = ("docs", "labeled", "attributes", "tensors")
 
 
 def released_files(out: Path) -> dict[str, str]:
     """``{path relative to out: sha256}`` of every released file of an output root."""
     return {p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for top in RELEASED for p in sorted((out / top).rglob("*")) if p.is_file()}
+            for top in RELEASED for p in sorted((out / top).rglob("*"))
+            if p.is_file() and "_state" not in p.relative_to(out).parts}
 
 
 def differing(first: dict[str, str], second: dict[str, str]) -> list[str]:
@@ -85,8 +87,9 @@ def test_differing_names_each_file_that_differs_or_is_missing(tmp_path: Path) ->
     for run, (body, extra) in {"a": (b"one", True), "b": (b"two", False)}.items():
         (tmp_path / run / "docs" / "s").mkdir(parents=True)
         (tmp_path / run / "docs" / "s" / "x.parquet").write_bytes(body)
-        (tmp_path / run / "tensors").mkdir()
+        (tmp_path / run / "tensors" / "_state").mkdir(parents=True)
         (tmp_path / run / "tensors" / "same.bin").write_bytes(b"\x00\x01")
+        (tmp_path / run / "tensors" / "_state" / "x.json").write_bytes(body)  # resume marker: not compared
         (tmp_path / run / "manifest.duckdb").write_bytes(body)  # bookkeeping: not compared
         if extra:
             (tmp_path / run / "attributes").mkdir()
