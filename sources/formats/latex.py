@@ -754,8 +754,9 @@ class TexReader:
     """
 
     def __init__(self, files: Mapping[str, str], base: str, options: LatexOptions, *, collect: bool = True,
-                 ignored: frozenset[tuple[str, int]] = frozenset()) -> None:
+                 ignored: frozenset[tuple[str, int]] = frozenset(), decide: bool = True) -> None:
         self.files = files
+        self.decide = decide
         self.base = base
         self.options = options
         self.collect = collect
@@ -767,6 +768,7 @@ class TexReader:
         self.suppressing = 0  # frames that hide the text (known and off their branch, or skipped)
         self.undecided = 0  # frames of unknown value and open BRANCH_COMMANDS arguments
         self.out: list[str] = []
+        self._line_blank = True  # the output's last line holds only spaces so far
         self.silent = 0  # > 0 while reading a package: its text is not the paper's
         self.included: list[str] = []
         self.packages: list[str] = []
@@ -783,16 +785,13 @@ class TexReader:
     def _emit(self, piece: str) -> None:
         if piece and not self.silent:
             self.out.append(piece)
+            newline = piece.rfind("\n")
+            blank = not piece[newline + 1:].strip(" \t")
+            self._line_blank = blank if newline >= 0 else self._line_blank and blank
 
     def _at_line_start(self) -> bool:
-        """Whether the output's last line holds only spaces so far."""
-        for piece in reversed(self.out):
-            newline = piece.rfind("\n")
-            if piece[newline + 1:].strip(" \t"):
-                return False
-            if newline >= 0:
-                return True
-        return True
+        """Whether the output's last line holds only spaces so far (kept by :meth:`_emit`, O(1))."""
+        return self._line_blank
 
     def _resume(self, text: str, position: int) -> int:
         """Where text resumes after a removed token: spaces skipped (as TeX skips them after a
@@ -842,9 +841,9 @@ class TexReader:
     def _open(self, name: str, text: str, path: str, start: int, end: int) -> tuple[int, int] | None:
         """Open a conditional; return the span to remove (a decided one) or None (kept as written)."""
         if self.suppressing:
-            self._push(_Frame(SKIPPED, (path, start)))
+            self._push(_Frame(SKIPPED, (path, start), case=name == "ifcase"))
             return None
-        taken, end, case = self._value(name, text, end)
+        taken, end, case = self._value(name, text, end) if self.decide else (None, end, name == "ifcase")
         if taken is None:
             self._push(_Frame(UNKNOWN, (path, start), case=case))
             return None
@@ -1002,6 +1001,7 @@ class TexReader:
         self._read_file(target, depth + 1, (*active, target))
         if not page and len(self.out) > before and self.out[-1].endswith("\n"):
             self.out[-1] = self.out[-1][:-1]  # the file's last line end and the \input line's are one space
+            self._line_blank = False  # conservative: a line break is dropped only after a known blank line
         self._emit("\n" if page else "")
         return match.end(), match.end()
 
@@ -1075,22 +1075,26 @@ def read_document(main: str, files: Mapping[str, str], options: LatexOptions, *,
 
     An e-print that compiles closes its conditionals, so one left open at the end means the reader
     took something for a conditional that TeX did not (a macro from a package outside the
-    e-print). Rather than drop the rest of the paper silently, the opening is reread as text (up
-    to :data:`MAX_REREADS` times, the outermost first) and counted in ``unclosed`` with a warning.
+    e-print). Rather than drop the rest of the paper silently, the opening is reread as text (the
+    outermost first) and counted in ``unclosed`` with a warning. Past :data:`MAX_REREADS`, one
+    last reading decides no conditional at all: every one is kept as written.
     """
     ignored: set[tuple[str, int]] = set()
     notes: list[str] = []
     base = posixpath.dirname(main)
     while True:
-        reader = TexReader(files, base, options, collect=collect, ignored=frozenset(ignored))
+        decide = len(ignored) < MAX_REREADS
+        reader = TexReader(files, base, options, collect=collect, ignored=frozenset(ignored), decide=decide)
         text = reader.read(main)
-        hiding = next((frame for frame in reader.frames if frame.suppresses()), None)
-        if hiding is None or len(ignored) >= MAX_REREADS:
+        hiding = [frame for frame in reader.frames if frame.suppresses()]
+        if not hiding:
             break
-        where, offset = hiding.where
+        where, offset = hiding[0].where
         line = files[where].count("\n", 0, offset) + 1
         _warn(notes, f"{where}:{line}: conditional never closed; its opening kept as text")
-        ignored.add(hiding.where)
+        ignored.add(hiding[0].where)
+        if len(ignored) == MAX_REREADS:
+            _warn(notes, f"{MAX_REREADS} conditionals never closed: no conditional decided in this paper")
     return Reading(text, reader.table, reader.included, reader.packages, notes + reader.warnings,
                    reader.decided, len(ignored))
 
