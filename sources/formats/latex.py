@@ -696,11 +696,11 @@ _IF_MACRO = re.compile(
 )
 _AFTER_REMOVED = re.compile(r"[ \t]*")
 #: Rereadings of a paper whose false conditional never closed (each leaves one more opening as text).
-MAX_REREADS = 8
+MAX_REREADS = 4
 KNOWN, UNKNOWN, SKIPPED = "known", "unknown", "skipped"
 
 
-@dataclass
+@dataclass(slots=True)
 class _Frame:
     """One open conditional: decided (``KNOWN``), kept as written (``UNKNOWN``) or inside a skipped branch."""
 

@@ -442,3 +442,16 @@ def test_real_book_with_include_tree_and_400_macros(realdata: Path) -> None:
     inlined, _ = inline_includes("main.tex", sources, LatexOptions(), [])
     table, _ = collect_macros(inlined, LatexOptions(), [])
     assert not list(iter_macro_uses(result.text, table.expandable()))
+
+
+@pytest.mark.parametrize("body", [
+    "\\iffalse x " * 10_000,  # 10,000 openings never closed: rereads are bounded, nothing is cut
+    "\\iffalse x \\fi " * 20_000,
+    "\\input{gone} \\iffalse\\fi" * 10_000,  # removals between pieces of spaces (was quadratic)
+    "\\ifx\\a\\b " * 10_000 + "\\fi " * 10_000,  # 10,000 undecided levels
+])
+def test_conditionals_read_in_bounded_time(body: str, cpu_clock) -> None:  # type: ignore[no-untyped-def]
+    started = cpu_clock()
+    result = clean_tex("\\documentclass{article}\\section{S} " + body + " end")
+    assert cpu_clock() - started < 15  # CPU, not wall: a loaded machine must not fail it
+    assert result.text is not None and result.text.endswith("end")
