@@ -5,7 +5,7 @@ pins one such case, means a byte position only if the file's bytes are fixed. Th
 stamp the moment or chance into them: warcio a random ``WARC-Record-ID`` (uuid4) and the current
 ``WARC-Date``; ``gzip.compress``/``GzipFile`` the current time (and ``gzip.open`` the file's name);
 ``ZipFile.writestr`` with a bare name the local time; py7zr the current time; ``tarfile.open``
-in ``w:gz`` mode both the time and the name. A record id's hex and a date's digits then move every
+in ``w:gz`` mode both the time and the name; PDFium the save time and a time-based file ID. A record id's hex and a date's digits then move every
 later byte of a compressed member, so the same fraction lands on another byte each run (issue 34:
 ``tests/faults/test_warc.py`` failed 5 runs in 11 from that alone).
 
@@ -29,6 +29,7 @@ from typing import IO, Any
 
 from warcio.warcwriter import WARCWriter
 
+from sources.samples.scibooks import reproducible_pdf
 from sources.samples.stackexchange import write_7z as _write_7z
 
 #: The one moment every fixture is dated: a WARC record gets it plus its number in seconds.
@@ -96,6 +97,15 @@ def zip_info(name: str, compress_type: int = zipfile.ZIP_DEFLATED) -> zipfile.Zi
 def write_7z(path: Path, members: Mapping[str, bytes]) -> Path:
     """A 7z of ``members`` with fixed member times (py7zr stamps each member with now)."""
     _write_7z(path, dict(members))
+    return path
+
+
+def save_pdf(pdf: Any, path: Path) -> Path:
+    """Save a pypdfium2 document as ``path`` with a fixed ``/CreationDate`` and a content-hashed ``/ID``
+    (PDFium stamps the save time and a time-based ID; see ``sources.samples.scibooks.reproducible_pdf``)."""
+    buffer = io.BytesIO()
+    pdf.save(buffer)
+    path.write_bytes(reproducible_pdf(buffer.getvalue()))
     return path
 
 

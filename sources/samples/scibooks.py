@@ -99,10 +99,10 @@ def write_sample_pdf(path: Path, scanned_page: bool = True) -> None:
     buffer = io.BytesIO()
     pdf.save(buffer)
     pdf.close()
-    path.write_bytes(_reproducible(buffer.getvalue()))
+    path.write_bytes(reproducible_pdf(buffer.getvalue()))
 
 
-def _reproducible(data: bytes) -> bytes:
+def reproducible_pdf(data: bytes) -> bytes:
     """PDFium stamps the save time into ``/CreationDate`` and a time-based file ``/ID``; a fixed date and
     an ID hashed from the content, each the same length, keep every xref offset valid and make the
     file the same bytes on every run (so a second sample run resumes instead of redoing the source)."""

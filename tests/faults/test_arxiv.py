@@ -82,7 +82,7 @@ def test_paper_with_hostile_inner_paths_is_refused(tmp_path: Path) -> None:
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     path = tmp_path / "2301.00001.tar.gz"
-    path.write_bytes(gzip.compress(inner.getvalue()))
+    path.write_bytes(gzip.compress(inner.getvalue(), mtime=0))
     records = read(path)
     assert [r.reason for r in records if isinstance(r, Drop)] == ["unsafe_archive"]
     assert not (tmp_path.parent / "escape.tex").exists()

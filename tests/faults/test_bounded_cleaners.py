@@ -126,10 +126,10 @@ def test_medline_citation_past_the_bound_is_one_drop(tmp_path: Path, cpu_clock) 
     records = [_citation(1, "<AbstractText>Plain abstract one.</AbstractText>"), _citation(2, parts),
                _citation(3, "<AbstractText>Plain abstract three.</AbstractText>")]
     path = tmp_path / "pubmed24n0001.xml.gz"
-    path.write_bytes(gzip.compress(f"<PubmedArticleSet>{''.join(records)}</PubmedArticleSet>".encode()))
+    path.write_bytes(gzip.compress(f"<PubmedArticleSet>{''.join(records)}</PubmedArticleSet>".encode(), mtime=0))
     warm = tmp_path / "warm.xml.gz"  # one record above the inline size starts the helper
     big = "".join(f"<AbstractText>{_words(i, 20)}</AbstractText>" for i in range(1000))
-    warm.write_bytes(gzip.compress(f"<PubmedArticleSet>{_citation(9, big)}</PubmedArticleSet>".encode()))
+    warm.write_bytes(gzip.compress(f"<PubmedArticleSet>{_citation(9, big)}</PubmedArticleSet>".encode(), mtime=0))
     bounds = CitationBounds(timeout_s=BOUND_S)
     assert isinstance(next(iter(iter_medline(warm, bounds=bounds))), Document)
 

@@ -65,7 +65,7 @@ def test_cut_anywhere_keeps_every_decodable_line_and_counts_the_cut_once(
         tmp_path_factory: pytest.TempPathFactory, fraction: float, family: str) -> None:
     directory = tmp_path_factory.mktemp(family)
     data = jsonl()
-    suffix, whole = (".zst", zst(data)) if family == "pile" else (".gz", gzip.compress(data))
+    suffix, whole = (".zst", zst(data)) if family == "pile" else (".gz", gzip.compress(data, mtime=0))
     cut = whole[: int(len(whole) * fraction)]
     path = directory / f"00.jsonl{suffix}"
     path.write_bytes(cut)
@@ -103,7 +103,7 @@ def test_bad_lines_in_the_middle_cost_one_record_each(tmp_path: Path) -> None:
     lines[60] = b'{"text": "unterminated'
     data = b"\n".join(lines)
     for recipe, path in ((PileRecipe(), tmp_path / "00.jsonl.zst"), (C4Recipe(), tmp_path / "c4-train.json.gz")):
-        path.write_bytes(zst(data) if path.suffix == ".zst" else gzip.compress(data))
+        path.write_bytes(zst(data) if path.suffix == ".zst" else gzip.compress(data, mtime=0))
         docs, drops = read(recipe, path)
         assert len(docs) == 98 and len(drops) == 2, (recipe, drops)
         assert [d.record.rsplit(":", 1)[-1].strip().removeprefix("line ") for d in drops] == ["41", "61"]
@@ -113,7 +113,7 @@ def test_huge_c4_line_is_one_drop_and_never_held(tmp_path: Path) -> None:
     lines = jsonl(20).split(b"\n")
     lines[9] = json.dumps({"text": "x" * 3_000_000}).encode()
     path = tmp_path / "c4-train.00000-of-01024.json.gz"
-    path.write_bytes(gzip.compress(b"\n".join(lines)))
+    path.write_bytes(gzip.compress(b"\n".join(lines), mtime=0))
     records = list(read_c4_json(path, str(path), max_line_bytes=1 << 20))
     assert [r.reason if isinstance(r, Drop) else "kept" for r in records] == ["kept"] * 9 + ["record_too_large"] + [
         "kept"] * 10

@@ -40,6 +40,7 @@ from sources.samples.pubmed import jats_article, write_package
 from sources.samples.scibooks import prose, wrap, write_sample_epub3, write_sample_pdf
 from sources.scibooks import SciBookSettings, SciBooksRecipe
 from tests.faults.rss import MAX_RSS_BYTES, run_measured
+from tests.fixed import save_pdf
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -72,7 +73,7 @@ def huge_page_pdf(path: Path) -> Path:
     image.set_matrix(pdfium.PdfMatrix().scale(14_400, 14_400))
     page.insert_obj(image)
     page.gen_content()
-    pdf.save(str(path))
+    save_pdf(pdf, path)
     pdf.close()
     scratch.close()
     return path

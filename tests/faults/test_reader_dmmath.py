@@ -32,7 +32,7 @@ def _pair(n: int) -> tuple[str, str]:
 def _write(path: Path, lines: list[str]) -> Path:
     data = "".join(line + "\n" for line in lines).encode()
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(gzip.compress(data) if path.name.endswith(".gz") else data)
+    path.write_bytes(gzip.compress(data, mtime=0) if path.name.endswith(".gz") else data)
     return path
 
 

@@ -40,7 +40,7 @@ def citation(pmid: int, abstract: str = "") -> str:
 
 def medline(path: Path, blocks: list[str], prolog: str = PROLOG, end: bool = True) -> Path:
     xml = prolog + "<MedlineCitationSet>\n" + "".join(blocks) + ("</MedlineCitationSet>\n" if end else "")
-    path.write_bytes(gzip.compress(xml.encode()))
+    path.write_bytes(gzip.compress(xml.encode(), mtime=0))
     return path
 
 
@@ -74,7 +74,7 @@ def test_real_baseline_file_with_an_11_mb_abstract_keeps_the_other_604(realdata:
     xml = gzip.decompress((realdata / "pubmed" / "baseline" / "medline16n0902.xml.gz").read_bytes())
     at = xml.index(b">", xml.index(b"<AbstractText")) + 1
     path = tmp_path / "medline16n0902.xml.gz"
-    path.write_bytes(gzip.compress(xml[:at] + b"word " * 2_200_000 + xml[at:], compresslevel=1))
+    path.write_bytes(gzip.compress(xml[:at] + b"word " * 2_200_000 + xml[at:], compresslevel=1, mtime=0))
     records = list(iter_medline(path, require_abstract=False))
     docs, drops = split(records)
     assert sorted((d.reason, d.record) for d in drops) == [("delete_instruction", "medline16n0902.xml.gz:delete PMID 26432306"),
@@ -86,7 +86,7 @@ def test_a_cut_mid_citation_inside_a_valid_gzip_is_truncated_input(tmp_path: Pat
     xml = PROLOG + "<MedlineCitationSet>\n" + "".join(citation(n) for n in range(1, CITATIONS + 1))
     cut = xml.index("<ArticleTitle>Study number 21 ")
     path = tmp_path / "m.xml.gz"
-    path.write_bytes(gzip.compress(xml[:cut].encode()))  # a complete gzip member of a cut XML file
+    path.write_bytes(gzip.compress(xml[:cut].encode(), mtime=0))  # a complete gzip member of a cut XML file
     docs, drops = split(list(iter_medline(path)))
     assert [(d.reason, d.record) for d in drops] == [("truncated_input", "m.xml.gz:record 21")]
     assert "after record 20" in drops[0].detail and "byte" in drops[0].detail
@@ -112,7 +112,7 @@ def test_a_bad_utf8_byte_costs_its_citation_alone(tmp_path: Path, compact: bool)
     xml = (PROLOG + "<MedlineCitationSet>" + "".join(blocks) + "</MedlineCitationSet>\n").encode()
     at = xml.index(b"treatment 25 ")
     path = tmp_path / "m.xml.gz"
-    path.write_bytes(gzip.compress(xml[:at] + b"\xff\xfe" + xml[at:]))
+    path.write_bytes(gzip.compress(xml[:at] + b"\xff\xfe" + xml[at:], mtime=0))
     docs, drops = split(list(iter_medline(path)))
     assert [(d.reason, d.record) for d in drops] == [("xml_error", "m.xml.gz:record 25")]
     assert pmids(docs) == [n for n in range(1, CITATIONS + 1) if n != 25]
@@ -130,7 +130,7 @@ def test_no_corrupted_byte_loses_a_citation_in_silence(tmp_path: Path, seed: int
     stopped = 0
     for _ in range(60):
         at = rng.randrange(len(PROLOG) + 30, len(xml) - 30)
-        path.write_bytes(gzip.compress(xml[:at] + rng.choice([b"\xff", b"<", b"&", b'"', b">", b"/"]) + xml[at + 1:]))
+        path.write_bytes(gzip.compress(xml[:at] + rng.choice([b"\xff", b"<", b"&", b'"', b">", b"/"]) + xml[at + 1:], mtime=0))
         docs, drops = split(list(iter_medline(path)))
         if any(d.reason == "truncated_input" for d in drops):
             stopped += 1

@@ -13,26 +13,28 @@ from pathlib import Path
 
 from core.document import Document, Drop
 from sources.dmmath import DmMathSettings, iter_package
+from tests.fixed import add_tar_member, gzip_bytes
 
 MODULE = b"".join(f"Solve {n}*k = {2 * n} for k.\n2\n".encode() for n in range(1, 30))
 
 
-def _file(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    info = tarfile.TarInfo(name)
-    info.size = len(data)
-    tar.addfile(info, io.BytesIO(data))
+def write_package(path: Path) -> Path:
+    """The package: two readable modules, a ``../`` path, an absolute path and a link out of it
+    (fixed member headers, gzip mtime 0, so the same bytes every run)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        add_tar_member(tar, "mathematics_dataset-v1.0/train-easy/algebra__linear_1d.txt", MODULE)
+        add_tar_member(tar, "../train-easy/numbers__gcd.txt", MODULE)
+        add_tar_member(tar, "/tmp/train-easy/numbers__lcm.txt", MODULE)
+        add_tar_member(tar, "mathematics_dataset-v1.0/train-easy/numbers__is_prime.txt", b"",
+                       type=tarfile.SYMTYPE, linkname="../../../../etc/passwd")
+        add_tar_member(tar, "mathematics_dataset-v1.0/train-medium/algebra__linear_1d.txt", MODULE)
+    path.write_bytes(gzip_bytes(buffer.getvalue()))
+    return path
 
 
 def test_hostile_members_are_refused_and_the_others_read(tmp_path: Path) -> None:
-    path = tmp_path / "mathematics_dataset-v1.0.tar.gz"
-    with tarfile.open(path, "w:gz") as tar:
-        _file(tar, "mathematics_dataset-v1.0/train-easy/algebra__linear_1d.txt", MODULE)
-        _file(tar, "../train-easy/numbers__gcd.txt", MODULE)
-        _file(tar, "/tmp/train-easy/numbers__lcm.txt", MODULE)
-        link = tarfile.TarInfo("mathematics_dataset-v1.0/train-easy/numbers__is_prime.txt")
-        link.type, link.linkname = tarfile.SYMTYPE, "../../../../etc/passwd"
-        tar.addfile(link)
-        _file(tar, "mathematics_dataset-v1.0/train-medium/algebra__linear_1d.txt", MODULE)
+    path = write_package(tmp_path / "mathematics_dataset-v1.0.tar.gz")
     records = list(iter_package(path, DmMathSettings(splits=("train-easy", "train-medium"))))
     drops = [(r.reason, r.record) for r in records if isinstance(r, Drop)]
     name = path.name

@@ -9,7 +9,6 @@ import io
 import tarfile
 from pathlib import Path
 
-import py7zr
 import pytest
 
 from core.manifest import Manifest
@@ -20,6 +19,7 @@ from flows.arxiv import run as run_arxiv
 from flows.stackexchange import StackExchangeConfig
 from flows.stackexchange import parse_args as stackexchange_args
 from flows.stackexchange import run as run_stackexchange
+from tests.fixed import write_7z
 
 
 def shard_hashes(out: Path) -> dict[str, str]:
@@ -92,9 +92,7 @@ def posts(site_questions: int, start: int = 1) -> bytes:
 
 
 def seven_zip(path: Path, files: dict[str, bytes]) -> None:
-    with py7zr.SevenZipFile(path, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(data, name)
+    write_7z(path, files)
 
 
 def test_stackexchange_flow_top_sites_and_skips(tmp_path: Path, prefect_api_url: str,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import shutil
@@ -16,6 +15,7 @@ from flows.books import BooksConfig, write_input_lists
 from flows.books import run as run_books
 from flows.github import GithubConfig
 from flows.github import run as run_github
+from tests.fixed import gzip_text
 
 pytestmark = pytest.mark.prefect
 
@@ -80,7 +80,7 @@ def test_github_flow_clones_and_rows(tmp_path: Path, prefect_api_url: str) -> No
         (root / "json" / "data.py").write_bytes(b"\x00\x01binary")
     copy = (STDLIB / "json" / "scanner.py").read_text(encoding="utf-8")
     rows = tmp_path / "bq.jsonl.gz"
-    with gzip.open(rows, "wt") as handle:
+    with gzip_text(rows) as handle:
         handle.write(json.dumps({"repo_name": "o/fork", "path": "scanner.py", "license": "apache-2.0",
                                  "content": "# Copyright 2024 Fork\n" + copy}) + "\n")
     (tmp_path / "junk.jsonl.gz").write_bytes(b"not gzip")

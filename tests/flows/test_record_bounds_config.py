@@ -77,7 +77,7 @@ def _medline(path: Path, abstract_words: int) -> Path:
     record = ("<PubmedArticle><MedlineCitation><PMID Version=\"1\">7</PMID><Article><Journal><Title>J</Title>"
               f"</Journal><ArticleTitle>Title.</ArticleTitle><Abstract><AbstractText>{abstract}</AbstractText>"
               "</Abstract></Article></MedlineCitation></PubmedArticle>")
-    path.write_bytes(gzip.compress(f"<PubmedArticleSet>{record}</PubmedArticleSet>".encode()))
+    path.write_bytes(gzip.compress(f"<PubmedArticleSet>{record}</PubmedArticleSet>".encode(), mtime=0))
     return path
 
 

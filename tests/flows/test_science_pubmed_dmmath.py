@@ -45,7 +45,7 @@ def test_pubmed_flow_both_sources_versions_and_resume(prefect_api_url: str, tmp_
     # and repeats 26000001 word for word
     update = tmp_path / "in" / "medline" / "pubmed24n0003.xml.gz"
     data = pubmed_sample.medline_2016(26000000).replace(b"Neural correlates of pitch", b"Revised: pitch")
-    update.write_bytes(gzip.compress(data))
+    update.write_bytes(gzip.compress(data, mtime=0))
     out = tmp_path / "out"
     config = pubmed_args(["--central", str(tmp_path / "in" / "pmc" / "*"), "--abstracts",
                           str(tmp_path / "in" / "medline" / "*.xml.gz"), "--out", str(out),

@@ -29,7 +29,6 @@ from types import ModuleType
 
 import pyarrow.parquet as pq
 import pytest
-from warcio.warcwriter import WARCWriter
 
 from flows.registry import SOURCES
 from sources.samples import dialogue as dialogue_sample
@@ -37,6 +36,7 @@ from sources.samples import pubmed as pubmed_sample
 from sources.samples import reasoning as reasoning_sample
 from sources.samples import stack_code as stack_code_sample
 from sources.samples.wikipedia import dump_xml, write_sample_dumps
+from tests.fixed import FixedWARCWriter, save_pdf
 
 
 def _gzip(path: Path, data: bytes) -> Path:
@@ -48,7 +48,7 @@ def warcinfo_only(directory: Path) -> Path:
     """A WARC file as a crawler starts it: the ``warcinfo`` record and no capture."""
     path = directory / "CC-MAIN-20230101000000-20230101010000-00000.warc.gz"
     with open(path, "wb") as handle:
-        writer = WARCWriter(handle, gzip=True)
+        writer = FixedWARCWriter(handle, gzip=True, key=path.name)
         writer.write_record(writer.create_warcinfo_record(path.name, {"software": "kinda-test", "format": "WARC/1.1"}))
     return path
 
@@ -102,7 +102,7 @@ def blank_pdf(directory: Path) -> Path:
     path = directory / "blank.pdf"
     pdf = pypdfium2.PdfDocument.new()
     pdf.new_page(612, 792)
-    pdf.save(str(path))
+    save_pdf(pdf, path)
     pdf.close()
     return path
 

@@ -6,7 +6,6 @@ JSONL.zst by zstandard; the tokenizer is the session's real BPE (``toy_tokenizer
 
 from __future__ import annotations
 
-import gzip
 import json
 import random
 from pathlib import Path
@@ -32,6 +31,7 @@ from sources.formats.datasets_text import (
     read_texts,
 )
 from tasks.tokenize_external import ExternalJob, tokenize_file
+from tests.fixed import gzip_text
 
 WORDS = ["the", "river", "ran", "quiet", "in", "1999", "and", "2023", "under", "willows", "42", "angler", "é"]
 
@@ -61,7 +61,7 @@ def write_dataset(root: Path, files: int = 3, rows: int = 300) -> dict[str, Any]
     lines[6] = json.dumps(["not", "an", "object"])
     lines[7] = json.dumps({"id": "j7", "text": 12})
     (root / "data" / "extra").mkdir()
-    with gzip.open(root / "data" / "extra" / "lines.jsonl.gz", "wt", encoding="utf-8") as handle:
+    with gzip_text(root / "data" / "extra" / "lines.jsonl.gz") as handle:
         handle.write("\n".join(lines) + "\n")
     for r, line in enumerate(lines):
         obj = json.loads(line) if r not in (3,) else None

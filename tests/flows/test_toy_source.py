@@ -95,7 +95,7 @@ def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     data.parent.mkdir()
     lines = ["q1\tThe only way out is through.", "no tab here", "q2\tKnowledge is power.",
              "q3\tThe only way out is through.", "q4\tok"]
-    data.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    data.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0))
     try:
         yield data
     finally:

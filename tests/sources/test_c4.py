@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import importlib.util
 import json
 import sys
@@ -13,6 +12,7 @@ import pytest
 from core.document import Document, Drop, InputSpec
 from core.shards import read_documents
 from sources.c4 import C4FromCommonCrawlRecipe, C4Recipe, read_c4_json
+from tests.fixed import gzip_text
 
 ROWS = [
     {"text": "First page.\nSecond line.", "timestamp": "2019-04-25 12:57:54", "url": "https://a.example/1"},
@@ -21,7 +21,7 @@ ROWS = [
 
 
 def write_c4(path: Path, lines: list[str]) -> Path:
-    with gzip.open(path, "wt", encoding="utf-8") as handle:
+    with gzip_text(path) as handle:
         handle.write("".join(line + "\n" for line in lines))
     return path
 

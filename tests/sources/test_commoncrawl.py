@@ -8,7 +8,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
 
 from core.document import InputSpec
 from core.manifest import InputRecord
@@ -22,6 +21,7 @@ from core.pipeline import (
 )
 from core.shards import ShardLimits, read_documents
 from sources import commoncrawl as cc
+from tests.fixed import FixedWARCWriter
 
 BOILERPLATE = ["Subscribe to our newsletter for weekly updates and offers.",
                "All rights reserved by the publishing company of this site."]
@@ -44,7 +44,7 @@ def page(paragraphs: list[str]) -> bytes:
 
 def write_warc(path: Path, pages: list[tuple[str, bytes]]) -> InputSpec:
     with open(path, "wb") as handle:
-        writer = WARCWriter(handle, gzip=True)
+        writer = FixedWARCWriter(handle, gzip=True, key=path.name)
         for url, body in pages:
             http = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
             writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=http))

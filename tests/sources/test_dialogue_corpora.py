@@ -22,6 +22,7 @@ from sources.dialogue import (
     input_kind,
     iter_json_array,
 )
+from tests.fixed import zip_info
 
 
 def read(path: Path, **kwargs: object) -> tuple[list[Document], list[Drop]]:
@@ -107,7 +108,7 @@ def zip_bytes(files: dict[str, bytes]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, data in files.items():
-            archive.writestr(name, data)
+            archive.writestr(zip_info(name), data)
     return buffer.getvalue()
 
 

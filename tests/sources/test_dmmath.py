@@ -87,7 +87,7 @@ def test_release_package_streamed(realdata: Path, tmp_path: Path) -> None:
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
     package = tmp_path / "mathematics_dataset-v1.0.tar.gz"
-    package.write_bytes(gzip.compress(buffer.getvalue()))
+    package.write_bytes(gzip.compress(buffer.getvalue(), mtime=0))
     docs, drops = _split(list(iter_dmmath(package, TRAIN)))
     assert len(docs) == 1 and drops == {"split_not_selected": 1}
     cut = tmp_path / "cut.tar.gz"
@@ -103,7 +103,7 @@ def test_bad_lines_are_counted(tmp_path: Path) -> None:
     docs, drops = _split(list(iter_dmmath(path, DmMathSettings(max_line_chars=15))))
     assert drops == {"invalid_utf8": 1, "line_too_long": 1, "unpaired_question": 1} and docs[0].meta["pairs"] == 1
     gz = folder / "numbers__lcm.txt.gz"
-    whole = gzip.compress("".join(f"What is {i} times {i + 7}?\n{i * (i + 7)}\n" for i in range(3000)).encode())
+    whole = gzip.compress("".join(f"What is {i} times {i + 7}?\n{i * (i + 7)}\n" for i in range(3000)).encode(), mtime=0)
     gz.write_bytes(whole[: len(whole) // 2])
     docs, drops = _split(list(iter_dmmath(gz, TRAIN)))
     assert drops["truncated_input"] == 1 and docs and docs[0].meta["module"] == "numbers__lcm"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import shutil
@@ -27,6 +26,7 @@ from sources.github import (
     repo_list_payload,
     skip_reason,
 )
+from tests.fixed import gzip_text
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 MIT = ("Permission is hereby granted, free of charge, to any person obtaining a copy of this software.\n"
@@ -98,7 +98,7 @@ def test_missing_repo_and_broken_list_are_reasoned_drops(tmp_path: Path) -> None
 
 
 def write_rows(path: Path, rows: list[dict[str, object]], extra_lines: list[str] = ()) -> Path:  # type: ignore[assignment]
-    with gzip.open(path, "wt", encoding="utf-8") as handle:
+    with gzip_text(path) as handle:
         for row in rows:
             handle.write(json.dumps(row) + "\n")
         for line in extra_lines:

@@ -144,7 +144,7 @@ def test_truncated_package_keeps_what_was_read(tmp_path: Path) -> None:
     articles = {f"PMC009xxxxxx/PMC90001{i:02d}.xml": pubmed_sample.jats_article(f"90001{i:02d}", f"Article number {i}")
                 for i in range(6)}
     package = pubmed_sample.write_package(tmp_path / "whole.tar.gz", articles)
-    stored = gzip.compress(gzip.decompress(package.read_bytes()), compresslevel=0)  # cut offsets ~ tar offsets
+    stored = gzip.compress(gzip.decompress(package.read_bytes()), compresslevel=0, mtime=0)  # cut offsets ~ tar offsets
     cut = tmp_path / "cut.tar.gz"
     cut.write_bytes(stored[: len(stored) * 3 // 4])
     whole = _records(package)
@@ -169,7 +169,7 @@ def test_hostile_tar_members_are_refused_and_nothing_is_extracted(tmp_path: Path
         archive.addfile(big, io.BytesIO(b" " * big.size))
     package = tmp_path / "pkg" / "bulk.tar.gz"
     package.parent.mkdir()
-    package.write_bytes(gzip.compress(buffer.getvalue()))
+    package.write_bytes(gzip.compress(buffer.getvalue(), mtime=0))
     records = _records(package, max_article_bytes=len(article) + 10)
     # hostile members are refused unread, as docs/reliability.md says; the oversized one is too_large
     assert [(r.reason, r.record) for r in records] == [  # type: ignore[union-attr]
@@ -282,7 +282,7 @@ def test_truncated_real_medline_keeps_records_read(realdata: Path, tmp_path: Pat
 
 def test_versions_and_deletions_within_a_file(tmp_path: Path) -> None:
     path = tmp_path / "medline16n0001.xml.gz"
-    path.write_bytes(gzip.compress(pubmed_sample.medline_2016(26000000)))
+    path.write_bytes(gzip.compress(pubmed_sample.medline_2016(26000000), mtime=0))
     docs, drops = _medline(path)
     assert [d.meta["pmid"] for d in docs] == ["26000000", "26000001"]
     assert docs[1].meta["title"] == "A corrected version of this citation."
@@ -293,7 +293,7 @@ def test_versions_and_deletions_within_a_file(tmp_path: Path) -> None:
 
 def test_translated_title_brackets_removed(tmp_path: Path) -> None:
     path = tmp_path / "pubmed24n0002.xml.gz"
-    path.write_bytes(gzip.compress(pubmed_sample.pubmed_2024(38000000)))
+    path.write_bytes(gzip.compress(pubmed_sample.pubmed_2024(38000000), mtime=0))
     docs, _ = _medline(path)
     assert docs[0].meta["title"] == "Back pain in adolescents." and "Referenceauthor" not in docs[0].text
 
@@ -324,7 +324,7 @@ def test_book_records_are_kept_between_articles(tmp_path: Path, wrapped: bool) -
         root = etree.Element("BookDocumentSet")
         root.append(_book_document("20301613"))
     path = tmp_path / "pubmed24n0003.xml.gz"
-    path.write_bytes(gzip.compress(etree.tostring(root, xml_declaration=True, encoding="UTF-8")))
+    path.write_bytes(gzip.compress(etree.tostring(root, xml_declaration=True, encoding="UTF-8"), mtime=0))
     docs, drops = _medline(path)
     pmids = ["38000000", "20301613", "38000001"] if wrapped else ["20301613"]
     assert [d.meta["pmid"] for d in docs] == pmids and drops == {}

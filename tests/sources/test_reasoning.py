@@ -110,7 +110,7 @@ def test_bad_rows_are_counted_drops(tmp_path: Path) -> None:
     assert len(docs) == 1 and docs[0].text.endswith("<work>\n6 * 7 = 42\n</work>\n\nAnswer: 42")
     assert reasons(stats) == {"malformed_json": 1, "malformed_row": 2, "no_final_answer": 2,
                               "malformed_annotation": 1, "work_token_in_text": 1, "too_large": 1}
-    packed = gzip.compress(path.read_bytes())
+    packed = gzip.compress(path.read_bytes(), mtime=0)
     (tmp_path / "cut.jsonl.gz").write_bytes(packed[:-40])
     _, cut = run(tmp_path / "cut.jsonl.gz")
     assert reasons(cut).get("truncated_input") == 1

@@ -22,6 +22,7 @@ from sources.formats import pdf_text
 from sources.formats.epub import EpubError, EpubSettings, mathml_text, read_epub, resolve_href
 from sources.samples.scibooks import _put_text, write_sample_epub3, write_sample_pdf
 from sources.scibooks import SciBookSettings, SciBooksRecipe, text_quality
+from tests.fixed import save_pdf, zip_info
 
 N18 = "scibooks/pdf/N18-3011.pdf"
 
@@ -191,8 +192,7 @@ def test_hanging_page_is_bounded(tmp_path: Path) -> None:
                 _put_text(pdf, page, font, f"Line {i} of page {number + 1} about finite elements and meshes.", 60,
                           780 - 20 * i)
         raw.FPDFPage_GenerateContent(page.raw)
-    path = tmp_path / "slow.pdf"
-    pdf.save(str(path))
+    path = save_pdf(pdf, tmp_path / "slow.pdf")
     pdf.close()
     worker = pdf_text.PdfWorker()
     try:
@@ -308,7 +308,7 @@ def _zip(files: dict[str, bytes], compression: int = zipfile.ZIP_DEFLATED) -> by
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=compression) as handle:
         for name, data in files.items():
-            handle.writestr(name, data)
+            handle.writestr(zip_info(name, compression), data)
     return buffer.getvalue()
 
 

@@ -23,6 +23,7 @@ from sources.formats.epub import EpubSettings, read_epub
 from sources.formats.mathml import reading, useful_alttext
 from sources.samples.scibooks import CONTAINER_XML
 from sources.scibooks import SciBookSettings, SciBooksRecipe
+from tests.fixed import zip_info
 
 PLACEHOLDER = "Alternative text not available"
 MML = 'xmlns="http://www.w3.org/1998/Math/MathML"'
@@ -114,11 +115,12 @@ def write_epub3(path: Path, chapters: dict[str, str]) -> Path:
         f'<li><a href="{name}">Chapter {i}</a></li>' for i, name in enumerate(chapters)) + "</ol></nav>")
     with zipfile.ZipFile(path, "w") as book:
         book.writestr(zipfile.ZipInfo("mimetype"), "application/epub+zip", compress_type=zipfile.ZIP_STORED)
-        book.writestr("META-INF/container.xml", CONTAINER_XML.format(opf="EPUB/package.opf"), zipfile.ZIP_DEFLATED)
-        book.writestr("EPUB/package.opf", opf, zipfile.ZIP_DEFLATED)
-        book.writestr("EPUB/xhtml/nav.xhtml", nav, zipfile.ZIP_DEFLATED)
+        book.writestr(zip_info("META-INF/container.xml"), CONTAINER_XML.format(opf="EPUB/package.opf"),
+                      zipfile.ZIP_DEFLATED)
+        book.writestr(zip_info("EPUB/package.opf"), opf, zipfile.ZIP_DEFLATED)
+        book.writestr(zip_info("EPUB/xhtml/nav.xhtml"), nav, zipfile.ZIP_DEFLATED)
         for name, content in chapters.items():
-            book.writestr(f"EPUB/xhtml/{name}", content, zipfile.ZIP_DEFLATED)
+            book.writestr(zip_info(f"EPUB/xhtml/{name}"), content, zipfile.ZIP_DEFLATED)
     return path
 
 

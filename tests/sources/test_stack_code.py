@@ -234,7 +234,7 @@ def test_jsonl_bad_lines_and_truncated_gzip(tmp_path: Path) -> None:
     docs, stats = run(path)
     assert len(docs) == 3 and reasons(stats) == {"malformed_json": 2, "missing_column": 1}
     assert {d.meta["format"] for d in docs} == {"github-code", "the-stack"}
-    packed = gzip.compress(path.read_bytes())
+    packed = gzip.compress(path.read_bytes(), mtime=0)
     (tmp_path / "cut.jsonl.gz").write_bytes(packed[: len(packed) - 30])
     docs, stats = run(tmp_path / "cut.jsonl.gz")
     assert reasons(stats).get("truncated_input") == 1

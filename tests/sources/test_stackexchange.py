@@ -5,7 +5,6 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-import py7zr
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,6 +24,7 @@ from sources.stackexchange import (
     site_file,
     site_language,
 )
+from tests.fixed import write_7z
 
 
 def row(**attrs: object) -> str:
@@ -61,10 +61,7 @@ def read(path: Path, recipe: StackExchangeRecipe | None = None) -> tuple[list[Do
 
 
 def make_7z(path: Path, files: dict[str, bytes]) -> Path:
-    with py7zr.SevenZipFile(path, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(data, name)
-    return path
+    return write_7z(path, files)
 
 
 def test_threads_in_numeric_score_order(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from sources.formats.warc import (
     WarcRecords,
     visible_text,
 )
+from tests.fixed import FixedWARCWriter, gzip_text
 
 ENGLISH = (
     "The history of the lighthouse keepers on the northern coast is a story of isolation and duty. "
@@ -61,12 +62,12 @@ def add_raw_response(writer: WARCWriter, url: str, raw: bytes) -> None:
     head = (f"WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: {url}\r\n"
             f"WARC-Record-ID: <urn:uuid:broken-{len(raw)}>\r\nWARC-Date: 2020-01-01T00:00:00Z\r\n"
             f"Content-Type: application/http; msgtype=response\r\nContent-Length: {len(raw)}\r\n\r\n")
-    writer.out.write(gzip.compress(head.encode() + raw + b"\r\n\r\n"))
+    writer.out.write(gzip.compress(head.encode() + raw + b"\r\n\r\n", mtime=0))
 
 
 def write_warc(path: Path, build) -> Path:
     with open(path, "wb") as handle:
-        writer = WARCWriter(handle, gzip=True)
+        writer = FixedWARCWriter(handle, gzip=True, key=path.name)
         build(writer)
     return path
 
@@ -79,7 +80,7 @@ def sample_warc(tmp_path: Path) -> Path:
         add_response(w, "http://example.com/logo.png", b"\x89PNG\r\n\x1a\n" + b"\0" * 50, "image/png")
         add_response(w, "http://example.com/missing", b"<html>gone</html>", status="404 Not Found")
         add_raw_response(w, "http://example.com/broken", b"THIS IS NOT HTTP\r\nfoo\r\n\r\n<html></html>")
-        gz = gzip.compress(html_page("Gzipped", [ENGLISH]).encode())
+        gz = gzip.compress(html_page("Gzipped", [ENGLISH]).encode(), mtime=0)
         add_response(w, "http://example.com/gz", gz, extra_headers=[("Content-Encoding", "gzip")])
         req = w.create_warc_record("http://example.com/en", "request", payload=io.BytesIO(b"GET / HTTP/1.1\r\n\r\n"))
         w.write_record(req)
@@ -130,7 +131,7 @@ def test_size_bound_drops_huge_pages(tmp_path: Path) -> None:
 def test_wet_conversion_records(tmp_path: Path) -> None:
     path = tmp_path / "x.warc.wet.gz"
     with open(path, "wb") as handle:
-        writer = WARCWriter(handle, gzip=True)
+        writer = FixedWARCWriter(handle, gzip=True, key=path.name)
         for i, text in enumerate([ENGLISH, "", GERMAN]):
             headers = {"WARC-Refers-To": f"<urn:uuid:0000000{i}>"}
             record = writer.create_warc_record(f"http://site/{i}", "conversion", payload=io.BytesIO(text.encode()),
@@ -190,7 +191,7 @@ def test_extractor_is_bounded_in_its_helper_from_any_thread() -> None:
 
 def test_paths_list_and_urls(tmp_path: Path) -> None:
     paths = tmp_path / "wet.paths.gz"
-    with gzip.open(paths, "wt") as handle:
+    with gzip_text(paths) as handle:
         handle.write("crawl-data/CC-MAIN-2023-06/segments/1/wet/a.warc.wet.gz\n\ncrawl-data/x/b.warc.wet.gz\n")
     assert read_paths_list(paths) == ["crawl-data/CC-MAIN-2023-06/segments/1/wet/a.warc.wet.gz",
                                       "crawl-data/x/b.warc.wet.gz"]
