@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 import zstandard
 
+from tests.time_limits import timeout_for
+
 pytestmark = pytest.mark.prefect
 pytest.importorskip("prefect_dask")
 REPO = Path(__file__).resolve().parents[2]
@@ -72,6 +74,7 @@ def files_of(index: Path) -> list[str]:
     return sorted(path.relative_to(index).as_posix() for path in index.rglob("*") if path.is_file())
 
 
+@timeout_for(600)  # its subprocess's limit (tests/time_limits.py)
 def test_two_dask_workers_build_the_bytes_of_one(tmp_path: Path, prefect_api_url: str) -> None:
     pile = tmp_path / "pile"
     shards = write_shards(pile)

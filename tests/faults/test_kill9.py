@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.time_limits import Deadline, timeout_for
+
 pytestmark = [pytest.mark.prefect, pytest.mark.skipif(not sys.platform.startswith("linux"),
                                                       reason="walks /proc")]
 REPO = Path(__file__).resolve().parents[2]
@@ -66,7 +68,7 @@ def _flow(inputs: list[Path], out: Path, env: dict[str, str], logs: Path) -> sub
                                 start_new_session=True)
 
 
-def _open_when_read(fifo: Path, flow: subprocess.Popen[bytes], logs: Path, timeout_s: float = 400) -> int:
+def _open_when_read(fifo: Path, flow: subprocess.Popen[bytes], logs: Path, timeout_s: float) -> int:
     """The pipe's write end, once a process of the run opened it for reading (the input is mid-read)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -86,7 +88,14 @@ def _digests(out: Path) -> dict[str, str]:
             for p in sorted((out / "docs").rglob("*")) if p.is_file()}
 
 
+#: The test's waits together (four flow runs, each up to a few minutes at load 10): each wait takes
+#: at most what is left, and pytest-timeout's limit is derived from the same figure (tests/time_limits.py).
+BUDGET_S = 1200
+
+
+@timeout_for(BUDGET_S)
 def test_kill9_of_the_flow_takes_its_workers_and_server_along(prefect_api_url: str, tmp_path: Path) -> None:
+    budget = Deadline(BUDGET_S)
     token = uuid.uuid4().hex
     base = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # its own temporary server
     env = {**base, MARK: token}
@@ -99,13 +108,13 @@ def test_kill9_of_the_flow_takes_its_workers_and_server_along(prefect_api_url: s
     out = tmp_path / "out"
     flow = _flow([slow, real], out, env, tmp_path / "killed.log")
     try:
-        feed = _open_when_read(slow, flow, tmp_path / "killed.log")
+        feed = _open_when_read(slow, flow, tmp_path / "killed.log", budget.left(400))
         os.write(feed, "".join(slow_lines[:50]).encode())  # part of the input; the pipe stays open
         run = marked(token)
         commands = " | ".join(run.values())
         assert flow.pid in run and "uvicorn" in commands and commands.count("multiprocessing") >= 2, commands
         os.kill(flow.pid, signal.SIGKILL)
-        flow.wait(timeout=30)
+        flow.wait(timeout=budget.left(30))
         deadline = time.monotonic() + 5
         while marked(token) and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -125,17 +134,17 @@ def test_kill9_of_the_flow_takes_its_workers_and_server_along(prefect_api_url: s
     slow.unlink()
     slow.write_text("".join(slow_lines), encoding="utf-8")
     refused = _flow([slow, real], out, rerun_env, tmp_path / "refused.log")
-    assert refused.wait(timeout=300) == 2
+    assert refused.wait(timeout=budget.left(300)) == 2
     message = (tmp_path / "refused.log").read_text(errors="replace")
     assert f"still being written by process(es) {writer.pid}" in message and "Traceback" not in message, message
     assert writer.stdin is not None
     writer.stdin.close()
-    writer.wait(timeout=30)
+    writer.wait(timeout=budget.left(30))
 
     rerun = _flow([slow, real], out, rerun_env, tmp_path / "rerun.log")
-    assert rerun.wait(timeout=400) == 0, (tmp_path / "rerun.log").read_text(errors="replace")[-3000:]
+    assert rerun.wait(timeout=budget.left(400)) == 0, (tmp_path / "rerun.log").read_text(errors="replace")[-3000:]
     clean_out = tmp_path / "clean"
     clean = _flow([slow, real], clean_out, rerun_env, tmp_path / "clean.log")
-    assert clean.wait(timeout=400) == 0, (tmp_path / "clean.log").read_text(errors="replace")[-3000:]
+    assert clean.wait(timeout=budget.left(400)) == 0, (tmp_path / "clean.log").read_text(errors="replace")[-3000:]
     rerun_docs = _digests(out)
     assert rerun_docs and rerun_docs == _digests(clean_out)

@@ -27,6 +27,7 @@ import pytest
 
 from core.config import ConfigFileError, PipelineConfig, duckdb_size
 from flows import _cli
+from tests.time_limits import timeout_for
 
 REPO = Path(__file__).resolve().parents[2]
 #: Flow modules whose config names its inputs (a run without any is refused up front).
@@ -229,13 +230,18 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
+#: The disk-full run's limit; the test's pytest-timeout is derived from it (tests/time_limits.py).
+DISK_FULL_RUN_S = 600
+
+
 @pytest.mark.prefect
+@timeout_for(DISK_FULL_RUN_S)
 def test_disk_full_in_finalize_is_one_line_naming_errno_and_out(tmp_path: Path, small_disk: Path) -> None:
     from core.manifest import Manifest
 
     rows = _full_disk_input(tmp_path / "big.jsonl")
     out = small_disk / "out"
-    done = flow("reasoning", "--inputs", str(rows), "--out", str(out), "--workers", "1", timeout=600)
+    done = flow("reasoning", "--inputs", str(rows), "--out", str(out), "--workers", "1", timeout=DISK_FULL_RUN_S)
     assert done.returncode == 1, done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     last = done.stderr.strip().splitlines()[-1]

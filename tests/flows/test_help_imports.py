@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from flows.registry import SOURCES
+from tests.time_limits import timeout_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: What no ``--help`` may import (``kinda`` reads the manifest with DuckDB: allowed there).
@@ -55,6 +56,7 @@ def flow_modules() -> list[str]:
     return list(dict.fromkeys([*from_registry, *on_disk]))
 
 
+@timeout_for(600)  # its subprocess's limit (tests/time_limits.py)
 def test_every_help_stays_off_heavy_imports() -> None:
     modules = flow_modules()
     assert {"flows.dialogue", "flows.stackexchange", "flows.source", "flows.llama", "flows.dedup", "flows.label",

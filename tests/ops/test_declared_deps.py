@@ -24,6 +24,8 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from tests.time_limits import timeout_for
+
 REPO = Path(__file__).resolve().parents[2]
 PRODUCT = ("core", "dedupe", "sources", "loader", "tasks", "flows", "kinda")
 #: Extras whose packages a user installs on purpose (engines, charts, torch); the rest is the base.
@@ -67,6 +69,7 @@ def _closure(requirements: list[Requirement]) -> set[str]:
     return {key.split("[")[0] for key in seen}
 
 
+@timeout_for(600)  # its subprocess's limit (tests/time_limits.py)
 def test_every_imported_package_is_declared() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     declared = [Requirement(r) for r in project["dependencies"]]

