@@ -102,13 +102,11 @@ _STOP_HASHES = np.array(sorted(fnv1a(w) for w in STOP_WORDS), np.uint64)
 
 
 @jit
-def _ngram_hashes(hashes: np.ndarray, count: int, n: int) -> np.ndarray:  # pragma: no cover - compiled
-    out = np.zeros(count - n + 1, np.uint64)
-    for i in range(count - n + 1):
-        h = np.uint64(n)
-        for k in range(n):
-            h = (h ^ hashes[i + k]) * np.uint64(0x100000001B3) + np.uint64(0x9E3779B97F4A7C15)
-        out[i] = h
+def _extend_grams(grams: np.ndarray, hashes: np.ndarray, n: int) -> np.ndarray:  # pragma: no cover - compiled
+    """The n-gram hashes from the (n-1)-gram hashes: each mixed with the word that follows it."""
+    out = np.empty(len(grams) - 1, np.uint64)
+    for i in range(len(out)):
+        out[i] = (grams[i] ^ hashes[i + n - 1]) * np.uint64(0x100000001B3) + np.uint64(0x9E3779B97F4A7C15)
     return out
 
 
@@ -154,7 +152,7 @@ def _word_kernel(raw: np.ndarray, flags: np.ndarray, ends: np.ndarray, stop_hash
 
     A word is a run of word characters (apostrophes between two word characters inside it) or a
     run of other non-space characters, as :data:`WORD`. Each word is hashed (FNV-1a over its code
-    points); n-grams are hashes of word hashes, grouped by a hash table.
+    points); an n-gram's hash is its (n-1)-gram's mixed with its last word's, grouped by a hash table.
     """
     first = 0
     for text in range(len(ends)):
@@ -208,10 +206,13 @@ def _word_kernel(raw: np.ndarray, flags: np.ndarray, ends: np.ndarray, stop_hash
         for w in range(count):
             cumulative[w + 1] = cumulative[w] + lengths[w]
         column = 5
+        grams = (hashes[:count] ^ np.uint64(0x2545F4914F6CDD1D)) * np.uint64(0x100000001B3)  # mixed once more,
+        # so an n-gram's hash is not symmetric in its words (a XOR of two plain word hashes would be)
         for n in range(2, 5):  # the most frequent n-gram's characters (words and spaces) times its count
             best = 0
             if count >= n:
-                _, counts, starts = _groups(_ngram_hashes(hashes, count, n))
+                grams = _extend_grams(grams, hashes, n)
+                _, counts, starts = _groups(grams)
                 top = 0
                 start = 0
                 for g in range(len(counts)):  # groups in order of first appearance: the first seen wins a tie
@@ -223,7 +224,8 @@ def _word_kernel(raw: np.ndarray, flags: np.ndarray, ends: np.ndarray, stop_hash
         for n in range(5, 11):  # characters of n-grams seen before, jumping over each repeat
             repeated = 0
             if count >= n:
-                group, counts, _ = _groups(_ngram_hashes(hashes, count, n))
+                grams = _extend_grams(grams, hashes, n)
+                group, counts, _ = _groups(grams)
                 seen = np.zeros(len(counts), np.bool_)
                 i = 0
                 while i < count - n + 1:
