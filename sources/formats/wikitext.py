@@ -96,20 +96,31 @@ _BEHAVIOUR_SWITCH = re.compile(
     r"STATICREDIRECT|DISAMBIG|EXPECTED_UNCONNECTED_PAGE|NOGLOBAL|ARCHIVEDTALK|NOTALK)__",
     re.I,
 )
-#: ``(`` followed only by removal sites, spaces and separators: group 2 (the closer) matched means
-#: the brackets held nothing but removed markup (``({{IPA|…}}; {{lang|…}})``); otherwise the sites
-#: and the separators they orphaned are cut from the bracket's head (``({{lang|…}}; born 1950)``).
-_OPEN_SITES = re.compile(
-    r"([(\uff08])(?:[ \t]*(?:[,;:\uff0c\uff1b\u3001][ \t]*)?\ufdd0)+[ \t\ufdd0]*"
-    r"(?:[,;:\uff0c\uff1b\u3001][ \t\ufdd0]*)*([)\uff09])?"
-)
-#: Run over the *reversed* text, so that what precedes a site is matched after it and every match
-#: starts at a literal (a pattern starting with a space class is tried at every space):
-#: ``sep? spaces site-run spaces )`` (a removed last item of a bracket; reversed here), and
-#: ``spaces site-run`` directly before a mark (a ``<ref>`` between a word and its full stop).
-_SITES_BEFORE_MARKS_REVERSED = re.compile(
-    r"([)\uff09])(?:[ \t]*\ufdd0)+[ \t\ufdd0]*(?:[,;\uff0c\uff1b\u3001])?"
-    r"|\ufdd0(?<=[.,;:!?\u3002\uff0c\uff1b\uff1a\uff01\uff1f]\ufdd0)[ \t\ufdd0]*"
+_SEPARATORS = ",;\uff0c\uff1b\u3001"  # what lists items in a bracket (ASCII, full-width, ideographic)
+
+
+def _bracket_rules(opener: str, closer: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The two site rules of one bracket pair; each pattern starts with a literal, which ``re``
+    finds with a fast scan (a leading class or alternation cost 10x more on real pages).
+
+    * ``opener`` followed only by sites, spaces and separators: the closer matched (group 1)
+      means the brackets held nothing but removed markup (``({{IPA|…}}; {{lang|…}})``);
+      otherwise the sites and the separators they orphaned are cut from the bracket's head
+      (``({{lang|…}}; born 1950)``);
+    * for the *reversed* text, so that what precedes a site is matched after it: ``closer``
+      after a run of sites, spaces and one orphaned separator (``(born 1950; {{IPA|…}})``).
+    """
+    sep, o, c = _SEPARATORS + ":", re.escape(opener), re.escape(closer)
+    head = re.compile(rf"{o}(?:[ \t]*(?:[{sep}][ \t]*)?\ufdd0)+[ \t\ufdd0]*(?:[{sep}][ \t\ufdd0]*)*({c})?")
+    tail = re.compile(rf"{c}(?:[ \t]*\ufdd0)+[ \t\ufdd0]*[{_SEPARATORS}]?")
+    return head, tail
+
+
+_BRACKETS = [(opener, closer, *_bracket_rules(opener, closer)) for opener, closer in ("()", "\uff08\uff09")]
+#: For the reversed text: a run of sites (and the spaces before it) directly before a mark, as a
+#: ``<ref>`` between a word and its full stop leaves: ``word <ref>…</ref>.``.
+_SITES_BEFORE_MARK_REVERSED = re.compile(
+    r"\ufdd0(?<=[.,;:!?\u3002\uff0c\uff1b\uff1a\uff01\uff1f]\ufdd0)[ \t\ufdd0]*"
 )
 _ODD_SPACES = ("\t", "\u00a0", "\u200b")  # collapsed to one space like runs of spaces
 _BLANK_LINES = re.compile(r"\n\n\n+")
@@ -302,10 +313,6 @@ class FastWikitextCleaner:
         return text
 
 
-def _open_sites(match: re.Match[str]) -> str:
-    return REMOVED if match.group(2) else match.group(1)
-
-
 def tidy_removal_sites(text: str) -> str:
     """Remove what markup removal left behind at :data:`REMOVED` sites, then the sites themselves.
 
@@ -314,11 +321,18 @@ def tidy_removal_sites(text: str) -> str:
     head or tail, and the spaces between a word and a mark where a removed ``<ref>`` or template
     stood. ``main()``, ``a ()``, ``the .NET platform`` and French ``Bonjour !`` have no site and
     are left as written; ``mot<ref/> :`` keeps its space, since the site is not next to the mark.
+    Nothing is matched across a line end.
     """
-    if "(" in text or "\uff08" in text:
-        text = _OPEN_SITES.sub(_open_sites, text)
+    closers = []
+    for opener, closer, head, tail in _BRACKETS:
+        if opener in text:
+            text = head.sub(lambda match, opener=opener: REMOVED if match.group(1) else opener, text)
+        if closer in text:
+            closers.append((closer, tail))
     reversed_text = text[::-1]
-    reversed_text = _SITES_BEFORE_MARKS_REVERSED.sub(r"\1", reversed_text)
+    for closer, tail in closers:
+        reversed_text = tail.sub(closer, reversed_text)
+    reversed_text = _SITES_BEFORE_MARK_REVERSED.sub("", reversed_text)
     return reversed_text[::-1].replace(REMOVED, "")
 
 
