@@ -750,7 +750,8 @@ class TexReader:
       test (:data:`BRANCH_COMMANDS`) is recorded as not expandable: its meaning is uncertain.
 
     ``ignored`` holds openings (file, offset) to read as plain text: :func:`read_document` rereads
-    with the opening of a false conditional that never closed, so a misread never drops the rest.
+    with the opening of a false conditional that never closed, so a misread never drops the rest;
+    ``decide=False`` keeps every conditional as written (its last resort).
     """
 
     def __init__(self, files: Mapping[str, str], base: str, options: LatexOptions, *, collect: bool = True,
