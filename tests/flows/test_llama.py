@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +25,10 @@ from flows.llama import LlamaConfig, parse_args
 from flows.registry import SOURCES
 from kinda.cli import main as kinda_main
 from sources.samples import pile as pile_sample
+from tests.flows.test_path_spelling import differing, leaks, released_files
 from tests.serving import serve_folder
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 # -- pure parts -------------------------------------------------------------------------------
@@ -283,6 +289,29 @@ def test_g1_sample_resumes_byte_identical(g1_sample: SampleRun, tmp_path: Path,
     assert kinda_main(["--out", str(out), "report", "--html", str(tmp_path / "r.html")]) == 0
     page = (tmp_path / "r.html").read_text()
     assert "<svg" in page and "duplicate_exact" in page and "G3" in page
+
+
+@pytest.mark.prefect
+@pytest.mark.timeout(900)
+def test_g1_sample_bytes_do_not_depend_on_path_spelling_or_folder(g1_sample: SampleRun, prefect_api_url: str,
+                                                                  tmp_path: Path) -> None:
+    """The same sample from another working folder with a relative ``--out data`` (inputs then
+    spelled ``data/sample/...``): every released byte equals the fixture's run (an absolute
+    ``--out`` from the repository), and neither run's folder is named in any released file
+    (tests/flows/test_path_spelling.py). One more run of the sample (~50 s CPU), not two."""
+    work = tmp_path / "elsewhere" / "work"
+    work.mkdir(parents=True)
+    args = ["data" if a == str(g1_sample.out) else a for a in g1_sample.args]
+    done = subprocess.run([sys.executable, "-m", "flows.llama", *args], cwd=work, capture_output=True, text=True,
+                          timeout=840, env={**os.environ, "PYTHONPATH": str(REPO), "PREFECT_API_URL": prefect_api_url})
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    absolute, relative = released_files(g1_sample.out), released_files(work / "data")
+    print(f"compared {len(absolute)} released files:", *absolute, sep="\n  ")
+    assert {name.split("/")[0] for name in absolute} >= {"labeled", "attributes", "tensors"}, sorted(absolute)
+    changed = differing(absolute, relative)
+    assert not changed, "\n".join(changed)
+    needles = [str(g1_sample.out.parent), str(work), "data/sample/"]
+    assert leaks(g1_sample.out, needles) == [] and leaks(work / "data", needles) == []
 
 
 @pytest.mark.prefect
