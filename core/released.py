@@ -6,8 +6,12 @@ once the class shards are written the ``docs/`` shard is *released*: deleted, wi
 what it was and where its documents went:
 
 ``<out>/_state/released/<shard>.json``: ``path``, ``sha256``, ``bytes``, ``docs``, ``source``,
-``language``, ``into`` (the class shards, each ``path``/``bytes``/``sha256``) and ``dropped``
-(documents that went to no class: duplicates).
+``language``, ``into`` (the class shards, each ``path``/``bytes``/``sha256``), ``dropped``
+(documents that went to no class: duplicates) and ``order``: which class held each document
+position, run-length encoded (``[["llama", 120], [null, 1], ["filtered", 3], ...]``; null: dropped
+unstored). With it the shard's document stream can be rebuilt, in its original order, from the
+class shards (:func:`released_documents`), so a label run with a new threshold re-labels a
+released shard without re-running its source (:mod:`dedupe.labels`).
 
 A stage that checks whether its outputs are still there (a source's resume marker lists its
 ``docs/`` shards) asks :func:`shard_intact`, which accepts a released shard whose class shards
@@ -18,12 +22,14 @@ so every count over ``shards`` sees each document once.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from core.atomic import write_json_atomic
+from core.document import Document
 from core.layout import slug
+from core.shards import read_documents
 
 RELEASED_DIR = ("_state", "released")
 
@@ -65,16 +71,53 @@ def shard_intact(out: Path, shard: dict[str, Any]) -> bool:
     return released_intact(out, record)
 
 
-def write_release(out: Path, shard: dict[str, Any], into: Sequence[dict[str, Any]], dropped: int) -> dict[str, Any]:
-    """Record a shard's release (call before deleting it, so a crash leaves the shard, not a gap)."""
+def release_record(shard: dict[str, Any], into: Sequence[dict[str, Any]], dropped: int,
+                   order: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
+    """The release record of a shard whose documents went ``into`` these class shards (see the module docstring)."""
     record = {
         "path": shard["path"], "sha256": shard["sha256"], "bytes": int(shard["bytes"]), "docs": int(shard["docs"]),
         "text_bytes": int(shard.get("text_bytes") or 0), "source": shard["source"], "language": shard.get("language"),
         "into": [{"path": s["path"], "bytes": int(s["bytes"]), "sha256": s["sha256"]} for s in into],
         "dropped": int(dropped),
     }
+    if order is not None:
+        record["order"] = [[cls, int(n)] for cls, n in order]
+    return record
+
+
+def write_release(out: Path, shard: dict[str, Any], into: Sequence[dict[str, Any]], dropped: int,
+                  order: Sequence[Sequence[Any]] | None = None) -> dict[str, Any]:
+    """Record a shard's release (call before deleting it, so a crash leaves the shard, not a gap)."""
+    record = release_record(shard, into, dropped, order)
     write_json_atomic(release_record_path(out, shard["path"]), record)
     return record
+
+
+def _class_of(path: str) -> str:
+    """The class of a class shard ``labeled/<class>/...``."""
+    parts = path.split("/")
+    return parts[1] if len(parts) > 2 else ""
+
+
+def released_documents(out: Path, record: dict[str, Any]) -> Iterator[Document | None]:
+    """A released shard's documents in their original order, read from its class shards (None where a
+    document was dropped unstored); raises ``ValueError`` when the class shards disagree with ``order``."""
+    shards: dict[str, list[str]] = {}
+    for entry in record.get("into", []):
+        shards.setdefault(_class_of(entry["path"]), []).append(entry["path"])
+    streams = {cls: (doc for path in sorted(paths) for doc in read_documents(out / path)) for cls, paths in shards.items()}
+    for cls, count in record["order"]:
+        stream = streams.get(cls) if cls is not None else None
+        for _ in range(int(count)):
+            if cls is None:
+                yield None
+                continue
+            doc = next(stream, None) if stream is not None else None
+            if doc is None:
+                raise ValueError(f"{record['path']}: class {cls} holds fewer documents than its release record says")
+            yield doc
+    if any(next(stream, None) is not None for stream in streams.values()):
+        raise ValueError(f"{record['path']}: its class shards hold more documents than its release record says")
 
 
 def release_records(out: Path) -> list[dict[str, Any]]:

@@ -54,18 +54,40 @@ class LabelConfig(PipelineConfig):
     reference_excludes: dict[str, list[str]] = Field(
         default_factory=dict, description="extension source -> Pile subsets (pile_set_name) whose matches leave "
                                           "its documents out of G2 ({stack_code: [Github]}); see dedupe.labels")
+    filters: dict[str, Any] = Field(
+        default_factory=dict, description="thresholds over the signals attribute, group -> {<signal>_min/_max: v}, "
+                                          "a list of {signal, op, value} or 'defaults' (dedupe.signal_filters); "
+                                          "a failing document goes to class 'filtered' (no set)")
+    drop_contaminated: bool = Field(True, description="documents the decontaminate stage marked go to class "
+                                                      "'contaminated' (no set); false keeps them in their sets")
 
     @model_validator(mode="after")
     def _sets_well_defined(self) -> LabelConfig:
-        """No source in both lists, no Pile subset as a LLaMA source, excludes only for extensions."""
+        """No source in both lists, no Pile subset as a LLaMA source, excludes only for extensions; filters parse."""
         check_rules(self.llama_sources, self.extension_sources, self.reference_excludes)
+        from dedupe.signal_filters import parse_filters  # pure, no numba
+
+        parse_filters(self.filters)
         return self
+
+    def output_fields(self) -> dict[str, Any]:
+        """Without filters and with contaminated documents dropped (the defaults) the hash is the one
+        label runs had before these settings existed, so their markers and class shards stand."""
+        fields = super().output_fields()
+        if not fields.get("filters"):
+            fields.pop("filters", None)
+        if fields.get("drop_contaminated") is True:
+            fields.pop("drop_contaminated", None)
+        return fields
 
     def job(self) -> LabelJob:
         """The picklable settings each shard task needs."""
+        from dedupe.signal_filters import parse_filters
+
         return LabelJob(tuple(self.llama_sources), tuple(self.extension_sources), self.drop_duplicates,
                         self.config_hash(), self.shards.limits(), self.require_dedup, self.release_docs,
-                        {source: tuple(sets) for source, sets in sorted(self.reference_excludes.items())})
+                        {source: tuple(sets) for source, sets in sorted(self.reference_excludes.items())},
+                        parse_filters(self.filters), self.drop_contaminated)
 
 
 @task(name="label-shard", cache_policy=NO_CACHE, task_run_name="label {path}")
@@ -109,12 +131,18 @@ def label_flow(config: LabelConfig) -> list[LabelResult]:
                                    replace_prefix=None if failed else f"{LABELED}/")
         released = record_releases(run.manifest, run.run_id, results)
         totals: Counter[str] = Counter()
+        rules: Counter[str] = Counter()
         for result in results:
             totals.update(result.counts)
+            rules.update(result.rules)
             if result.error:
                 logger.error("%s", result.error)
         run.table("label-classes", [{"class": k, "documents": v, "labels": " ".join(CLASS_LABELS.get(k, []))}
                                     for k, v in sorted(totals.items())], "Documents per membership class")
+        if rules:
+            run.table("label-filters", [{"rule": k, "documents failing": v} for k, v in sorted(rules.items())],
+                      "Documents failing each filter rule (a document may fail several; each is filtered once)")
+            logger.info("filters: %s", dict(sorted(rules.items())))
         logger.info("labels: %s; %d docs/ shards released into their class shards", dict(sorted(totals.items())),
                     released)
         run.status = "partial" if failed else "completed"
@@ -129,6 +157,11 @@ def report(results: list[LabelResult]) -> int:
         if result.error:
             print(f"error: {result.error}", file=sys.stderr)
     print("documents per class:", dict(sorted(totals.items())))
+    rules: Counter[str] = Counter()
+    for result in results:
+        rules.update(result.rules)
+    if rules:
+        print("documents failing each filter rule:", dict(sorted(rules.items())))
     print(f"docs/ shards released into labeled/: {sum(1 for r in results if r.released)}")
     return 1 if any(r.error for r in results) else 0
 
