@@ -325,7 +325,7 @@ def source_result(name: str, summary: Any, seconds: float) -> StageResult:
 
 def stage_documents(stage: str, result: Any) -> int:
     """Documents a later stage went through: indexed, deduplicated, labeled, tokenized."""
-    if stage in ("pile_index", "dedup"):
+    if stage in ("pile_index", "dedup", "decontaminate"):
         return int(result.documents)
     if stage == "labels":
         return sum(sum(r.counts.values()) for r in result)
@@ -340,6 +340,9 @@ def stage_status(stage: str, result: Any) -> tuple[str, str]:
     if stage == "dedup":
         return ("partial" if result.failed else "completed",
                 f"{result.documents} documents, {result.duplicates} duplicates, {result.reference_matches} in reference")
+    if stage == "decontaminate":
+        return ("partial" if result.failed else "completed",
+                f"{result.contaminated} contaminated documents of {result.documents} checked against {result.items} items")
     if stage == "labels":
         errors = [r.error for r in result if r.error]
         counts: dict[str, int] = {}
@@ -355,6 +358,12 @@ def stage_status(stage: str, result: Any) -> tuple[str, str]:
 
 def dedup_outputs(config: Any, result: Any) -> list[Path]:
     return [Path(config.out) / a["attributes"] for a in result.attributes]
+
+
+def decontaminate_outputs(config: Any, result: Any) -> list[Path]:
+    from dedupe.decontaminate import contamination_path
+
+    return [contamination_path(Path(config.out), c.shard) for c in result.checks]
 
 
 def label_outputs(config: Any, result: Any) -> list[Path]:

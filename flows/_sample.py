@@ -46,6 +46,7 @@ def sample_overrides(out: Path, configured: Iterable[str], registry: Registry, p
     without a sample set to null. ``dedup``: whether the dataset runs dedup (then the Pile sample
     is indexed and dedup matches against it; without dedup no index is built).
     """
+    from sources.samples.evals import write_sample_evals
     from sources.samples.wikipedia import write_sample_dumps
 
     root = out / "sample"
@@ -60,6 +61,8 @@ def sample_overrides(out: Path, configured: Iterable[str], registry: Registry, p
         if spec.name in wanted and spec.sample is not None:
             sections[spec.name] = spec.sample_config(write_settled(root / spec.name, spec.sample))
     overrides: dict[str, Any] = {"sources": sections, "pile_index": None, "tokenize": {"tokenizer": str(tokenizer)}}
+    overrides["decontaminate"] = {"evals": [str(root / "evals")]}  # planted items (sources/samples/evals.py)
+    write_settled(root / "evals", write_sample_evals)
     if dedup:  # the index the pile_index stage builds is the one dedup matches against
         pile = write_settled(root / "pile", write_pile_sample)
         overrides["pile_index"] = {"inputs": pile, "index": str(out / PILE_SAMPLE_INDEX)}

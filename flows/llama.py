@@ -7,8 +7,8 @@
     python -m flows.llama --config configs/g2.yaml --sample --out data/   # + the G.2 extension samples
 
 Stages, in order: ``sources`` (one sub-flow per source, LLaMA table order), ``pile_index``,
-``dedup``, ``labels``, ``tokenize``. Each stage is the stage's own flow, configured by its own
-YAML (``configs/<stage>.yaml``) with the dataset file's section deep-merged on top, so
+``dedup``, ``decontaminate`` (when evaluation sets are named), ``labels``, ``tokenize``. Each
+stage is the stage's own flow, configured by its own YAML (``configs/<stage>.yaml``) with the dataset file's section deep-merged on top, so
 ``python -m flows.wikipedia`` and this flow produce the same shards. A section set to ``null``
 (or absent, for ``pile_index`` and ``tokenize``) skips the stage.
 
@@ -45,6 +45,7 @@ from flows._llama_stages import (
     StageFlow,
     StageResult,
     StageRun,
+    decontaminate_outputs,
     dedup_outputs,
     final_shards,
     fingerprint,
@@ -68,7 +69,7 @@ else:  # a run needs them (Prefect, DuckDB), --help does not
     publish = LazyImport("flows._llama_report", "publish")
     current_run_id = LazyImport("flows._recorder", "current_run_id")
 
-STAGES = ("sources", "pile_index", "dedup", "labels", "tokenize")
+STAGES = ("sources", "pile_index", "dedup", "decontaminate", "labels", "tokenize")
 
 
 def source_registry() -> Registry:
@@ -83,11 +84,12 @@ def source_registry() -> Registry:
 
 def after_flows() -> dict[str, StageFlow]:
     """The stages after the sources (their modules, Prefect included, imported when a run needs them)."""
-    from flows import dedup, label, pile_index, tokenization
+    from flows import decontaminate, dedup, label, pile_index, tokenization
 
     return {
         "pile_index": StageFlow(pile_index.run, pile_index.PileIndexConfig, "dedup.yaml"),
         "dedup": StageFlow(dedup.run, dedup.DedupConfig, "dedup.yaml"),
+        "decontaminate": StageFlow(decontaminate.run, decontaminate.DecontaminateConfig, "decontaminate.yaml"),
         "labels": StageFlow(label.run, label.LabelConfig, "labels.yaml"),
         "tokenize": StageFlow(tokenization.run, tokenization.TokenizeConfig, "tokenize.yaml"),
     }
@@ -119,6 +121,8 @@ class LlamaConfig(PipelineConfig):
         default_factory=dict, description="source -> overrides on configs/<source>.yaml; null = not run")
     pile_index: dict[str, Any] | None = Field(None, description="overrides on configs/dedup.yaml; null = no index")
     dedup: dict[str, Any] | None = Field(default_factory=dict, description="overrides on configs/dedup.yaml")
+    decontaminate: dict[str, Any] | None = Field(None, description="overrides on configs/decontaminate.yaml (evals: "
+                                                                   "the evaluation sets); null = not run")
     labels: dict[str, Any] | None = Field(default_factory=dict, description="overrides on configs/labels.yaml")
     tokenize: dict[str, Any] | None = Field(None, description="overrides on configs/tokenize.yaml; needs a tokenizer")
     only_sources: list[str] = Field(default_factory=list, description="run only these of the configured sources")
@@ -272,6 +276,8 @@ def _after_sources(run: StageRun[LlamaConfig]) -> None:
         against = forced.get("against") or section.get("against")
         index_print = sha256_file(Path(against) / "index.json") if against else None
         run.run_stage("dedup", forced, dedup_outputs, index_print)
+    if config.runs_stage("decontaminate"):
+        run.run_stage("decontaminate", {}, decontaminate_outputs)
     if config.runs_stage("labels"):
         run.run_stage("labels", label_lists(config.labels or {}), label_outputs)
     if config.runs_stage("tokenize"):

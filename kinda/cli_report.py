@@ -98,7 +98,35 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"wrote {args.png}")
     else:
         print(format_text(tables))
+        print(format_contamination(contamination_rows(out)))
     return 0
+
+
+# -- decontamination (issue 32) ------------------------------------------------------------------
+def contamination_rows(out: Path) -> list[dict[str, Any]]:
+    """Documents marked by ``flows.decontaminate``, per source and benchmark, from its attribute files
+    (``attributes/decontamination/<source>/...``; the label stage leaves them out of every set)."""
+    files = sorted((out / "attributes" / "decontamination").rglob("*.parquet"))
+    if not files:
+        return []
+    import duckdb
+
+    listed = ", ".join("'" + f.as_posix().replace("'", "''") + "'" for f in files)
+    con = duckdb.connect()
+    try:
+        rows = con.execute(
+            "SELECT regexp_extract(filename, 'decontamination/([^/]+)/', 1) AS source, benchmark, "
+            "count(DISTINCT id) AS documents, count(DISTINCT item) AS items "
+            f"FROM read_parquet([{listed}], filename=true) GROUP BY 1, 2 ORDER BY 1, 2").fetchall()
+    finally:
+        con.close()
+    return [{"source": r[0], "benchmark": r[1], "documents": r[2], "items": r[3]} for r in rows]
+
+
+def format_contamination(rows: list[dict[str, Any]]) -> str:
+    """The decontamination table of the text report (``(none)`` when no evaluation set was checked)."""
+    body = format_table(list(rows[0]), [list(r.values()) for r in rows]) if rows else "(none)"
+    return f"\nContaminated documents (sharing an n-gram, 13 words by default, with an evaluation item)\n{body}"
 
 
 def register(subparsers: Any) -> None:

@@ -214,9 +214,18 @@ def test_g1_sample_runs_every_llama_source_and_the_pile_stage(g1_sample: SampleR
     assert all(s.sample is not None for s in SOURCES.specs("llama") if s.name != "wikipedia")  # all have a sample
     assert [(s.stage, s.status) for s in summary.stages] == [
         *[(name, "completed") for name in llama_sources],
-        ("pile_index", "completed"), ("dedup", "completed"), ("labels", "completed"), ("tokenize", "completed")]
+        ("pile_index", "completed"), ("dedup", "completed"), ("decontaminate", "completed"),
+        ("labels", "completed"), ("tokenize", "completed")]
     shards = _count(out, "SELECT source, sum(docs) FROM shards WHERE starts_with(path, 'labeled/') GROUP BY 1")
     assert sorted(shards) == sorted(llama_sources) and all(shards.values()), shards
+    # the sample eval set's planted items (sources/samples/evals.py) are in C4 and Common Crawl documents:
+    # marked by the decontaminate stage, left out of every set by the label stage (class contaminated)
+    marked = _count(out, "SELECT split_part(filename, '/attributes/decontamination/', 2).split('/')[1], count(DISTINCT id) "
+                         f"FROM read_parquet('{out}/attributes/decontamination/**/*.parquet', filename=true) GROUP BY 1")
+    assert marked.get("c4", 0) > 0 and marked.get("commoncrawl", 0) > 0, marked
+    left_out = _count(out, "SELECT source, sum(docs) FROM shards WHERE starts_with(path, 'labeled/contaminated/') "
+                           "AND len(labels) = 0 GROUP BY 1")
+    assert left_out.get("c4", 0) > 0 and left_out.get("commoncrawl", 0) > 0, left_out
     drops = _count(out, "SELECT source, count(DISTINCT reason) FROM latest_drops GROUP BY 1")
     assert sorted(drops) == sorted(llama_sources), drops  # every source drops something, for a reason
     _, rows = Manifest.for_output(out).query("SELECT sum(tokens) FROM tensors WHERE tensor_root = ?",

@@ -36,7 +36,8 @@ def test_g2_sample_labels_every_extension_source(prefect_api_url: str, tmp_path:
     summary = llama.run(config)
     assert [(s.stage, s.status) for s in summary.stages] == [
         *[(name, "completed") for name in ["wikipedia", *EXTENSION_SAMPLES]],
-        ("pile_index", "completed"), ("dedup", "completed"), ("labels", "completed"), ("tokenize", "completed")]
+        ("pile_index", "completed"), ("dedup", "completed"), ("decontaminate", "completed"),
+        ("labels", "completed"), ("tokenize", "completed")]
 
     _, rows = Manifest.for_output(out).query(
         "SELECT source, bool_and(list_contains(labels, 'G2')), bool_or(list_contains(labels, 'G1')), sum(docs) "

@@ -186,7 +186,8 @@ def test_deploy_all_then_a_worker_runs_the_sample_and_refuses_g1_defaults(
     stages = json.loads(data) if isinstance(data, str) else data
     assert [(row["stage"], row["status"]) for row in stages] == [
         *[(name, "completed") for name in sample_sources()],
-        ("pile_index", "completed"), ("dedup", "completed"), ("labels", "completed"), ("tokenize", "completed")]
+        ("pile_index", "completed"), ("dedup", "completed"), ("decontaminate", "completed"),
+        ("labels", "completed"), ("tokenize", "completed")]
     assert (tmp_path / "out" / "tensors" / "g1" / "metadata.json").is_file()
 
 
