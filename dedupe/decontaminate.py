@@ -178,13 +178,12 @@ def normalized_words(text: str) -> list[bytes]:
 
 @dataclass
 class EvalIndex:
-    """The n-gram hashes of the evaluation items: sorted, with the first item each came from."""
+    """The n-gram hashes of the evaluation items (sorted) and each n-gram's words -> the items holding it."""
 
     ngram: int
     keys: np.ndarray  # uint64, sorted, unique
-    owner: np.ndarray  # int64: index into ``items`` of the first item with that n-gram
     items: list[tuple[str, str]]  # (benchmark, item)
-    words: dict[tuple[str, str], set[tuple[bytes, ...]]]  # item -> its n-grams as words (to confirm a hit)
+    grams: dict[bytes, tuple[int, ...]]  # an n-gram's words joined by a space -> indexes into ``items``
     pieces: int = 0
     too_short: int = 0
     fingerprint: str = ""
@@ -193,11 +192,12 @@ class EvalIndex:
     @classmethod
     def build(cls, pieces: Sequence[EvalPiece], ngram: int = NGRAM) -> EvalIndex:
         """Hash every n-gram of every piece of at least ``ngram`` words."""
+        from dedupe.decontaminate_kernel import bit_table
+
         items: list[tuple[str, str]] = []
         number: dict[tuple[str, str], int] = {}
-        words: dict[tuple[str, str], set[tuple[bytes, ...]]] = {}
+        owners: dict[bytes, set[int]] = {}
         kept: list[str] = []
-        owners: list[int] = []
         too_short = 0
         for piece in pieces:
             tokens = normalized_words(piece.text)
@@ -208,22 +208,15 @@ class EvalIndex:
             if key not in number:
                 number[key] = len(items)
                 items.append(key)
-            words.setdefault(key, set()).update(tuple(tokens[i:i + ngram]) for i in range(len(tokens) - ngram + 1))
+            for i in range(len(tokens) - ngram + 1):
+                owners.setdefault(b" ".join(tokens[i:i + ngram]), set()).add(number[key])
             kept.append(piece.text)
-            owners.append(number[key])
-        hashes, offsets = shingle_hashes(kept, ShingleConfig(ngram)) if kept else (np.zeros(0, np.uint64),
-                                                                                   np.zeros(1, np.int64))
-        owner_of = np.repeat(np.asarray(owners, np.int64), np.diff(offsets)) if kept else np.zeros(0, np.int64)
-        order = np.lexsort((owner_of, hashes))  # by hash, then the first item
-        hashes, owner_of = hashes[order], owner_of[order]
-        first = np.ones(len(hashes), dtype=bool)
-        first[1:] = hashes[1:] != hashes[:-1]
-        keys = hashes[first]
-        from dedupe.decontaminate_kernel import bit_table
-
-        table = bit_table(keys)
-        fingerprint = json_hash([ngram, sorted((k, sorted(b" ".join(g).hex() for g in v)) for k, v in words.items())], 20)
-        return cls(ngram, keys, owner_of[first], items, words, len(pieces), too_short, fingerprint, table)
+        hashes = shingle_hashes(kept, ShingleConfig(ngram))[0] if kept else np.zeros(0, np.uint64)
+        keys = np.unique(hashes)
+        grams = {gram: tuple(sorted(found)) for gram, found in owners.items()}
+        fingerprint = json_hash([ngram, sorted((gram.hex(), [items[i] for i in found]) for gram, found in grams.items())],
+                                20)
+        return cls(ngram, keys, items, grams, len(pieces), too_short, fingerprint, bit_table(keys))
 
     def candidates(self, hashes: np.ndarray) -> np.ndarray:
         """Positions in ``hashes`` whose hash is an evaluation n-gram's (the bit table, then a search)."""
@@ -233,9 +226,6 @@ class EvalIndex:
             return np.zeros(0, dtype=np.int64)
         out = np.empty(len(hashes), dtype=np.int64)
         return out[: hit_positions(hashes, self.table, self.keys, out)]
-
-    def owner_of(self, value: np.uint64) -> tuple[str, str]:
-        return self.items[int(self.owner[int(np.searchsorted(self.keys, value))])]
 
 
 @dataclass(frozen=True)
@@ -249,22 +239,20 @@ class Match:
     ngrams: int
 
 
-def _confirm(doc: Document, positions: np.ndarray, doc_hashes: np.ndarray, index: EvalIndex) -> list[Match]:
+def _confirm(doc: Document, positions: np.ndarray, index: EvalIndex) -> list[Match]:
     """The hash hits of one document, confirmed on its words, grouped by item (first span, count)."""
     tokens = normalized_words(doc.text)
     n = index.ngram
-    found: dict[tuple[str, str], list[Any]] = {}
+    found: dict[int, list[Any]] = {}
     for position in positions.tolist():
         if position + n > len(tokens):  # a short document's one shingle: never an n-gram
             continue
-        gram = tuple(tokens[position:position + n])
-        owner = index.owner_of(doc_hashes[position])
-        owners = [owner] if gram in index.words[owner] else [k for k, v in index.words.items() if gram in v]
-        for key in owners:
-            entry = found.setdefault(key, [position, 0, b" ".join(gram).decode("utf-8", errors="replace")])
+        gram = b" ".join(tokens[position:position + n])
+        for owner in index.grams.get(gram, ()):  # absent: a hash collision, no match
+            entry = found.setdefault(owner, [position, 0, gram.decode("utf-8", errors="replace")])
             entry[1] += 1
-    ranked = sorted(found.items(), key=lambda kv: (kv[1][0], kv[0]))[:MAX_MATCHES_PER_DOC]
-    return [Match(doc.id, key[0], key[1], span, count) for key, (_, count, span) in ranked]
+    ranked = sorted(found.items(), key=lambda kv: (kv[1][0], index.items[kv[0]]))[:MAX_MATCHES_PER_DOC]
+    return [Match(doc.id, *index.items[owner], span, count) for owner, (_, count, span) in ranked]
 
 
 def find_matches(docs: Iterable[Document], index: EvalIndex, batch: int = 1024) -> tuple[list[Match], int, int]:
@@ -282,7 +270,7 @@ def find_matches(docs: Iterable[Document], index: EvalIndex, batch: int = 1024) 
             for number in np.unique(owners).tolist():
                 lo = int(offsets[number])
                 local = hits[owners == number] - lo
-                matches.extend(_confirm(pending[number], local, hashes[lo:int(offsets[number + 1])], index))
+                matches.extend(_confirm(pending[number], local, index))
         pending.clear()
         encoded.clear()
 

@@ -302,11 +302,14 @@ def _split(root: Path, shard: dict[str, Any], docs: Iterable[Document | None], a
     try:
         for doc in docs:
             attributes = next(rows, None) if rows is not None else None
-            if doc is None and attributes is None:
-                raise ValueError(f"{shard['path']}: a dropped document has no dedup attributes row")
-            if doc is not None and rows is not None and (attributes is None or attributes["id"] != doc.id):
-                raise ValueError(f"{attr_path} is out of step with {shard['path']} at {doc.id}")
-            source, doc_id = (doc.source, doc.id) if doc is not None else (shard["source"], str(attributes["id"]))
+            if doc is None:
+                if attributes is None:
+                    raise ValueError(f"{shard['path']}: a dropped document has no dedup attributes row")
+                source, doc_id = shard["source"], str(attributes["id"])
+            else:
+                if rows is not None and (attributes is None or attributes["id"] != doc.id):
+                    raise ValueError(f"{attr_path} is out of step with {shard['path']} at {doc.id}")
+                source, doc_id = doc.source, doc.id
             cls = membership_class(source, attributes, job)
             if cls in CLASS_LABELS:
                 override, failed = excluded.verdict(doc_id)

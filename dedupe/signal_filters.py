@@ -153,7 +153,9 @@ def failures(table: pa.Table, rules: Sequence[Rule]) -> dict[str, tuple[str, ...
         failed[i] = ~rule.keeps(column)
     rows = np.flatnonzero(failed.any(axis=0))
     ids = table.column("id").take(pa.array(rows, pa.int64())).to_pylist()
-    return {doc_id: tuple(rules[i].name for i in np.flatnonzero(failed[:, row])) for doc_id, row in zip(ids, rows, strict=True)}
+    names = [rule.name for rule in rules]
+    return {doc_id: tuple(names[i] for i in np.flatnonzero(failed[:, row]).tolist())
+            for doc_id, row in zip(ids, rows.tolist(), strict=True)}
 
 
 def set_threshold(section: Mapping[str, Any] | None, assignment: str) -> dict[str, Any]:
