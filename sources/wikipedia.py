@@ -58,6 +58,8 @@ from sources.formats.wikitext import (
     CleanerTimeout,
     FastWikitextCleaner,
     RecordTooLarge,
+    drop_noncharacters,
+    protect_literals,
     remove_balanced,
     tidy,
 )
@@ -443,8 +445,7 @@ class WikitextCleaner:
             text = self.fast.clean(wikitext)
         else:
             out: list[str] = []
-            if REMOVED in wikitext:
-                wikitext = wikitext.replace(REMOVED, "")
+            wikitext = protect_literals(drop_noncharacters(wikitext))
             self._render(mwparserfromhell.parse(prestrip(wikitext)), out)
             text = "".join(out)
         if any(mark in text for mark in _RESIDUE_MARKS):

@@ -63,8 +63,16 @@ DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_INLINE_CHARS = 1 << 20
 #: Left where markup that renders as something was removed (see the module docstring): U+FDD0 is a
 #: noncharacter, which Unicode reserves for a process's internal use, so it is never article text
-#: (one found in the input is dropped on entry).
+#: (one found in the input is dropped on entry, with U+FDD1/U+FDD2 that delimit literal blocks).
 REMOVED = "\ufdd0"
+#: Tags whose content MediaWiki shows as written, unparsed (code blocks and ``<nowiki>``).
+LITERAL_TAGS: tuple[str, ...] = ("nowiki", "pre", "syntaxhighlight", "source")
+_NONCHARACTERS = ("\ufdd0", "\ufdd1", "\ufdd2")  # REMOVED and the literal block's start and end
+_LITERAL_TOKENS = re.compile(r"<!--|-->|<(/?)(nowiki|pre|syntaxhighlight|source)(?![\w-])[^<>]{0,2000}?(/?)>", re.I)
+_LITERAL_BLOCK = re.compile("\ufdd1([^\ufdd2]*)\ufdd2")
+#: A literal block's characters are moved to plane 15 (private use), where no markup pattern and
+#: no whitespace rule can touch them, and moved back once the page is tidied.
+_SHIFT = 0xF0000
 _TEMPLATE_PASSES = 20
 _LINK_PASSES = 6
 _URL = r"(?:https?://|ftp://|ftps://|sftp://|irc://|ircs://|news:|mailto:|gopher://|git://|svn://|//)"
@@ -213,6 +221,70 @@ def strip_templates(text: str) -> str:
     return text.replace("{{", "").replace("}}", "")
 
 
+def _shift(text: str, by: int) -> str:
+    return "".join([chr(ord(char) + by) for char in text])
+
+
+def protect_literals(text: str) -> str:
+    """Encode the content of closed ``<nowiki>``, ``<pre>``, ``<syntaxhighlight>`` and ``<source>``
+    elements so that no later stage reads it as markup or tidies its spaces; :func:`tidy` decodes it.
+
+    MediaWiki shows that content as written: ``<code><nowiki>{{x}}</nowiki></code>`` is ``{{x}}``
+    on the page, a ``<syntaxhighlight>`` block keeps its indentation. ``<nowiki>`` and ``<pre>``
+    decode entities, as MediaWiki does. Blocks (all but ``<nowiki>``) go on their own lines with
+    trailing spaces and blank edge lines cut. The tokens are paired in one scan (an opener inside
+    a comment or inside another literal is text), so unclosed openers cost nothing extra; an
+    unclosed one is left to the later stages, as before.
+    """
+    out: list[str] = []
+    position = 0
+    inside: str | None = None  # "comment", a literal tag's name, or None
+    content_start = opener_start = 0
+    for token in _LITERAL_TOKENS.finditer(text):
+        name = (token.group(2) or "").lower()
+        if inside == "comment":
+            inside = None if token.group() == "-->" else inside
+        elif inside is not None:
+            if token.group(1) and name == inside:
+                out += [text[position:opener_start], _literal(inside, text[content_start:token.start()])]
+                position, inside = token.end(), None
+        elif token.group() == "<!--":
+            inside = "comment"
+        elif name and not token.group(1) and not token.group(3):
+            inside, opener_start, content_start = name, token.start(), token.end()
+    if not out:
+        return text
+    out.append(text[position:])
+    return "".join(out)
+
+
+def _literal(tag: str, content: str) -> str:
+    if tag in ("nowiki", "pre"):
+        content = html.unescape(content)
+    if any(ord(char) >= _SHIFT for char in content):
+        return content  # cannot be shifted into plane 15: left as text (never seen on Wikipedia)
+    if tag == "nowiki":
+        return "\ufdd1" + _shift(content, _SHIFT) + "\ufdd2"
+    lines = [line.rstrip() for line in content.split("\n")]
+    while lines and not lines[0]:
+        lines.pop(0)
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n\ufdd1" + _shift("\n".join(lines), _SHIFT) + "\ufdd2\n"
+
+
+def _unshift(match: re.Match[str]) -> str:
+    return _shift(match.group(1), -_SHIFT)
+
+
+def drop_noncharacters(text: str) -> str:
+    """Remove the noncharacters the cleaner uses as marks (never article text) from an input page."""
+    for mark in _NONCHARACTERS:
+        if mark in text:
+            text = text.replace(mark, "")
+    return text
+
+
 def _tag_markup(match: re.Match[str]) -> str:
     name = match.group(2).lower()
     if name not in KNOWN_TAGS:
@@ -248,7 +320,9 @@ class FastWikitextCleaner:
         if len(wikitext) > self.bounds.max_chars:
             raise RecordTooLarge(f"{len(wikitext)} characters of wikitext (bound {self.bounds.max_chars})")
         clock = _Clock(self.bounds.timeout_s)
-        text = wikitext.replace(REMOVED, "") if REMOVED in wikitext else wikitext
+        text = drop_noncharacters(wikitext)
+        if "<" in text:
+            text = protect_literals(text)
         if "<!--" in text:
             text = _COMMENT.sub("", text)  # renders as nothing: no removal site
         if "<" in text:
@@ -338,7 +412,8 @@ def tidy_removal_sites(text: str) -> str:
 
 def tidy(text: str) -> str:
     """The text a reader sees from a cleaner's output: removal sites tidied, then whitespace
-    (runs of spaces made one, lines stripped, at most one blank line in a row).
+    (runs of spaces made one, lines stripped, at most one blank line in a row), then the literal
+    blocks of :func:`protect_literals` decoded, their spaces as written.
 
     Written with ``str.replace`` passes rather than regexes over spaces: in space-separated
     scripts a pattern starting with a space class is tried at every space (a quarter of all
@@ -354,4 +429,5 @@ def tidy(text: str) -> str:
     while "  " in text:
         text = text.replace("    ", " ").replace("  ", " ")
     text = "\n".join([line.strip() for line in text.split("\n")])
-    return _BLANK_LINES.sub("\n\n", text).strip()
+    text = _BLANK_LINES.sub("\n\n", text).strip()
+    return _LITERAL_BLOCK.sub(_unshift, text) if "\ufdd1" in text else text

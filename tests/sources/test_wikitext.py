@@ -36,7 +36,6 @@ CASES = [
     "== H ==\ntext\n=== H3 ===\nmore",
     "a\n----\nb",
     "[http://x.com lab] [http://y.com] http://z.com end",
-    "a <nowiki>[[x]] {{y}}</nowiki> b",
     "[[File:a.jpg|thumb|cap [[l]] x]] after [[Category:X]] [[:Category:Y]] [[de:Z]]",
     "A {| class=x\n| a || b\n|-\n| c\n|} B",
     "A <ref name=x>r</ref> B <ref name=y/> C <ref>unclosed",
@@ -77,6 +76,8 @@ PATHOLOGICAL = {
     "tables": "{|\n" * 8000,
     "comments": "<!--" * 8000,
     "attributes": "<ref name=" * 8000,
+    "literals": "<pre>" * 8000,
+    "literals_in_comments": "<nowiki><pre><!---->" * 3000,
 }
 
 

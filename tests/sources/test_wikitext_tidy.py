@@ -95,10 +95,33 @@ def test_tidy_works_only_where_markup_was_removed(cleaner: WikitextCleaner, wiki
     assert cleaner.clean(wikitext) == expected
 
 
+#: Content MediaWiki shows as written: markup in it is text, and a code block keeps its indentation.
+LITERALS = [
+    ("Write <code><nowiki>{{cite web}}</nowiki></code> or <nowiki>[[a|b]] &amp; ''x''</nowiki>.",
+     "Write {{cite web}} or [[a|b]] & ''x''."),
+    ("Example:\n<syntaxhighlight lang=\"python\">\ndef f(x):\n    return  g(x)  # (see [[x]])\n</syntaxhighlight>\nDone.",
+     "Example:\n\ndef f(x):\n    return  g(x)  # (see [[x]])\n\nDone."),
+    ("<pre>\n  if a &lt; b:\n      {{swap}}\n</pre>", "if a < b:\n      {{swap}}".join(["  ", ""])),
+    ("A <!-- <pre> --> b <source lang=c>int main() { return 0; }</source> c", "A b\nint main() { return 0; }\nc"),
+    ("<nowiki><!-- shown --></nowiki> and <!-- <nowiki> --> x", "<!-- shown --> and x"),
+]
+
+
+@pytest.mark.parametrize("cleaner", [FAST, TREE], ids=["fast", "tree"])
+@pytest.mark.parametrize(("wikitext", "expected"), LITERALS)
+def test_literal_content_is_kept_as_written(cleaner: WikitextCleaner, wikitext: str, expected: str) -> None:
+    assert cleaner.clean(wikitext) == expected
+
+
+def test_an_unclosed_literal_is_left_to_the_other_stages() -> None:
+    assert FAST.clean("a <pre>unclosed {{t}} [[x|y]]") == "a unclosed y"
+
+
 def test_a_sentinel_in_the_input_is_dropped_not_tidied() -> None:
     """U+FDD0 is a noncharacter: one in a page is not text and must not act as a removal site."""
-    assert FAST.clean(f"calls f(){REMOVED} ({REMOVED}).") == "calls f() ()."
-    assert TREE.clean(f"calls f(){REMOVED} ({REMOVED}).") == "calls f() ()."
+    for cleaner in (FAST, TREE):
+        assert cleaner.clean(f"calls f(){REMOVED} ({REMOVED}).") == "calls f() ()."
+        assert cleaner.clean("a \ufdd1b\ufdd2 (\ufdd1)") == "a b ()"
 
 
 @pytest.mark.parametrize(
