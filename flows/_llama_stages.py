@@ -207,6 +207,7 @@ class ParentConfig(Protocol):
     sources: dict[str, dict[str, Any] | None]
     skip_missing: bool
     crawl_index_url: str
+    pii_redact: bool
 
     def selected_sources(self) -> list[str]: ...
 
