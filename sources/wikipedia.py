@@ -11,7 +11,8 @@ character data; ElementTree parses the rest (and the whole page otherwise). Enti
 resolved beyond XML's five.
 
 Cleaning: :class:`sources.formats.wikitext.FastWikitextCleaner`, linear regex stages that keep prose,
-link text and headings as plain lines and drop templates, refs, comments, tables,
+link text and headings as plain lines, the content of ``<nowiki>``, ``<pre>``, ``<syntaxhighlight>``
+and ``<source>`` as written (code keeps its indentation), and drop templates, refs, comments, tables, ``<math>``,
 file/image/category links and language interwiki links (local names from siteinfo plus
 :mod:`sources.formats.wikipedia_names`), under a size and time bound per page (:mod:`core.bounded`); then
 the tidy-up (:func:`sources.formats.wikitext.tidy`) removes what markup removal left behind, only
@@ -430,9 +431,12 @@ class WikitextCleaner:
         if tag in DROPPED_TAGS:
             out.append(REMOVED)
             return
+        block = tag in LINE_BREAK_TAGS
+        if block and tag != "br" and node.wiki_markup is None:
+            out.append("\n")  # an HTML block starts a line (a wiki list item's "*" already does)
         if node.contents is not None and not node.self_closing:
             self._render(node.contents, out)
-        if tag in LINE_BREAK_TAGS:
+        if block:
             out.append("\n")
 
     def clean(self, wikitext: str) -> str:

@@ -289,8 +289,8 @@ def _tag_markup(match: re.Match[str]) -> str:
     name = match.group(2).lower()
     if name not in KNOWN_TAGS:
         return match.group(0)
-    if name in LINE_BREAK_TAGS and (name == "br" or match.group(1)):
-        return "\n"  # the tree walk put the break after the element's contents
+    if name in LINE_BREAK_TAGS:
+        return "\n"  # a block starts and ends a line: "three.<div>A note" is not "three.A note"
     return ""
 
 
