@@ -30,6 +30,7 @@ Because every stage is linear, a stage cannot overrun by more than its own linea
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import time
@@ -387,6 +388,11 @@ class FastWikitextCleaner:
         return text
 
 
+def _bracket_sites(opener: str, match: re.Match[str]) -> str:
+    """Empty brackets become one site; otherwise the opener stays and its head of sites goes."""
+    return REMOVED if match.group(1) else opener
+
+
 def tidy_removal_sites(text: str) -> str:
     """Remove what markup removal left behind at :data:`REMOVED` sites, then the sites themselves.
 
@@ -400,7 +406,7 @@ def tidy_removal_sites(text: str) -> str:
     closers = []
     for opener, closer, head, tail in _BRACKETS:
         if opener in text:
-            text = head.sub(lambda match, opener=opener: REMOVED if match.group(1) else opener, text)
+            text = head.sub(functools.partial(_bracket_sites, opener), text)
         if closer in text:
             closers.append((closer, tail))
     reversed_text = text[::-1]
