@@ -17,7 +17,7 @@ one line instead of writing corrupt tensors.
 
 Two equivalent ways are offered for ByteLevel (GPT-2, NeoX/20B, RWKV) pre-tokenizers:
 
-- ``"sequence"`` (the reference): ``Split(GPT-2 regex), Digits, ByteLevel(no regex)``;
+- ``"sequence"`` (the reference): ``Split(digits and the whitespace before one), ByteLevel``;
 - ``"regex"``: one ``Split`` regex that isolates digits replaces the two passes. It gives the
   same pre-tokens as the sequence (a property test checks it on random text), in one regex pass.
   For any other pre-tokenizer ``"regex"`` falls back to ``"sequence"``.
@@ -56,14 +56,10 @@ WorkTokens = Literal["added", "text"]
 #: Galactica's reasoning markers, in the order their ids are appended.
 WORK_TOKENS: tuple[str, str] = ("<work>", "</work>")
 
-#: The regex ByteLevel(use_regex=True) splits with (GPT-2's), as a Split step can apply it.
-GPT2_REGEX = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
-
 #: GPT-2's regex whose number alternative is cut at every digit: where GPT-2 matches `` ?\p{N}+``
 #: this matches the space alone (`` (?=\p{N})``), then each digit (``\p{N}``). Neither new
 #: alternative can match where GPT-2's matched something else, so one pass gives GPT-2's
-#: pre-tokens with their digit runs cut, as the two-step ``Split(GPT2_REGEX), Digits`` does
-#: (a property test checks it on random text).
+#: pre-tokens with their digit runs cut (a property test checks it on random text).
 DIGIT_SPLIT_BYTELEVEL_REGEX = (
     r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| (?=\p{N})|\p{N}| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 )
@@ -72,6 +68,10 @@ DIGIT_SPLIT_BYTELEVEL_REGEX = (
 _OLD_DIGIT_SPLIT_REGEX = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+|\s+(?![^\s\p{N}])|\s+"
 
 _DIGITS = {"type": "Digits", "individual_digits": True}
+#: Cuts every digit, and the one whitespace character before a digit, out of the text before
+#: ByteLevel's own regex runs: GPT-2's regex gives that whitespace to the number (`` ?\p{N}+``) or
+#: leaves it alone, so cutting it keeps the pieces around it as GPT-2 makes them (a property test).
+DIGIT_ISOLATE_REGEX = r"\s(?=\p{N})|\p{N}"
 
 #: Special tokens tried, in order, when no EOS token is named.
 EOS_CANDIDATES = ("<|endoftext|>", "</s>", "<|end_of_text|>", "<eos>", "<|eos|>")
@@ -103,7 +103,7 @@ def _is_digit_splitting(pre: dict[str, Any] | None) -> bool:
         if step.get("type") == "Digits" and step.get("individual_digits"):
             return True
         if step.get("type") == "Split" and step.get("pattern", {}).get("Regex") in (
-                DIGIT_SPLIT_BYTELEVEL_REGEX, _OLD_DIGIT_SPLIT_REGEX):
+                DIGIT_SPLIT_BYTELEVEL_REGEX, DIGIT_ISOLATE_REGEX, _OLD_DIGIT_SPLIT_REGEX):
             return True
     return False
 
@@ -116,24 +116,23 @@ def _around_byte_level(byte_level: dict[str, Any], mode: SplitMode) -> list[dict
     """The steps that replace a ``ByteLevel`` step so digits are cut before bytes are mapped.
 
     ByteLevel maps every byte to a printable character, after which a digit of another script is
-    no longer a digit and a continuation byte can look like one (``²``), so ``Digits`` must run
-    before it; but ByteLevel's own regex and prefix space depend on where a piece starts, so
-    running ``Digits`` first (the old wrapping) changed the pieces around numbers (and, with a
-    prefix space, put a space before every digit). Here the regex and the prefix become their own
-    steps, ``Digits`` cuts their pieces, and ByteLevel only maps bytes: exactly the original
-    pieces, digit runs cut. ``Metaspace`` with a space as its replacement and ``always`` adds a
-    space to each piece not starting with one: what ``add_prefix_space`` does.
+    no longer a digit and a continuation byte can look like one (``²``), so digits must be cut
+    before it; but ByteLevel's regex and prefix space depend on where a piece starts, so plain
+    ``Digits`` first (the old wrapping) changed the whitespace pieces before numbers (and, with a
+    prefix space, put a space before every digit). Here ``DIGIT_ISOLATE_REGEX`` cuts each digit
+    and the whitespace character before it, then ByteLevel runs as before (``"sequence"``), or one
+    regex does both (``"regex"``: GPT-2's with its number alternative cut, then only the byte
+    mapping). ``Metaspace`` with a space as its replacement and ``always`` adds a space to each
+    piece not starting with one: what ``add_prefix_space`` does, done once before the cutting.
     """
     steps: list[dict[str, Any]] = []
     if byte_level.get("add_prefix_space", True):
         steps.append({"type": "Metaspace", "replacement": " ", "prepend_scheme": "always", "split": False})
     if not byte_level.get("use_regex", True):
-        steps.append(dict(_DIGITS))
-    elif mode == "regex":
-        steps.append(_split_step(DIGIT_SPLIT_BYTELEVEL_REGEX))
-    else:
-        steps += [_split_step(GPT2_REGEX), dict(_DIGITS)]
-    return [*steps, {**byte_level, "add_prefix_space": False, "use_regex": False}]
+        return [*steps, dict(_DIGITS), {**byte_level, "add_prefix_space": False}]
+    if mode == "regex":
+        return [*steps, _split_step(DIGIT_SPLIT_BYTELEVEL_REGEX), {**byte_level, "add_prefix_space": False, "use_regex": False}]
+    return [*steps, _split_step(DIGIT_ISOLATE_REGEX), {**byte_level, "add_prefix_space": False}]
 
 
 def split_digits_config(config: dict[str, Any], mode: SplitMode = "sequence") -> dict[str, Any]:
