@@ -24,12 +24,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.atomic import write_json_atomic
-from core.document import Document
 from core.layout import slug
-from core.shards import read_documents
+
+if TYPE_CHECKING:
+    from core.document import Document
 
 RELEASED_DIR = ("_state", "released")
 
@@ -102,6 +103,9 @@ def _class_of(path: str) -> str:
 def released_documents(out: Path, record: dict[str, Any]) -> Iterator[Document | None]:
     """A released shard's documents in their original order, read from its class shards (None where a
     document was dropped unstored); raises ``ValueError`` when the class shards disagree with ``order``."""
+    # pyarrow: only a re-label reads shards, and core.markers (every flow's --help) imports this module
+    from core.shards import read_documents
+
     shards: dict[str, list[str]] = {}
     for entry in record.get("into", []):
         shards.setdefault(_class_of(entry["path"]), []).append(entry["path"])
