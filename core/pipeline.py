@@ -207,6 +207,10 @@ class HashSink(_ParquetSink):
         self._rows = {"ordinal": [], "id": [], "hash": []}
 
 
+#: Documents per signals batch: one compiled pass and one row group of the signals attribute each.
+SIGNAL_BATCH = 512
+
+
 class SignalSink(_ParquetSink):
     """Streams the quality signals of staged documents to their attributes file (a row per document).
 
@@ -216,7 +220,7 @@ class SignalSink(_ParquetSink):
     not load numba.
     """
 
-    def __init__(self, root: Path, path: Path, batch: int = 512) -> None:
+    def __init__(self, root: Path, path: Path, batch: int = SIGNAL_BATCH) -> None:
         from core.filters.signal_schema import SIGNAL_SCHEMA
 
         super().__init__(root, path, SIGNAL_SCHEMA)

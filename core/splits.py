@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from core import pipeline
 from core.atomic import AtomicOutput
 from core.document import InputSpec
-from core.layout import staging_dir, state_path
+from core.layout import signals_attribute_path, staging_dir, state_path
 from core.manifest import InputRecord
 from core.steps import MAX_ERROR_EXAMPLES
 
@@ -87,6 +87,22 @@ def _join_hashes(ctx: pipeline.RunContext, ranges: Sequence[RangeInput], target:
     return {"path": path.relative_to(ctx.out).as_posix(), "bytes": path.stat().st_size}
 
 
+def _join_signals(ctx: pipeline.RunContext, spec: InputSpec, ranges: Sequence[RangeInput]) -> dict[str, Any]:
+    """The ranges' signal rows as the input's one signals attribute, in file order (as a whole staging writes it)."""
+    from core.filters.signal_schema import SIGNAL_SCHEMA
+
+    target = signals_attribute_path(ctx.out, ctx.source, spec.key)
+    table = pa.concat_tables([pq.read_table(signals_attribute_path(ctx.out, ctx.source, part.spec.key),
+                                            schema=SIGNAL_SCHEMA) for part in ranges])
+    with AtomicOutput(target) as output:
+        writer = pq.ParquetWriter(output, SIGNAL_SCHEMA, compression="zstd")
+        try:  # row groups of the stage's batch size: the bytes of a whole input's staging
+            writer.write_table(table, row_group_size=pipeline.SIGNAL_BATCH)
+        finally:
+            writer.close()
+    return {"path": target.relative_to(ctx.out).as_posix(), "bytes": target.stat().st_size}
+
+
 def joined_record(spec: InputSpec, ranges: Sequence[RangeInput]) -> InputRecord:
     """The input's record from its ranges' records: counts and drops summed, status the worst.
 
@@ -131,6 +147,7 @@ def join_ranges(ctx: pipeline.RunContext, spec: InputSpec, ranges: Sequence[Rang
                             "docs": pq.ParquetFile(target).metadata.num_rows})
             number += 1
     outputs.append(_join_hashes(ctx, ranges, directory / "hashes.parquet"))
+    outputs.append(_join_signals(ctx, spec, ranges))
     pipeline.stage_marker(spec, ctx).write({"record": record.to_dict()}, outputs=outputs,
                                            promised_docs=record.docs_kept)
     return record
@@ -146,3 +163,7 @@ def remove_ranges(ctx: pipeline.RunContext, keys: Sequence[str]) -> None:
         for marker in state.parent.glob(f"{state.name.removesuffix('.stage.json')}_*.stage.json"):
             with contextlib.suppress(OSError):
                 marker.unlink()
+        signals = signals_attribute_path(ctx.out, ctx.source, key)
+        for attribute in signals.parent.glob(f"{signals.name.removesuffix('.signals.parquet')}_*.signals.parquet"):
+            with contextlib.suppress(OSError):
+                attribute.unlink()

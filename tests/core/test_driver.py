@@ -149,7 +149,9 @@ def test_split_input_gives_the_whole_inputs_bytes(tmp_path: Path) -> None:
     assert executor.submitted.count("stage_input") == len(ranges)
     assert _tree(tmp_path / "split") == _tree(tmp_path / "whole")
     assert [r.to_dict() | {"seconds": 0} for r in split] == [r.to_dict() | {"seconds": 0} for r in whole]
-    assert not list((tmp_path / "split").rglob(f"{dump.name}_*"))  # range staging and markers removed
+    assert not list((tmp_path / "split").rglob(f"{dump.name}_*"))  # range staging, markers and signals removed
+    signals = f"attributes/wikipedia/{dump.name}.signals.parquet"  # the ranges' rows joined in file order
+    assert (tmp_path / "split" / signals).read_bytes() == (tmp_path / "whole" / signals).read_bytes()
 
 
 
