@@ -31,7 +31,6 @@ os.environ.setdefault("PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT", "false")
 # that test's stream, closed when the test ends ("I/O operation on closed file" in later tests).
 import prefect  # noqa: E402, F401
 
-from tests.toy import toy_texts, train_toy_tokenizer  # noqa: E402
 # The fidelity corpus's per-source score (tests/fidelity/scoring.py): hooks found here by name, so the
 # xdist controller, which loads this conftest but collects nothing, prints the table.
 from tests.fidelity.scoring import (  # noqa: E402, F401
@@ -39,6 +38,7 @@ from tests.fidelity.scoring import (  # noqa: E402, F401
     pytest_runtest_makereport,
     pytest_terminal_summary,
 )
+from tests.toy import toy_texts, train_toy_tokenizer  # noqa: E402
 
 #: ``make test`` runs the suite on two workers (pytest-xdist, ``--dist loadfile``: a module's tests
 #: and its module fixtures stay on one worker) that take the test files in collection order
