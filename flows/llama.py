@@ -37,7 +37,7 @@ from pydantic import Field
 from core.atomic import sha256_file
 from core.config import PipelineConfig, deep_merge, load_layered, resolve_config_path, stage_yaml
 from core.lock import OutputLock
-from flows._cli import Flag, FlowCLI
+from flows._cli import Flag, FlowCLI, one_line
 from flows._lazy import LazyImport, flow
 from flows._llama_crawl import LATEST_CRAWL
 from flows._llama_stages import (
@@ -192,16 +192,26 @@ class LlamaConfig(PipelineConfig):
         merged = deep_merge(merged, {"out": str(self.out), **(forced or {})})
         return spec.config.model_validate(merged)
 
+    def tokenizer_problems(self) -> list[str]:
+        """Why the tokenize stage could not load its tokenizer as configured (found after hours of sources otherwise)."""
+        stage = self.stage_config("tokenize", dict(self.tokenize or {}))
+        tokenizer = str(getattr(stage, "tokenizer", ""))
+        if not tokenizer or (tokenizer.endswith(".json") and not Path(tokenizer).is_file()):
+            return [f"tokenizer {tokenizer or '(none)'!r} not found in {Path.cwd()}: set tokenize.tokenizer "
+                    "to a tokenizer.json (--tokenizer PATH) or leave tokenize out of stages"]
+        try:
+            stage.preflight()  # digit splitting this family cannot take, no end-of-document token
+        except (ValueError, OSError) as exc:
+            return [one_line(exc)]
+        return []
+
     def not_ready(self) -> list[str]:
         """What this run needs and cannot get, each with its fix (empty: ready to start)."""
         problems = []
         sources = self.selected_sources() if self.runs_stage("sources") else []
         absent = [n for n in sources if missing_inputs(self.source_locations(n))]
         if self.runs_stage("tokenize"):
-            tokenizer = str(getattr(self.stage_config("tokenize", dict(self.tokenize or {})), "tokenizer", ""))
-            if not tokenizer or (tokenizer.endswith(".json") and not Path(tokenizer).is_file()):
-                problems.append(f"tokenizer {tokenizer or '(none)'!r} not found in {Path.cwd()}: set tokenize.tokenizer "
-                                "to a tokenizer.json (--tokenizer PATH) or leave tokenize out of stages")
+            problems += self.tokenizer_problems()
         if self.runs_stage("pile_index"):
             section = dict(self.pile_index or {})
             index = Path(str(section.get("index") or "indexes/pile-v1"))

@@ -82,6 +82,7 @@ else:  # only a run needs them (Prefect, DuckDB, pyarrow, numpy): not --help or 
     ExternalJob = LazyImport("tasks.tokenize_external", "ExternalJob")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+NO_TOKENIZER = "no tokenizer: give --tokenizer path/to/tokenizer.json"
 #: Fields only the launcher uses; a host gets every other field through ``--set``.
 LAUNCHER_FIELDS = frozenset({"out", "hosts", "host_count", "host_index", "host_out", "remote", "remote_dir",
                              "remote_python", "collect_only", "dask_address"})
@@ -132,6 +133,27 @@ class TokenizeConfig(PipelineConfig):
         """Local patterns that match nothing; URLs (hf://, s3://) are checked when read."""
         return missing_locations(self.inputs, remote=has_scheme)
 
+    def preflight(self) -> None:
+        """Load the tokenizer as the run will (digit splitting, EOS, work tokens), so what every task
+        would fail on (no such file, no end-of-document token, a family that cannot be digit-split:
+        WordPiece, BPE with an end-of-word suffix) is one line before the run starts.
+
+        A launcher's tokenizer lives on its hosts, and a hub name is fetched by the run: neither is read here.
+        """
+        if self.is_launcher:
+            return
+        if not self.tokenizer:
+            raise ValueError(NO_TOKENIZER)
+        path = Path(self.tokenizer)
+        if not path.exists():
+            if self.tokenizer.endswith(".json") or self.tokenizer.startswith((".", "/")):
+                raise FileNotFoundError(f"no tokenizer.json at {self.tokenizer}")
+            return  # a hub name
+        from core.tokenizer import load_tokenizer  # the tokenizers library: a run's import, not --help's
+
+        load_tokenizer(path, split_digits=self.split_digits, split_mode=self.split_mode, eos_token=self.eos_token,
+                       work_tokens=self.work_tokens)
+
     @property
     def hosts_total(self) -> int:
         """How many hosts share the files."""
@@ -159,7 +181,7 @@ class TokenizeConfig(PipelineConfig):
     def settings(self) -> TokenizeSettings:
         """What every task needs (picklable)."""
         if not self.tokenizer:
-            raise ValueError("no tokenizer: give --tokenizer path/to/tokenizer.json")
+            raise ValueError(NO_TOKENIZER)
         return TokenizeSettings(tokenizer=self.tokenizer, split_digits=self.split_digits, split_mode=self.split_mode,
                                 eos_token=self.eos_token, holdout_fraction=self.holdout_fraction,
                                 batch_docs=self.batch_docs, work_tokens=self.work_tokens)

@@ -26,8 +26,9 @@ from pathlib import Path
 import pytest
 
 from core.config import ConfigFileError, PipelineConfig, duckdb_size
-from flows import _cli
+from flows import _cli, tokenization
 from tests.time_limits import timeout_for
+from tests.tokenizer_families import REFUSED, family_path
 
 REPO = Path(__file__).resolve().parents[2]
 #: Flow modules whose config names its inputs (a run without any is refused up front).
@@ -160,6 +161,26 @@ def test_dask_address_without_the_dask_runner_is_refused(tmp_path: Path, gsm8k: 
                 "--out", str(tmp_path / "out"), timeout=120)
     assert "--dask-address tcp://127.0.0.1:8786 needs --runner dask" in error_line(done, 2)
     assert not (tmp_path / "out" / "docs").exists()
+
+
+@pytest.mark.parametrize("family", sorted(REFUSED))
+def test_tokenizer_that_cannot_be_digit_split_is_refused_before_prefect(
+        family: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """It was refused by every shard's task once the flow ran: exit 1 under Prefect's logs."""
+    def no_prefect() -> None:
+        raise AssertionError("Prefect started for a tokenizer that is refused")
+
+    monkeypatch.setattr(_cli, "prefect_api", no_prefect)
+    path = family_path(family, tmp_path)
+    args = ["--data", str(tmp_path / "data"), "--tokenizer", str(path), "--out", str(tmp_path / "tensors")]
+    assert tokenization.cli.main([*args, "--split-digits"]) == 2
+    line = capsys.readouterr().err.strip()
+    assert line.startswith(f"python -m flows.tokenization: error: {path}: cannot split digits safely") and "\n" not in line
+    assert "--no-split-digits" in line and not (tmp_path / "tensors").exists()
+    tokenization.TokenizeConfig(tokenizer=str(path), split_digits=False).preflight()  # usable without splitting
+    tokenization.TokenizeConfig(tokenizer=str(family_path("gpt2", tmp_path))).preflight()  # a family that splits
+    assert tokenization.cli.main([*args[:2], "--tokenizer", str(tmp_path / "none.json"), *args[4:]]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"error: no tokenizer.json at {tmp_path / 'none.json'}")
 
 
 @pytest.fixture()

@@ -27,6 +27,7 @@ from kinda.cli import main as kinda_main
 from sources.samples import pile as pile_sample
 from tests.flows.test_path_spelling import differing, leaks, released_files
 from tests.serving import serve_folder
+from tests.tokenizer_families import family_json
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -111,7 +112,12 @@ def test_default_deployment_parameters_fail_at_once_with_one_line(tmp_path: Path
         assert "\n" not in message and "set tokenize.tokenizer" in message and "sample: true" in message
         assert ("no Pile shard matches" in message) == (name == "g3")
     assert not (tmp_path / "data").exists()  # refused before anything was written
-    (tmp_path / "tokenizer.json").write_text("{}")
+    (tmp_path / "tokenizer.json").write_text(family_json("bert-wordpiece"), encoding="utf-8")
+    with pytest.raises(llama.DatasetNotReady) as refused:  # before any source: digit splitting would corrupt it
+        llama.ready(LlamaConfig.model_validate({"extends": "g1.yaml", "only_sources": ["commoncrawl"]}))
+    assert "tokenizer.json: cannot split digits safely for this tokenizer (WordPiece" in str(refused.value)
+    assert "\n" not in str(refused.value) and "--no-split-digits" in str(refused.value)
+    (tmp_path / "tokenizer.json").write_text(family_json("gpt2"), encoding="utf-8")
     wiki_only = LlamaConfig.model_validate({"extends": "g1.yaml", "only_sources": ["wikipedia"]})
     with pytest.raises(llama.DatasetNotReady, match="no local input for wikipedia: put them under raw/"):
         llama.ready(wiki_only)
