@@ -16,6 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+#: BCP-47's "undetermined": the language of documents whose language nobody determined (no language
+#: ID, or one that named none) and of records dropped before theirs was known. Their shards live under
+#: ``docs/<source>/und/`` and record ``und`` as their language, in the Parquet metadata and the
+#: manifest alike; NULL in the manifest is kept for "no one language: each document has its own".
+UNDETERMINED = "und"
+#: BCP-47's "multiple languages": how reports spell a manifest language of NULL, an input (a WARC,
+#: a Reddit month) or a shard under a folder that is no language (a GSM8K variant) whose documents
+#: each carry their own.
+MULTIPLE = "mul"
+
 
 def make_doc_id(source: str, local_id: str) -> str:
     """Return a stable id for a document from its source and the source's own id.

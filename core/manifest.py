@@ -37,6 +37,7 @@ from typing import Any
 import duckdb
 
 from core.atomic import TMP_SUFFIX, sha256_file, write_json_atomic
+from core.document import UNDETERMINED
 from core.released import is_released
 
 MANIFEST_NAME = "manifest.duckdb"
@@ -479,7 +480,7 @@ class Manifest:
               rec.status, rec.error, rec.records_in, rec.docs_kept, rec.docs_dropped, rec.seconds,
               rec.config_hash], False),
             ("INSERT INTO drops VALUES (?, ?, ?, ?, ?, ?, ?)",
-             [[run_id, rec.input_key, rec.source, d.get("language") or rec.language, d["step"],
+             [[run_id, rec.input_key, rec.source, d.get("language") or rec.language or UNDETERMINED, d["step"],
                d["reason"], int(d["count"])] for d in rec.drops], True),
             ("INSERT INTO errors VALUES (?, ?, ?, ?, ?, ?)",
              [[run_id, rec.input_key, e["step"], e["reason"], e["record"], e["detail"]] for e in rec.errors], True),

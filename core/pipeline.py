@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from core.arrow_columns import arrow_rows, arrow_table
 from core.atomic import AtomicOutput, atomic_path, sha256_file
 from core.digest import json_hash
-from core.document import Document, InputSpec
+from core.document import UNDETERMINED, Document, InputSpec
 from core.drop_list import DropListWalk
 from core.exact import exact_hash
 from core.layout import (
@@ -440,9 +440,10 @@ class PartitionedWriter:
     def write(self, partition: str, doc: Document) -> None:
         writer = self.writers.get(partition)
         if writer is None:
+            language = doc.language or UNDETERMINED  # the und folder is the language of documents without one
             writer = ShardWriter(
                 self.ctx.out, docs_dir(self.ctx.out, self.ctx.source, partition), self.prefix,
-                self.ctx.source, language=doc.language if partition == doc.language else None,
+                self.ctx.source, language=language if partition == language else None,
                 limits=self.ctx.limits, file_metadata={"config_hash": self.ctx.config_hash},
             )
             self.writers[partition] = writer

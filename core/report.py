@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from core.document import MULTIPLE, UNDETERMINED
 from core.manifest import Manifest
 
 #: Document shards counted once: a ``docs/`` shard whose documents were also written to class
@@ -23,22 +24,25 @@ counted AS (
     WHERE NOT (starts_with(s.path, 'docs/') AND EXISTS (
         SELECT 1 FROM shards l WHERE starts_with(l.path, 'labeled/') AND list_contains(l.inputs, s.path)))
 )"""
+#: A manifest language of NULL is an input or shard whose documents each carry their own language
+#: (BCP-47 ``mul``); ``und`` is stored as itself (documents whose language nobody determined).
 SHARDS_SQL = f"""
 WITH {COUNTED_SHARDS}
-SELECT source, coalesce(language, '-') AS language, count(*) AS shards, sum(docs) AS docs,
+SELECT source, coalesce(language, '{MULTIPLE}') AS language, count(*) AS shards, sum(docs) AS docs,
        sum(text_bytes) AS text_bytes, sum(bytes) AS shard_bytes
 FROM counted GROUP BY ALL ORDER BY source, language
 """
 #: Directories of an output root whose Parquet files are the finished corpus's documents.
 CORPUS_DIRS = ("docs", "labeled")
-INPUTS_SQL = """
-SELECT source, coalesce(language, '-') AS language, count(*) AS inputs, sum(records_in) AS records_in,
+INPUTS_SQL = f"""
+SELECT source, coalesce(language, '{MULTIPLE}') AS language, count(*) AS inputs, sum(records_in) AS records_in,
        sum(docs_kept) AS kept, sum(docs_dropped) AS dropped,
        count(*) FILTER (WHERE status <> 'done') AS not_done
 FROM latest_inputs GROUP BY ALL ORDER BY source, language
 """
-DROPS_SQL = """
-SELECT source, coalesce(language, '-') AS language, step, reason, sum(count) AS count
+#: Drops are recorded ``und`` when neither the record nor its input had a language (NULL: an older manifest).
+DROPS_SQL = f"""
+SELECT source, coalesce(language, '{UNDETERMINED}') AS language, step, reason, sum(count) AS count
 FROM latest_drops GROUP BY ALL ORDER BY source, language, count DESC
 """
 

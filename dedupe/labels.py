@@ -275,8 +275,10 @@ class _Split:
             raise ValueError(f"a document of {self.shard['path']} dropped unstored when it was released would now be "
                              f"{cls}: its text is stored nowhere; re-run its source flow to label it anew")
         if cls not in self.writers:
+            # the language its docs shard records (und included); under a folder that is no language, its documents'
+            language = self.shard.get("language") or doc.language
             self.writers[cls] = ShardWriter(self.root, self.root / LABELED / cls / self.rel.parent, self.rel.stem,
-                                            doc.source, doc.language, labels=CLASS_LABELS[cls], limits=self.job.limits,
+                                            doc.source, language, labels=CLASS_LABELS[cls], limits=self.job.limits,
                                             file_metadata={"class": cls, "from": self.shard["path"],
                                                            "config_hash": self.job.config_hash})
         self.writers[cls].write(doc)

@@ -35,7 +35,7 @@ from uuid import UUID
 
 from core.atomic import write_json_atomic
 from core.config import PipelineConfig
-from core.document import InputSpec
+from core.document import MULTIPLE, InputSpec
 from core.download import algorithm_for, is_url, load_checksums
 from core.locations import expand_locations  # the source flows import it from here
 from flows._lazy import LazyImport
@@ -296,7 +296,7 @@ def language_table(records: Sequence[InputRecord]) -> list[dict[str, Any]]:
                  "reasons": Counter()}
     )
     for rec in records:
-        row = rows[rec.language or "und"]
+        row = rows[rec.language or MULTIPLE]  # an input of no one language: its documents each have their own
         row["inputs"] += 1
         row["records_in"] += rec.records_in
         row["kept"] += rec.docs_kept
