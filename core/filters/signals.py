@@ -21,10 +21,10 @@ The definitions follow the rules' published forms (docs/signals.md has the table
   over the characters that are not newlines, newlines per word.
 * PII counts: e-mail addresses and public IPv4/IPv6 addresses (:mod:`core.filters.pii`).
 
-Words are split by one regular expression (runs of word characters, apostrophes inside a word,
-runs of other non-space characters), not NLTK's Treebank tokenizer as datatrove does: it runs at
-C speed and agrees on the rules' outcomes for ordinary text (``benchmarks/signals.py`` measures
-the agreement and lists the differences). N-grams are compared by 64-bit hashes of word ids, not
+Words are split as spaCy's English tokenizer cuts prose (:func:`split_words`: whitespace chunks,
+leading and trailing marks apart, inner marks kept), which datatrove's rules count with, but by a
+compiled loop, not spaCy: ``benchmarks/signals.py`` measures the agreement of each rule's
+decisions and lists the differences. N-grams are compared by 64-bit hashes of word hashes, not
 by joined strings (a collision needs about 2^32 distinct n-grams in one document). One compiled pass
 (numba, :func:`_word_kernel`) splits, hashes and counts a whole batch; lines and paragraphs are
 split by Python's own string methods, which run at C speed.
@@ -43,8 +43,6 @@ from core.compiled import jit
 from core.filters.pii import count_emails, count_ips
 from core.filters.signal_schema import DUP_NGRAMS, SIGNAL_NAMES, SIGNAL_SCHEMA, TOP_NGRAMS
 
-#: A word: letters/digits with inner apostrophes, or a run of other visible characters.
-WORD = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]+")
 #: datatrove's PUNCTUATION_SET, near enough: a "word" of only these is a symbol, not a word.
 _PUNCTUATION = set("!/—”:％１〈&(、━\\【#%「」，】；+^]~“《„';’{|∶´[=-`*．（–？！：$～«〉,><》)?）。…@_.\"}►»")
 #: Unicode's Sentence_Terminal characters (UCD 16, via the ``regex`` module once; a constant here, so the
@@ -109,6 +107,34 @@ def _char_flags(raw: np.ndarray) -> np.ndarray:
     return flags
 
 
+def split_words(text: str) -> list[str]:
+    """The words of ``text``, the way spaCy's English tokenizer cuts prose (what datatrove's rules count).
+
+    Each whitespace-separated chunk: a chunk without a word character is one word (``--``, ``...``);
+    otherwise each leading mark is a word, a dash between two letters splits the middle
+    (``e-mail`` is three words), and each trailing mark is a word, a run of full stops one
+    (``end...``). Marks inside stay: ``9/11``, ``15:00``, ``U.S``, ``don't``, ``example.com/a``.
+    The compiled pass (:func:`_token_bounds`) splits the same way; this is its definition.
+    """
+    words: list[str] = []
+    for chunk in text.split():
+        flags = [_flags_of(ch) for ch in chunk]
+        left = next((i for i, f in enumerate(flags) if f & _WORDCHAR), None)
+        if left is None:
+            words.append(chunk)
+            continue
+        right = max(i for i, f in enumerate(flags) if f & _WORDCHAR) + 1
+        words.extend(chunk[:left])
+        piece = left
+        for k in range(left + 1, right - 1):
+            if ord(chunk[k]) in _HYPHENS and flags[k - 1] & _ALPHA and flags[k + 1] & _ALPHA:
+                words += [chunk[piece:k], chunk[k]]
+                piece = k + 1
+        words.append(chunk[piece:right])
+        words.extend(re.findall(r"\.+|.", chunk[right:], re.S))
+    return words
+
+
 def fnv1a(word: str) -> int:
     """The word kernel's hash of one word (FNV-1a over its code points), for the stop-word table."""
     value = _FNV_OFFSET
@@ -164,55 +190,91 @@ def _groups(grams: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # 
     return group, counts[:groups], first[:groups]
 
 
+_HYPHENS = (45, 0x2010, 0x2013, 0x2014)  # "-", hyphen, en dash, em dash
+
+
+@jit
+def _token_bounds(raw: np.ndarray, flags: np.ndarray, first: int, end: int, starts: np.ndarray,
+                  stops: np.ndarray) -> int:  # pragma: no cover - compiled by numba, tested through it
+    """Split characters ``first`` to ``end`` into words (:func:`split_words`); their bounds; how many."""
+    count = 0
+    j = first
+    while j < end:
+        if flags[j] & 4:
+            j += 1
+            continue
+        chunk_start = j
+        while j < end and not flags[j] & 4:
+            j += 1
+        left = chunk_start
+        while left < j and not flags[left] & 1:
+            left += 1
+        if left == j:  # no word character: the chunk is one symbol word ("--", "...", "&")
+            starts[count], stops[count] = chunk_start, j
+            count += 1
+            continue
+        for k in range(chunk_start, left):  # each leading mark its own word
+            starts[count], stops[count] = k, k + 1
+            count += 1
+        right = j
+        while not flags[right - 1] & 1:
+            right -= 1
+        piece = left
+        for k in range(left + 1, right - 1):  # a dash between two letters splits a word
+            c = raw[k]
+            if (c == 45 or c == 0x2010 or c == 0x2013 or c == 0x2014) and flags[k - 1] & 2 and flags[k + 1] & 2:
+                starts[count], stops[count] = piece, k
+                starts[count + 1], stops[count + 1] = k, k + 1
+                count += 2
+                piece = k + 1
+        starts[count], stops[count] = piece, right
+        count += 1
+        k = right
+        while k < j:  # each trailing mark its own word, a run of full stops one word ("...")
+            after = k + 1
+            if raw[k] == 46:
+                while after < j and raw[after] == 46:
+                    after += 1
+            starts[count], stops[count] = k, after
+            count += 1
+            k = after
+    return count
+
+
 @jit
 def _word_kernel(raw: np.ndarray, flags: np.ndarray, ends: np.ndarray, stop_hashes: np.ndarray,
                  out: np.ndarray) -> None:  # pragma: no cover - compiled by numba, tested through it
     """Fill ``out[i]`` with the word columns (:data:`_KERNEL_COLUMNS`) of text ``i``.
 
-    A word is a run of word characters (apostrophes between two word characters inside it) or a
-    run of other non-space characters, as :data:`WORD`. Each word is hashed (FNV-1a over its code
-    points); an n-gram's hash is its (n-1)-gram's mixed with its last word's, grouped by a hash table.
+    Words as :func:`split_words` says. Each word is hashed (FNV-1a over its code points); an
+    n-gram's hash is its (n-1)-gram's mixed with its last word's, grouped by a hash table.
     """
     first = 0
     for text in range(len(ends)):
         end = ends[text]
         size = end - first
-        hashes = np.empty(size, np.uint64)
-        lengths = np.empty(size, np.int64)
-        count = symbol_free = symbol_free_chars = alpha_words = 0
+        starts = np.empty(size, np.int64)
+        stops = np.empty(size, np.int64)
+        count = _token_bounds(raw, flags, first, end, starts, stops)
+        hashes = np.empty(count, np.uint64)
+        lengths = np.empty(count, np.int64)
+        symbol_free = symbol_free_chars = alpha_words = 0
         stop_found = np.zeros(len(stop_hashes), np.bool_)
-        j = first
-        while j < end:
-            f = flags[j]
-            if f & 4:
-                j += 1
-                continue
-            word = (f & 1) != 0
+        for w in range(count):
             h = np.uint64(0xCBF29CE484222325)
-            start = j
             alpha = False
             all_punct = True
-            while j < end:
+            for j in range(starts[w], stops[w]):
                 f = flags[j]
-                if word:
-                    if not f & 1:
-                        if f & 16 and j + 1 < end and flags[j + 1] & 1:
-                            pass  # an apostrophe inside a word
-                        else:
-                            break
-                elif f & 1 or f & 4:
-                    break
                 h = (h ^ np.uint64(raw[j])) * np.uint64(0x100000001B3)
                 alpha = alpha or (f & 2) != 0
                 all_punct = all_punct and (f & 8) != 0
-                j += 1
-            hashes[count] = h
-            lengths[count] = j - start
-            count += 1
+            hashes[w] = h
+            lengths[w] = stops[w] - starts[w]
             alpha_words += alpha
             if not all_punct:
                 symbol_free += 1
-                symbol_free_chars += j - start
+                symbol_free_chars += stops[w] - starts[w]
             for s in range(len(stop_hashes)):
                 if stop_hashes[s] == h:
                     stop_found[s] = True

@@ -1,7 +1,7 @@
 """Quality signals: each definition on hand-made text, and the compiled pass against a plain oracle.
 
 The oracle is the rules' published form written the obvious way (datatrove's filters, with our
-word pattern): strings joined for n-grams, a Counter for the top n-gram, the left-to-right scan
+word splitter, :func:`split_words`): strings joined for n-grams, a Counter for the top n-gram, the left-to-right scan
 with a jump for duplicated n-grams. The compiled pass must agree on any text (hypothesis).
 """
 
@@ -15,7 +15,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from core.filters.signal_schema import SIGNAL_NAMES, SIGNAL_SCHEMA
-from core.filters.signals import STOP_WORDS, WORD, document_signals, signals_table
+from core.filters.signals import STOP_WORDS, document_signals, signals_table, split_words
 
 PROSE = ("The river was wide and the water was cold. We walked to the bridge with the dog.\n"
          "It had rained for a week, and the fields that we crossed were soft.\n\n"
@@ -126,7 +126,7 @@ _TEXT = st.lists(st.sampled_from([*"ab c.'’\n#-…é日,", "the", "of", " and 
 def test_compiled_pass_agrees_with_the_oracle(texts: list[str]) -> None:
     table = signals_table([str(i) for i in range(len(texts))], texts).to_pylist()
     for text, row in zip(texts, table, strict=True):
-        words = WORD.findall(text)
+        words = split_words(text)
         assert row["words"] == len(words)
         assert row["stop_words"] == len(STOP_WORDS.intersection(words))
         assert row["alpha_words_frac"] == pytest.approx(
@@ -137,3 +137,13 @@ def test_compiled_pass_agrees_with_the_oracle(texts: list[str]) -> None:
         for n in range(5, 11):
             expected = _oracle_dup(words, n) / len(text) if text else 0.0
             assert row[f"dup_{n}gram_char_frac"] == pytest.approx(expected, rel=1e-6), (n, text)
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("It's 9/11, at 15:00 (U.S. time)...", ["It's", "9/11", ",", "at", "15:00", "(", "U.S", ".", "time", ")", "..."]),
+    ("an e-mail -- see example.com/a?", ["an", "e", "-", "mail", "--", "see", "example.com/a", "?"]),
+    ('"Quoted," she said.\n\n- item 2024-01-02', ['"', "Quoted", ",", '"', "she", "said", ".", "-", "item", "2024-01-02"]),
+])
+def test_words_split_as_prose_tokenizers_do(text: str, words: list[str]) -> None:
+    assert split_words(text) == words
+    assert document_signals(text)["words"] == len(words)
