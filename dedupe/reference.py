@@ -313,7 +313,9 @@ def index_pile_shard(shard: Path, root: Path, part_no: int, part: str, minhash: 
     except Exception:
         builder.abort()
         raise
-    record.update({"part_no": part_no, "shard": shard.name, "location": str(shard), "size": size,
+    # the shard by its name (what plan() keys on, with size and sha256), never by the path it was given
+    # as: a local folder would land in the released index files and make their bytes depend on it
+    record.update({"part_no": part_no, "shard": shard.name, "size": size,
                    "sha256": sha256_file(shard), "lines": lines, "drops": dict(sorted(drops.items())),
                    "errors": errors, "seconds": round(time.perf_counter() - started, 3)})
     return _finish_part(marker, builder, record)

@@ -273,3 +273,28 @@ def test_part_markers_name_the_normalization(corpus) -> None:
     build(index, [shard_a])
     marker = json.loads((tmp_path / "index" / "parts" / f"{name}.json").read_text())
     assert shingles.NORMALIZATION in json.dumps(marker)
+
+
+def _records(root: Path) -> dict[str, dict]:
+    """index.json and parts/*.json of an index, each part record without its timing."""
+    files = [root / "index.json", *sorted((root / "parts").glob("*.json"))]
+    found = {p.relative_to(root).as_posix(): json.loads(p.read_text(encoding="utf-8")) for p in files}
+    for record in [*found["index.json"]["parts"], *(f["record"] for n, f in found.items() if n != "index.json")]:
+        record.pop("seconds")
+    return found
+
+
+def test_index_records_name_a_shard_the_same_from_any_folder(corpus, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The records once held ``location``, the path as given (nothing read it): a local folder in released index files."""
+    tmp_path, _, shard_a, _ = corpus
+    elsewhere = tmp_path / "home" / "someone" / "raw" / "pile" / "00.jsonl.zst"
+    elsewhere.parent.mkdir(parents=True)
+    elsewhere.write_bytes(shard_a.read_bytes())
+    build(ReferenceIndex.open_or_create(tmp_path / "index-a", MinHashConfig(), LAYOUTS), [shard_a])
+    monkeypatch.chdir(elsewhere.parent)
+    build(ReferenceIndex.open_or_create(tmp_path / "index-b", MinHashConfig(), LAYOUTS), [Path("00.jsonl.zst")])
+    first, second = _records(tmp_path / "index-a"), _records(tmp_path / "index-b")
+    assert first == second and first["index.json"]["parts"][0]["shard"] == "00.jsonl.zst"
+    for name in first:
+        text = (tmp_path / "index-b" / name).read_text(encoding="utf-8")
+        assert str(tmp_path) not in text and "someone" not in text, name
