@@ -30,12 +30,20 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from core.atomic import sha256_file
-from core.config import PipelineConfig, deep_merge, load_layered, resolve_config_path, stage_yaml
+from core.config import (
+    PipelineConfig,
+    deep_merge,
+    load_layered,
+    load_yaml_file,
+    parse_set_option,
+    resolve_config_path,
+    stage_yaml,
+)
 from core.lock import OutputLock
 from flows._cli import Flag, FlowCLI, one_line
 from flows._lazy import LazyImport, flow
@@ -107,6 +115,17 @@ class DatasetNotReady(RuntimeError):
     """What the run needs and cannot get, found before any stage runs (one line: what, and how to fix it)."""
 
 
+class DatasetInvalid(ValueError):
+    """A dataset whose top level or a section does not type against its config class, found when it is
+    loaded (one line: the file that set each key, the dotted key, pydantic's message), not when the stage starts."""
+
+
+#: Where a layer of a dataset came from (a file's path, ``--set``, ``flow parameter``) and what it set.
+Layer = tuple[str, dict[str, Any]]
+#: A fault in a dataset: the key path (``("sources", "commoncrawl", "lid_min_scroe")``) and its message.
+Fault = tuple[tuple[str | int, ...], str]
+
+
 class LlamaConfig(PipelineConfig):
     """A dataset (G1, G2, G3): which sources and stages run, each section over the stage's YAML."""
 
@@ -135,12 +154,64 @@ class LlamaConfig(PipelineConfig):
                                             "when the run starts, and run the dataset's sources that have one")
     sample_pages: int = Field(SAMPLE_PAGES, gt=0, description="pages per sample Wikipedia dump (with sample)")
 
+    @classmethod
+    def from_yaml(cls, path: Path | None = None, overrides: dict[str, Any] | None = None) -> Self:
+        """The dataset file (its ``extends`` chain) with ``overrides`` (``--set``, flags) on top, validated whole:
+        a section that does not type against its stage's config class is a :class:`DatasetInvalid` now."""
+        data = deep_merge(load_layered(Path(path)) if path is not None else {}, overrides or {})
+        return cls.validated(data, path, [("--set", overrides or {})])
+
+    @classmethod
+    def validated(cls, data: dict[str, Any], path: Path | None, given: list[Layer]) -> Self:
+        """``data`` (``given`` layers over the file at ``path``) as a config whose every section is typed;
+        a fault names the layer that set its key (read back only then)."""
+        try:
+            config = cls.model_validate(data)
+            faults = config.section_faults()
+        except ValidationError as exc:
+            faults = [(tuple(err["loc"]), err["msg"]) for err in exc.errors()]
+        if faults:
+            raise DatasetInvalid(describe_faults(faults, [*given, *file_layers(path)]))
+        return config
+
+    def section_faults(self) -> list[Fault]:
+        """Every configured section built into its stage's config (as the stage will build it): what fails.
+
+        Sources first (an unknown name is a fault too), then the sections of the stages after them.
+        """
+        registry = source_registry()
+        faults: list[Fault] = []
+        for name, section in self.sources.items():
+            if name not in registry:
+                faults.append((("sources", name), f"unknown source; known: {', '.join(registry)}"))
+            elif section is not None:
+                faults += self._stage_faults(("sources", name), name, section)
+        for stage in STAGES[1:]:
+            section = getattr(self, stage)
+            if section is not None:
+                faults += self._stage_faults((stage,), stage, section)
+        return faults
+
+    def _stage_faults(self, key: tuple[str, ...], stage: str, section: dict[str, Any]) -> list[Fault]:
+        try:
+            self.stage_config(stage, section)
+        except ValidationError as exc:
+            return [((*key, *err["loc"]), err["msg"]) for err in exc.errors()]
+        except ValueError as exc:  # a section setting what only the whole run may set
+            return [(key, one_line(exc))]
+        return []
+
     def resolved(self) -> LlamaConfig:
-        """Apply ``extends`` when the config came as flow parameters (a deployment), not from a file."""
-        if self.extends is None:
-            return self
+        """Apply ``extends`` when the config came as flow parameters (a deployment), not from a file;
+        validated whole either way (:meth:`validated`), before any stage or sample is made."""
         given = self.model_dump(mode="json", exclude_unset=True, exclude={"extends"})
-        return LlamaConfig.model_validate(deep_merge(load_layered(resolve_config_path(self.extends)), given))
+        if self.extends is None:
+            faults = self.section_faults()
+            if faults:
+                raise DatasetInvalid(describe_faults(faults, [("flow parameter", given)]))
+            return self
+        path = resolve_config_path(self.extends)
+        return LlamaConfig.validated(deep_merge(load_layered(path), given), path, [("flow parameter", given)])
 
     def with_sample(self) -> LlamaConfig:
         """``sample: true``: this dataset over generated inputs (sources without a sample set to null)."""
@@ -223,6 +294,48 @@ class LlamaConfig(PipelineConfig):
                             "(docs/operations.md), set sources.<name>.inputs, or set those sources to null"
                             + ("" if self.skip_missing else " (or skip_missing: true)"))
         return problems
+
+
+def file_layers(path: Path | None) -> list[Layer]:
+    """A dataset file and the files it extends, top first (as :func:`core.config.load_layered` reads them)."""
+    layers: list[Layer] = []
+    current = Path(path).resolve() if path is not None else None
+    while current is not None and all(current != Path(name) for name, _ in layers):
+        data = load_yaml_file(current)
+        data = data if isinstance(data, dict) else {}
+        layers.append((str(current), data))
+        parent = data.get("extends")
+        current = resolve_config_path(parent, current.parent).resolve() if parent else None
+    return layers
+
+
+def origin(key: tuple[str | int, ...], layers: list[Layer]) -> str | None:
+    """The topmost layer that sets ``key`` (a dotted key of ``--set`` read as nested), or None (a default)."""
+    for name, layer in layers:
+        node: Any = deep_merge({}, layer)
+        for part in key:
+            listed = isinstance(node, list) and isinstance(part, int) and part < len(node)
+            if not (listed or (isinstance(node, dict) and part in node)):
+                break
+            node = node[part]
+        else:
+            return name
+    return None
+
+
+def describe_faults(faults: list[Fault], layers: list[Layer]) -> str:
+    """One line: each fault as ``<file>: <dotted key>: <message>`` (``<key> (--set): ...`` off the command line)."""
+    parts = []
+    for key, message in faults:
+        dotted = ".".join(str(part) for part in key) or "config"
+        where = origin(key, layers)
+        if where is None:
+            parts.append(f"{dotted}: {message}")
+        elif Path(where).is_absolute():  # a file
+            parts.append(f"{where}: {dotted}: {message}")
+        else:
+            parts.append(f"{dotted} ({where}): {message}")
+    return "invalid dataset: " + "; ".join(parts)
 
 
 def tensors_dir(config: LlamaConfig) -> Path:
@@ -317,6 +430,7 @@ def sample_prepare(args: argparse.Namespace) -> dict[str, Any]:
     """``--sample``: generate the sample inputs first, so ``--set`` and flags can still change them."""
     if not args.flag_sample:
         return {}
+    LlamaConfig.from_yaml(args.config, parse_set_option(args.set))  # a typo fails before any sample is written
     layered = load_layered(args.config)
     configured = [name for name, section in (layered.get("sources") or {}).items() if section is not None]
     out = Path(args.out or layered.get("out") or "data")
