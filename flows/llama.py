@@ -197,7 +197,7 @@ class LlamaConfig(PipelineConfig):
             self.stage_config(stage, section)
         except ValidationError as exc:
             return [((*key, *err["loc"]), err["msg"]) for err in exc.errors()]
-        except ValueError as exc:  # a section setting what only the whole run may set
+        except (ValueError, OSError) as exc:  # a section setting what only the whole run may set; the stage's YAML
             return [(key, one_line(exc))]
         return []
 
@@ -328,6 +328,7 @@ def describe_faults(faults: list[Fault], layers: list[Layer]) -> str:
     parts = []
     for key, message in faults:
         dotted = ".".join(str(part) for part in key) or "config"
+        message = " ".join(message.split())
         where = origin(key, layers)
         if where is None:
             parts.append(f"{dotted}: {message}")

@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from core.config import CONFIG_DIR
+from core.registry import SourceConfig, SourceSpec
 from flows import _cli, llama
 from flows.llama import DatasetInvalid, LlamaConfig
+from flows.registry import SOURCES
 
 
 @pytest.fixture()
@@ -124,3 +126,14 @@ def test_shipped_datasets_validate_from_file_and_as_parameters(name: str) -> Non
     assert config.section_faults() == [] and config.dataset == name.upper()
     resolved = LlamaConfig.model_validate({"extends": f"{name}.yaml"}).resolved()
     assert resolved.sources == config.sources and resolved.dedup == config.dedup
+
+
+def test_a_source_whose_own_yaml_is_broken_is_named_under_its_section(tmp_path: Path) -> None:
+    broken = dataset(tmp_path, "toy_broken.yaml", "min_chars: [1\n")
+    SOURCES.register(SourceSpec("toy_broken", SourceConfig, "extension", deployment=None, default_yaml=str(broken)))
+    try:
+        with pytest.raises(DatasetInvalid) as caught:
+            LlamaConfig.from_yaml(None, {"sources": {"toy_broken": {"inputs": ["a.txt"]}}})
+    finally:
+        SOURCES.unregister("toy_broken")
+    assert str(caught.value).startswith(f"invalid dataset: sources.toy_broken (--set): {broken.resolve()}:2:1: not valid YAML")
