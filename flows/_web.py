@@ -65,7 +65,13 @@ class WebConfig(LateBoundsConfig):
 
     INPUT_FIELDS: ClassVar[tuple[str, ...]] = ("inputs",)
 
-    RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {"dedup_memory_mb"}
+    #: Which files are read does not change what a page becomes (as for every other source): the
+    #: inputs stay out of the hash, so the same pages give the same shard bytes however their paths
+    #: are spelled (issue 34). The C4 route's ``from_commoncrawl`` likewise.
+    RUNTIME_FIELDS: ClassVar[frozenset[str]] = PipelineConfig.RUNTIME_FIELDS | {
+        "dedup_memory_mb", "inputs", "from_commoncrawl"}
+    #: Fields naming a local file whose content decides the output: hashed by the file, not its path.
+    FILE_FIELDS: ClassVar[tuple[str, ...]] = ("lid_model", "bad_words", "wikiref_model")
     #: The extractor choice came after the first release: at its default (trafilatura) it names what
     #: every earlier run used, so it leaves their config hash (and resumable work) unchanged.
     HASHED_WHEN_SET: ClassVar[frozenset[str]] = frozenset({"extract.engine", "url_blocklist",
@@ -87,13 +93,18 @@ class WebConfig(LateBoundsConfig):
     url_blocklist_categories: list[str] = Field(default_factory=list, description="categories to apply; [] = all")
 
     def output_fields(self) -> dict[str, Any]:
-        """The blocklist enters the config hash by its content (the chosen lists' bytes), not its path:
-        the same lists give the same outputs wherever they lie, and an edited list re-runs the source."""
+        """Files enter the config hash by their content, not their path: the blocklist by the chosen
+        lists' bytes, a model or word list by :func:`file_identity`. The same files give the same
+        outputs wherever they lie (an installed package's bad-words list, a model in another folder),
+        and an edited one re-runs the source."""
         from core.filters.url_blocklist import folder_digest
 
         fields = super().output_fields()
         if self.url_blocklist:
             fields["url_blocklist"] = folder_digest(Path(self.url_blocklist), self.url_blocklist_categories)
+        for name in self.FILE_FIELDS:
+            if isinstance(fields.get(name), str):
+                fields[name] = file_identity(Path(fields[name]))
         return fields
 
     def url_filters(self) -> list[Step]:
@@ -113,6 +124,20 @@ class WebConfig(LateBoundsConfig):
         from core.filters.langid import resolve_lid_model
 
         resolve_lid_model(self.lid_model)
+
+
+def file_identity(path: Path) -> str:
+    """A file's content hash (SHA256) when it is small (word lists), its name and size when it is a
+    model of hundreds of MB (hashed on every config hash it would cost seconds); the path itself when
+    it does not exist here (a preflight names that error)."""
+    import hashlib
+
+    if not path.is_file():
+        return str(path)
+    size = path.stat().st_size
+    if size > 16 << 20:
+        return f"{path.name}:{size}"
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 # -- tasks ----------------------------------------------------------------------------------

@@ -183,3 +183,28 @@ def test_a_tensor_set_names_a_local_tokenizer_by_its_file_name(tmp_path: Path, m
         == "tokenizer.json"
     assert released_source("models") == "models"  # a folder holding tokenizer.json: its name
     assert released_source("meta-llama/Llama-2-7b-hf") == "meta-llama/Llama-2-7b-hf"  # a hub name as given
+
+
+def test_config_hashes_do_not_depend_on_input_paths_or_file_locations(tmp_path: Path) -> None:
+    """A source's config hash goes into every shard's metadata: the same inputs and files under other
+    names or folders must give the same hash (Common Crawl and C4 hashed their input paths, and C4
+    its bad-words list's install path)."""
+    import shutil
+
+    from flows.c4 import C4Config
+    from flows.registry import SOURCES
+
+    for spec in SOURCES.specs():
+        for field in spec.config.INPUT_FIELDS:
+            many = isinstance(getattr(spec.config(), field), list)  # a list of paths, or one (a dump date)
+            spelled = [spec.config(**{field: [where] if many else where})
+                       for where in (f"/home/someone/data/{spec.name}/input-0", f"data/{spec.name}/input-0")]
+            assert spelled[0].config_hash() == spelled[1].config_hash(), (spec.name, field)
+    moved = tmp_path / "elsewhere" / "badwords.txt"
+    moved.parent.mkdir()
+    default = C4Config()
+    assert default.bad_words is not None
+    shutil.copyfile(default.bad_words, moved)
+    assert C4Config(bad_words=str(moved)).config_hash() == default.config_hash()
+    moved.write_text("other\nwords\n")
+    assert C4Config(bad_words=str(moved)).config_hash() != default.config_hash()
