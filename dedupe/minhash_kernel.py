@@ -16,7 +16,10 @@ windows, shingle values, one ``minimum.reduceat`` per permutation): ~1.3 CPU-s p
 Pile text against ~0.3 here (docs/dedup.md has the measured figures).
 
 Lowering: the kernel lowers ASCII letters itself (:func:`lowering_table`); the caller hands it
-bytes whose non-ASCII characters are lowered already (:func:`dedupe.shingles.lowered_batch`).
+bytes whose non-ASCII characters are normalized already (:func:`dedupe.shingles.lowered_batch`),
+which :func:`fold_into` writes: each UTF-8 character looked up in a per-code-point table of what
+the normalization makes of it (kept, replaced by given bytes, or "needs its neighbours": then the
+caller normalizes that document whole).
 
 Compilation (:func:`core.compiled.jit`): numba compiles on the first call (~4 CPU-s for both
 entry points) and caches the machine code on disk; a later process loads it in ~0.3 CPU-s. This
@@ -29,6 +32,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import numba
 import numpy as np
 
 from core.compiled import jit
@@ -266,3 +270,275 @@ def shingle_hashes_into(data: np.ndarray, offsets: np.ndarray, table: np.ndarray
                                 none32, none32, positions, prefixes, words, hashes, none32, total)
         total += counts[doc]
     return total
+
+
+#: :func:`fold_into`'s table entries below 0 (an entry >= 0 is the number of the character's replacement):
+#: the character stays as it is; NFKC may join it to the character before it or reorder it with
+#: its neighbours (a combining mark, a Hangul vowel jamo: it continues the segment before it); or it
+#: starts a segment but its NFKC form holds such a character (``´`` -> space + U+0301).
+KEEP = -1
+JOINS = -2
+STARTS = -3
+#: Why :func:`fold_into` stopped before the end (``state[0]``): ``out`` is full, or the table lacks
+#: characters (listed in ``missing``).
+FULL = 1
+MISSING = 2
+#: The entry of a code point not in the table yet (and what :func:`_entry` gives when its block is not).
+NOT_BUILT = -4
+BLOCK_BITS = 8
+#: Two spans to be normalized whole that are at most this many bytes apart become one (a Python call
+#: per span costs about what NFKC of ~40 characters does; Tamil or Myanmar text is then one span).
+SPAN_GAP = 64
+#: Small helpers of :func:`fold_into`, inlined into it by numba (as separate functions they made its
+#: loop over characters ~1.6x slower).
+_inline = numba.njit(inline="always", nogil=True)
+
+
+@_inline
+def _entry(blocks: np.ndarray, entries: np.ndarray, point: int) -> int:  # pragma: no cover - compiled by numba
+    row = blocks[point >> BLOCK_BITS]
+    if row < 0:
+        return NOT_BUILT
+    return entries[(np.int64(row) << BLOCK_BITS) | (point & 0xFF)]
+
+
+@_inline
+def _decode(data: np.ndarray, i: int) -> tuple[int, int]:  # pragma: no cover - compiled by numba
+    """The code point of the multi-byte UTF-8 character at ``data[i]`` and its size in bytes."""
+    byte = np.int64(data[i])
+    if byte < 0xE0:
+        return ((byte & 0x1F) << 6) | (np.int64(data[i + 1]) & 0x3F), 2
+    if byte < 0xF0:
+        return ((byte & 0x0F) << 12) | ((np.int64(data[i + 1]) & 0x3F) << 6) | (np.int64(data[i + 2]) & 0x3F), 3
+    return (((byte & 0x07) << 18) | ((np.int64(data[i + 1]) & 0x3F) << 12) | ((np.int64(data[i + 2]) & 0x3F) << 6)
+            | (np.int64(data[i + 3]) & 0x3F)), 4
+
+
+@_inline
+def _segment_end(data: np.ndarray, i: int, hi: int, blocks: np.ndarray, entries: np.ndarray) -> int:  # pragma: no cover - compiled by numba
+    """Where the run of segments to normalize whole that starts at ``data[i]`` ends: the first character
+    after it that starts a segment and needs no neighbour (or ``hi``); -1 where the table lacks a character."""
+    i += _decode(data, i)[1]  # the character that made the run: a JOINS or STARTS one
+    while i < hi and data[i] >= 0x80:
+        point, size = _decode(data, i)
+        entry = _entry(blocks, entries, point)
+        if entry == NOT_BUILT:
+            return -1
+        if not STARTS <= entry <= JOINS:
+            break
+        i += size
+    return i
+
+
+@jit
+def fold_in_place(data: np.ndarray, offsets: np.ndarray, plain: np.ndarray, blocks: np.ndarray, entries: np.ndarray,
+                  starts: np.ndarray, pool: np.ndarray, separators: np.ndarray, hard: np.ndarray,
+                  ends: np.ndarray) -> int:  # pragma: no cover - compiled by numba, tested through it
+    """Fold each document of ``data`` that is not ``plain`` where it lies, or mark it ``hard``; return how many are.
+
+    Each non-ASCII character the table keeps is left alone. One with a replacement is overwritten
+    by it: a shorter replacement made of separators only (NBSP, curly quotes, dashes -> a space)
+    is padded with spaces, so words stay the normalized text's and nothing moves (most web pages
+    need no more, and their ASCII bytes are not even written); any other shorter one (``²`` ->
+    ``2``, a zero-width space removed) moves the rest of the document down, and the end of its
+    place is filled with spaces (trailing separators add no word). A document holding a character
+    the table lacks, one needing its neighbours, or a replacement longer than the room made so far
+    is left half done and marked ``hard``: the caller folds it again from its own bytes
+    (:func:`fold_into`). ``ends[i]``: where a folded document's bytes end, before the spaces.
+    """
+    count = 0
+    for doc in range(len(offsets) - 1):
+        if plain[doc]:
+            continue
+        i = offsets[doc]
+        o = i  # where the next byte goes: o <= i, so nothing unread is overwritten
+        hi = offsets[doc + 1]
+        while i < hi:
+            byte = data[i]
+            if byte < 0x80:
+                if o != i:
+                    data[o] = byte
+                i += 1
+                o += 1
+                continue
+            point, size = _decode(data, i)
+            entry = _entry(blocks, entries, point)
+            if entry == KEEP:
+                if o != i:
+                    for k in range(size):
+                        data[o + k] = data[i + k]
+                i += size
+                o += size
+                continue
+            if entry < 0:
+                break
+            start = starts[entry]
+            length = starts[entry + 1] - start
+            if o + length > i + size:
+                break
+            for k in range(length):
+                data[o + k] = pool[start + k]
+            if length < size and separators[entry]:
+                for k in range(length, size):
+                    data[o + k] = 32
+                length = size
+            i += size
+            o += length
+        if i < hi:
+            hard[doc] = True
+            count += 1
+        else:
+            ends[doc] = o
+            data[o:hi] = 32
+    return count
+
+
+@jit
+def place(data: np.ndarray, offsets: np.ndarray, docs: np.ndarray, folded: np.ndarray,
+          folded_offsets: np.ndarray) -> bool:  # pragma: no cover - compiled by numba, tested through it
+    """Write ``folded``'s document ``k`` over document ``docs[k]`` of ``data``, spaces after it to the end of
+    its place (trailing separators add no word); False, writing nothing, if one is longer than its place."""
+    for k in range(len(docs)):
+        if folded_offsets[k + 1] - folded_offsets[k] > offsets[docs[k] + 1] - offsets[docs[k]]:
+            return False
+    for k in range(len(docs)):
+        at = offsets[docs[k]]
+        length = folded_offsets[k + 1] - folded_offsets[k]
+        data[at : at + length] = folded[folded_offsets[k] : folded_offsets[k + 1]]
+        data[at + length : offsets[docs[k] + 1]] = 32
+    return True
+
+
+@jit
+def _scan(data: np.ndarray, offsets: np.ndarray, plain: np.ndarray, doc: int, i: int, blocks: np.ndarray,
+          entries: np.ndarray, missing: np.ndarray, state: np.ndarray) -> None:  # pragma: no cover - compiled by numba
+    """Write to ``missing`` each code point the table lacks, once, from ``data[i]`` (in document ``doc``) to the end."""
+    seen = np.zeros((0x110000 >> 6) + 1, dtype=np.uint64)
+    count = len(offsets) - 1
+    while doc < count:
+        hi = offsets[doc + 1]
+        if not plain[doc]:
+            while i < hi:
+                if data[i] < 0x80:
+                    i += 1
+                    continue
+                point, size = _decode(data, i)
+                i += size
+                if _entry(blocks, entries, point) != NOT_BUILT:
+                    continue
+                bit = np.uint64(1) << np.uint64(point & 63)
+                if seen[point >> 6] & bit == 0 and state[1] < len(missing):
+                    seen[point >> 6] |= bit
+                    missing[state[1]] = point
+                    state[1] += 1
+        doc += 1
+        if doc < count:
+            i = offsets[doc]
+
+
+@jit
+def fold_into(data: np.ndarray, offsets: np.ndarray, plain: np.ndarray, first: int, blocks: np.ndarray,
+              entries: np.ndarray, starts: np.ndarray, pool: np.ndarray, out: np.ndarray, out_offsets: np.ndarray,
+              spans: np.ndarray, missing: np.ndarray,
+              state: np.ndarray) -> int:  # pragma: no cover - compiled by numba, tested through it
+    """Write each document of ``data`` from document ``first`` on to ``out``, every non-ASCII character replaced
+    as the table says; return the document it stopped at (``len(offsets) - 1``: all done).
+
+    Document ``i`` is ``data[offsets[i]:offsets[i+1]]`` (UTF-8, lone surrogates as 3 bytes) and goes
+    to ``out[out_offsets[i]:out_offsets[i+1]]`` (``out_offsets[first]`` is set by the caller); a
+    ``plain`` one (ASCII) is copied as it is, and so is every ASCII byte: the signing kernels lower
+    ASCII letters and cut words at ASCII punctuation themselves. A character's entry is
+    ``entries[blocks[cp >> 8] * 256 + (cp & 255)]``: :data:`KEEP` or the replacement
+    ``pool[starts[e]:starts[e + 1]]``; a :data:`JOINS` or :data:`STARTS` character and the segment
+    it belongs to (from the character that starts it, which a JOINS one continues, to the next
+    character that starts one) are copied as they are, and the span they take in ``out`` is
+    appended to ``spans`` (pairs; ``state[2]`` of them), spans at most :data:`SPAN_GAP` bytes apart
+    merged (so a document of ``m`` bytes has at most ``m // SPAN_GAP + 1``): the caller normalizes
+    each span whole. On a full ``out`` it stops with ``state[0]`` = why; the caller grows it and
+    calls again from the returned document. On a
+    character the table lacks (:data:`NOT_BUILT`) it stops too, having written to ``missing``
+    (``state[1]`` of them) every such code point from there to the end of the batch, so that the
+    caller adds them all to the table at once.
+    """
+    count = len(offsets) - 1
+    room = len(out)
+    o = out_offsets[first]
+    for doc in range(first, count):
+        lo = offsets[doc]
+        hi = offsets[doc + 1]
+        if plain[doc]:
+            if o + hi - lo > room:
+                state[0] = FULL
+                return doc
+            out[o : o + hi - lo] = data[lo:hi]
+            o += hi - lo
+            out_offsets[doc + 1] = o
+            continue
+        if o + hi - lo > room:
+            state[0] = FULL
+            return doc
+        doc_spans = state[2]
+        last_in = lo  # where the last non-ASCII character read began, in data and in out
+        last_out = o
+        span_end = -1  # where the last span of this document ends in data
+        why = 0
+        i = lo
+        while i < hi:
+            byte = data[i]
+            if byte < 0x80:
+                out[o] = byte
+                o += 1
+                i += 1
+                continue
+            point, size = _decode(data, i)
+            entry = _entry(blocks, entries, point)
+            if entry == NOT_BUILT:
+                why = MISSING
+                break
+            if STARTS <= entry <= JOINS:  # needs its segment normalized whole
+                begin, at = i, o  # the segment starts here (STARTS), or one character before (JOINS)
+                if entry == JOINS and i > lo:
+                    if data[i - 1] < 0x80:
+                        begin, at = i - 1, o - 1
+                    else:
+                        begin, at = last_in, last_out
+                end = _segment_end(data, i, hi, blocks, entries)
+                if end < 0:
+                    why = MISSING
+                    break
+                merged = span_end >= 0 and begin - span_end <= SPAN_GAP
+                if merged:  # one span with the last one: its bytes are in out already, copy what follows
+                    begin, at = span_end, spans[2 * state[2] - 1]
+                for k in range(end - begin):  # a loop: numba's slice assignment costs ~0.2 us a call
+                    out[at + k] = data[begin + k]
+                o = at + end - begin
+                if not merged:
+                    spans[2 * state[2]] = at
+                    state[2] += 1
+                spans[2 * state[2] - 1] = o
+                span_end = end
+                i = end
+                continue
+            last_in, last_out = i, o
+            if entry == KEEP:
+                for k in range(size):
+                    out[o + k] = data[i + k]
+                o += size
+            else:
+                start = starts[entry]
+                length = starts[entry + 1] - start
+                if o + length + hi - i - size > room:
+                    why = FULL
+                    break
+                for k in range(length):
+                    out[o + k] = pool[start + k]
+                o += length
+            i += size
+        if why != 0:
+            if why == MISSING:
+                _scan(data, offsets, plain, doc, i, blocks, entries, missing, state)
+            state[0] = why
+            state[2] = doc_spans
+            return doc
+        out_offsets[doc + 1] = o
+    return count
