@@ -283,6 +283,7 @@ STARTS = -3
 #: characters (listed in ``missing``).
 FULL = 1
 MISSING = 2
+_HIGH_BITS = np.uint64(0x8080808080808080)
 #: The entry of a code point not in the table yet (and what :func:`_entry` gives when its block is not).
 NOT_BUILT = -4
 BLOCK_BITS = 8
@@ -347,6 +348,7 @@ def fold_in_place(data: np.ndarray, offsets: np.ndarray, plain: np.ndarray, bloc
     (:func:`fold_into`). ``ends[i]``: where a folded document's bytes end, before the spaces.
     """
     count = 0
+    words = data[: len(data) & ~7].view(np.uint64)  # 8 bytes at a time over ASCII text nothing moved yet
     for doc in range(len(offsets) - 1):
         if plain[doc]:
             continue
@@ -354,6 +356,12 @@ def fold_in_place(data: np.ndarray, offsets: np.ndarray, plain: np.ndarray, bloc
         o = i  # where the next byte goes: o <= i, so nothing unread is overwritten
         hi = offsets[doc + 1]
         while i < hi:
+            if o == i and (i & 7) == 0:
+                while i + 8 <= hi and (words[i >> 3] & _HIGH_BITS) == 0:
+                    i += 8
+                o = i
+                if i == hi:
+                    break
             byte = data[i]
             if byte < 0x80:
                 if o != i:

@@ -195,12 +195,13 @@ def fold_alone(char: str) -> str | None:
 
 @dataclass(frozen=True)
 class FoldTable:
-    """What :func:`dedupe.minhash_kernel.fold_into` reads: each code point's entry, block by block.
+    """What the folding kernels (:mod:`dedupe.minhash_kernel`) read: each code point's entry, block by block.
 
     ``blocks[cp >> 8]`` is the row of ``entries`` holding the entries of ``cp``'s block of 256
-    code points (-1: not built yet); an entry is ``KEEP``, ``CONTEXT`` or the number ``e`` of the
-    replacement ``pool[starts[e]:starts[e + 1]]`` (UTF-8). Never changed once made: a new block
-    makes a new table, so a kernel running in another thread keeps reading a whole one.
+    code points (-1: none yet; 0: the row of ``KEEP``); an entry is one of the kernel's codes
+    (``KEEP``, ``JOINS``, ``STARTS``, ``NOT_BUILT``) or the number ``e`` of the replacement
+    ``pool[starts[e]:starts[e + 1]]`` (UTF-8). Never changed once made: new characters make a new
+    table, so a kernel running in another thread keeps reading a whole one.
     """
 
     blocks: np.ndarray
@@ -246,7 +247,7 @@ class LazyFoldTable:
 
     ``entry`` gives a character's replacement, or one of the kernel's codes. Building the whole
     table up front calls it for all 1.1 M code points (~3 CPU-s); the 3,795 distinct non-ASCII
-    characters of the dolma CC pages take ~10 ms. A block of letters that nothing changes
+    characters of the dolma CC pages take ~40 ms. A block of letters that nothing changes
     (:func:`_plain_block`: CJK, Hangul syllables, most alphabets' small letters) is entered whole.
     """
 

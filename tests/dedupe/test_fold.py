@@ -154,3 +154,14 @@ def test_surrogates_and_the_last_code_point() -> None:
     texts = ["\ud800x\udfff", "\U0010ffff\u0301", unicodedata.lookup("LATIN CAPITAL LETTER A WITH RING ABOVE") + "\U000e0041"]
     assert _batch_words(texts) == _definition_words(texts)
     assert sys.maxunicode >> minhash_kernel.BLOCK_BITS < len(sh._RAW_TABLE.current.blocks)
+
+
+def test_ascii_runs_at_every_alignment() -> None:
+    """ASCII is skipped 8 bytes at a time where nothing has moved yet: characters to fold at every offset
+    modulo 8, before and after a replacement that moves the rest down (``²``) and one that does not."""
+    texts = [("A" * k + "\u00e9" + "b" * 20 + "\u201c" + "c" * 9 + "\u00b2" + "d" * 17 + "\u00a0X") * 3 for k in range(17)]
+    assert _batch_words(texts) == _definition_words(texts)
+    data, offsets = sh.lowered_batch(texts)
+    for i, text in enumerate(texts):
+        kept = data[offsets[i] : offsets[i + 1]].tobytes()
+        assert kept.rstrip(b" ").endswith(b"X") and len(kept) == len(text.encode("utf-8"))
