@@ -304,7 +304,7 @@ def _entry(blocks: np.ndarray, entries: np.ndarray, point: int) -> int:  # pragm
 
 
 @_inline
-def _decode(data: np.ndarray, i: int) -> tuple[int, int]:  # pragma: no cover - compiled by numba
+def _decode(data: np.ndarray, i: int) -> tuple[Any, int]:  # pragma: no cover - compiled by numba
     """The code point of the multi-byte UTF-8 character at ``data[i]`` and its size in bytes."""
     byte = np.int64(data[i])
     if byte < 0xE0:

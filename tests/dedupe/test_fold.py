@@ -51,6 +51,8 @@ def _definition_words(texts: list[str]) -> list[list[bytes]]:
 @example(["\u0301 at the start", "ends in a mark\u0301", "\u0bae\u0bcd\u0bb4\u0bcd" * 40 + " " + "x" * 100 + "\u0301"])
 def test_batch_words_are_the_definitions_for_any_text(texts: list[str]) -> None:
     assert _batch_words(texts) == _definition_words(texts)
+    assert sh.batch_words(texts) == [sh._WORD_RE.findall(sh.normalize_for_shingles(t).encode("utf-8", "surrogatepass"))
+                                     for t in texts]
 
 
 def test_every_code_point_in_every_context() -> None:
