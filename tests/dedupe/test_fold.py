@@ -103,12 +103,16 @@ def test_growth_spans_and_merges_on_long_documents() -> None:
 
 def test_a_shorter_separator_pads_and_the_rest_does_not_move() -> None:
     """NBSP and curly quotes are replaced where they lie (spaces), so the document keeps its length;
-    ``²`` -> ``2`` moves what follows down, and the place's end is filled with spaces."""
+    ``²`` -> ``2`` moves what follows down, and the place's end (with its slack) is filled with spaces."""
     text = "It\u2019s\u00a0\u201cok\u201d"
+    sh.lowered_batch([text, "m\u00b2"])  # the first time, characters the table lacks send a document the copying way
     data, offsets = sh.lowered_batch([text])
-    assert data[offsets[0] : offsets[1]].tobytes() == b"It   s" + b"  " + b"   ok   "
+    assert data[offsets[0] : offsets[1]].tobytes() == b"It   s" + b"  " + b"   ok   " + b" " * sh.SLACK
     data, offsets = sh.lowered_batch(["m\u00b2 area"])
-    assert data[offsets[0] : offsets[1]].tobytes() == b"m2 area "
+    assert data[offsets[0] : offsets[1]].tobytes() == b"m2 area " + b" " * sh.SLACK
+    data, offsets = sh.lowered_batch(["\u00bd" * 8 + "x", "y"])  # 16 -> 24 bytes: back in its place and slack
+    assert data[offsets[0] : offsets[1]].tobytes() == b"1 2" * 8 + b"x" + b" " * 8
+    assert offsets.tolist() == [0, 17 + sh.SLACK, 18 + 2 * sh.SLACK]
 
 
 def test_tables_are_built_as_text_reaches_them_and_threads_share_them(monkeypatch) -> None:
@@ -166,4 +170,4 @@ def test_ascii_runs_at_every_alignment() -> None:
     data, offsets = sh.lowered_batch(texts)
     for i, text in enumerate(texts):
         kept = data[offsets[i] : offsets[i + 1]].tobytes()
-        assert kept.rstrip(b" ").endswith(b"X") and len(kept) == len(text.encode("utf-8"))
+        assert kept.rstrip(b" ").endswith(b"X") and len(kept) == len(text.encode("utf-8")) + sh.SLACK
