@@ -19,7 +19,8 @@ import pyarrow as pa
 
 def arrow_column(values: Any, kind: pa.DataType) -> pa.Array:
     """``pa.array(values, kind)`` for integers (an integer array, or a list of integers and Nones), a
-    bool array, a list of fixed-size bytes or a list of strings and Nones, without importing pandas."""
+    bool array, a list of fixed-size bytes, a list of strings and Nones or of floats without Nones,
+    without importing pandas."""
     if pa.types.is_integer(kind) and _integers(values):
         return _integer_column(values, kind)
     if pa.types.is_boolean(kind) and isinstance(values, np.ndarray):
@@ -29,7 +30,14 @@ def arrow_column(values: Any, kind: pa.DataType) -> pa.Array:
         return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(b"".join(values))])
     if pa.types.is_string(kind) and all(v is None or isinstance(v, str) for v in values):
         return _string_column(values)
+    if pa.types.is_floating(kind) and all(v is not None for v in values):  # signals: no nulls
+        data = np.ascontiguousarray(values, dtype=_numpy_float(kind))
+        return pa.Array.from_buffers(kind, len(data), [None, pa.py_buffer(data)])
     return pa.array(values, kind)
+
+
+def _numpy_float(kind: pa.DataType) -> np.dtype[Any]:
+    return np.dtype(f"f{kind.bit_width // 8}")
 
 
 def _numpy_integer(kind: pa.DataType) -> np.dtype[Any]:
