@@ -114,7 +114,7 @@ def test_flow_run_and_artifacts_over_rest(server: tuple[str, dict[str, str]], tm
     parents = flow_runs(url, "llama")
     assert len(parents) == 1 and parents[0]["state_type"] == "COMPLETED"
     children = api(url, "/flow_runs/filter", {"flow_runs": {"parent_flow_run_id": {"any_": [parents[0]["id"]]}}})
-    expected = [*sample_sources(), "pile_index", "dedup", "labels", "tokenize"]  # one child flow run per stage
+    expected = [*sample_sources(), "pile_index", "dedup", "decontaminate", "labels", "tokenize"]  # a child flow run per stage
     assert len(children) == len(expected) and {c["state_type"] for c in children} == {"COMPLETED"}
     artifacts = api(url, "/artifacts/filter", {"artifacts": {"flow_run_id": {"any_": [parents[0]["id"]]}}})
     by_key = {a["key"]: a for a in artifacts if a["key"]}
