@@ -26,9 +26,11 @@ from dedupe.explain import attributes_path
 from dedupe.labels import PENDING, LabelJob, finish_swap, label_shard, relabel_dir
 from dedupe.signal_filters import parse_filters
 
-#: (id, words): documents of 20..90 words, so a words_min threshold splits them.
+#: (id, words): documents of 20..90 words (plus the final full stop), so a words_min threshold of
+#: :data:`THRESHOLD` splits them.
 DOCS = [(f"c4-{i:02d}", 20 + 10 * (i % 8)) for i in range(16)]
 DUPLICATE = "c4-03"
+THRESHOLD = 60
 
 
 def _text(doc_id: str, words: int) -> str:
@@ -77,10 +79,10 @@ def test_new_threshold_relabels_a_released_shard_and_moves_only_failing_document
     kept = [d for d, _ in DOCS if d != DUPLICATE]
     assert _classes(out) == {"llama": kept}
 
-    stricter = label_shard(out, shard, _job({"gopher": {"words_min": 100}}))
+    stricter = label_shard(out, shard, _job({"gopher": {"words_min": THRESHOLD}}))
     assert stricter.error is None, stricter.error
     words = pq.read_table(out / "attributes" / "c4" / "input.json.gz.signals.parquet").to_pydict()
-    short = [d for d, w in zip(words["id"], words["words"], strict=True) if w < 100 and d != DUPLICATE]
+    short = [d for d, w in zip(words["id"], words["words"], strict=True) if w < THRESHOLD and d != DUPLICATE]
     assert 0 < len(short) < len(kept)
     assert _classes(out) == {"filtered": short, "llama": [d for d in kept if d not in short]}  # original order
     assert stricter.counts == {"duplicate": 1, "filtered": len(short), "llama": len(kept) - len(short)}
@@ -108,12 +110,12 @@ def test_a_crash_after_the_journal_is_rolled_forward(tmp_path: Path, monkeypatch
     original = labels.finish_swap
     monkeypatch.setattr(labels, "finish_swap", crash)
     with pytest.raises(KeyboardInterrupt):
-        label_shard(out, shard, _job({"gopher": {"words_min": 100}}))
+        label_shard(out, shard, _job({"gopher": {"words_min": THRESHOLD}}))
     monkeypatch.setattr(labels, "finish_swap", original)
     assert (relabel_dir(out, shard["path"]) / PENDING).is_file()
     finish_swap(out, shard["path"])  # what the next label run does first
     assert sorted(_classes(out)) == ["filtered", "llama"]
-    result = label_shard(out, shard, _job({"gopher": {"words_min": 100}}))
+    result = label_shard(out, shard, _job({"gopher": {"words_min": THRESHOLD}}))
     assert result.error is None and sum(len(v) for v in _classes(out).values()) == len(DOCS) - 1
 
 
