@@ -293,12 +293,12 @@ def _word_kernel(raw: np.ndarray, flags: np.ndarray, ends: np.ndarray, stop_hash
             best = 0
             if count >= n:
                 grams = _extend_grams(grams, hashes, n)
-                _, counts, starts = _groups(grams)
+                _, counts, firsts = _groups(grams)
                 top = 0
                 start = 0
                 for g in range(len(counts)):  # groups in order of first appearance: the first seen wins a tie
                     if counts[g] > top:
-                        top, start = counts[g], starts[g]
+                        top, start = counts[g], firsts[g]
                 best = (cumulative[start + n] - cumulative[start] + n - 1) * top
             out[text, column] = best
             column += 1
