@@ -29,9 +29,11 @@ What is in them, and where each figure comes from:
   text these are lines of their own, as Common Crawl's WET extraction prints every text block.
   This is the text cc_net's paragraph dedup removes (its paper, Wenzek et al. 2019 §3.2: menus,
   cookie warnings and contact details repeated across pages). HTML pages also carry what real
-  pages carry around the text: inline CSS and JavaScript, JSON-LD, meta tags, SVG icons; their
-  size (mean ~40 KB of HTML, gzip ratio ~4 per record) is set to the real CC-MAIN-2020-34
-  sample in ``../shared/realdata/warc`` (mean response 32 KB, ratio 4.05).
+  pages carry around the text: inline CSS and JavaScript, JSON-LD, meta tags, SVG icons, menus
+  with sub-menus, paragraphs inside wrapper divs with links and emphasis, readers' comments on
+  40% of pages. Sized to the real pages in ``../shared/realdata/warc``: mean response 30 KB and
+  gzip ratio 3.7 per record (the CC-MAIN-2020-34 sample: 32 KB, 4.05), ~360 elements a page
+  (real: 220-340), and trafilatura extracts 2.4 MB of it per CPU-second (real: 1.8-2.2).
 * **Duplicates**: 3% of pages are an exact copy of an earlier page of the same host under another
   URL (tracking parameters, print views); 11% are a near copy of an earlier page (another host's
   reprint: paragraphs joined in pairs, a few words changed). Together 14%: the low end of the
@@ -81,6 +83,8 @@ NEAR_COPY_RATE = 0.11
 PDF_RATE = 0.01
 LEGACY_CHARSET_RATE = 0.03
 PAGES_PER_HOST = 8
+#: Share of pages with readers' comments under the article (1-8 of them).
+COMMENTED_PAGES = 0.4
 #: Pages remembered per host and per language, for planted copies (bounded memory at any size).
 RECENT_PAGES = 50
 ZIPF_EXPONENT = 0.6
@@ -197,7 +201,7 @@ def make_host(seed: int, index: int) -> Host:
     theme = rng.choice(("wp", "ghost", "drupal", "custom"))
     css = "".join(f".{theme}-{i}{{margin:0 {rng.randint(0, 40)}px;padding:{rng.randint(0, 24)}px;"
                   f"color:#{rng.randrange(16**6):06x};font-size:{rng.randint(10, 28)}px}}"
-                  for i in range(rng.randint(80, 320)))
+                  for i in range(rng.randint(30, 150)))
     script = "".join(f"function f{i}(e){{var t=document.querySelectorAll('.{theme}-{i}');for(var n=0;"
                      f"n<t.length;n++){{t[n].addEventListener('click',function(){{e({rng.randint(0, 999)})}})}}}}"
                      for i in range(rng.randint(10, 60)))
@@ -244,6 +248,9 @@ class Crawl:
                 block = ("p", self.paragraph(lang))
             blocks.append(block)
             size += len(block[1])
+        if rng.random() < COMMENTED_PAGES:
+            blocks += [("comment", " ".join(rng.choice(sentences(lang)) for _ in range(rng.randint(1, 3))))
+                       for _ in range(rng.randint(1, 8))]
         return blocks
 
     def next_page(self) -> Page:
@@ -311,17 +318,60 @@ def wet_text(page: Page) -> str:
     return "\n".join([*before, *main, *after])
 
 
-def _main_html(page: Page) -> str:
+def _inline_markup(text: str, rng: random.Random) -> str:
+    """A paragraph as CMS editors write it: a link and an emphasis around some of its words."""
+    words = [escape(w) for w in text.split(" ")]
+    for tag in ("a", "em", "strong")[: rng.randint(0, 3)]:
+        start = rng.randrange(len(words))
+        end = min(len(words), start + rng.randint(1, 4))
+        attrs = f' href="/{rng.randint(1, 9999)}/" rel="noopener"' if tag == "a" else ""
+        words[start] = f"<{tag}{attrs}>{words[start]}"
+        words[end - 1] = f"{words[end - 1]}</{tag}>"
+    return " ".join(words)
+
+
+def _comments_html(page: Page, rng: random.Random) -> str:
+    """Readers' comments: each an article with author card, date link, text and a reply link."""
+    items = []
+    for number, (kind, text) in enumerate(page.blocks):
+        if kind == "comment":
+            author = escape(_words(page.host.lang, rng, 2))
+            items.append(f'<li id="comment-{number}" class="comment even thread-even depth-1"><article class="comment-body">'
+                         f'<footer class="comment-meta"><div class="comment-author vcard"><img alt="" src="/avatar/'
+                         f'{number}.png" class="avatar" height="48" width="48"><b class="fn">{author}</b></div>'
+                         f'<div class="comment-metadata"><a href="#comment-{number}"><span>{page.date:%d.%m.%Y}'
+                         f'</span></a></div></footer><div class="comment-content"><p>{escape(text)}</p></div>'
+                         f'<div class="reply"><a class="comment-reply-link" href="#respond">Reply</a></div>'
+                         "</article></li>")
+    return f'<ol class="comment-list">{"".join(items)}</ol>' if items else ""
+
+
+def _main_html(page: Page, rng: random.Random) -> str:
     parts = []
     for kind, text in page.blocks:
+        if kind == "comment":
+            continue
         if kind == "li":
             items = "".join(f"<li>{escape(item)}</li>" for item in text.split("\n"))
             parts.append(f"<ul class=\"wp-block-list\">{items}</ul>")
         elif kind == "blockquote":
             parts.append(f"<blockquote class=\"wp-block-quote\"><p>{escape(text)}</p></blockquote>")
+        elif kind == "p":
+            parts.append(f'<div class="wp-block-group"><div class="wp-block-group__inner-container"><p>'
+                         f"{_inline_markup(text, rng)}</p></div></div>")
         else:
             parts.append(f"<{kind}>{escape(text)}</{kind}>")
     return "\n".join(parts)
+
+
+def _submenu(host: Host, index: int) -> str:
+    """Every third menu item opens a sub-menu of tags (a mega menu, as CMS themes print it)."""
+    if index % 3:
+        return ""
+    items = host.tags[index % len(host.tags):][:6]
+    links = "".join(f'<li class="menu-item"><a href="/{index}/{n}/"><span>{escape(t)}</span></a></li>'
+                    for n, t in enumerate(items))
+    return f'<ul class="sub-menu">{links}</ul>'
 
 
 def html_page(page: Page, rng: random.Random) -> str:
@@ -330,7 +380,8 @@ def html_page(page: Page, rng: random.Random) -> str:
     theme, lang = host.theme, host.lang
     recent = host.titles[-6:-1] if len(host.titles) > 1 else host.titles[:1]
     nav = "".join(f'<li class="menu-item menu-item-{i}"><a href="/{i}/">{escape(item)}</a>'
-                  f'{_SVG.format(a=i, b=i + 2, c=i + 4, d=i + 1, e=i + 3)}</li>' for i, item in enumerate(host.nav))
+                  f'{_SVG.format(a=i, b=i + 2, c=i + 4, d=i + 1, e=i + 3)}{_submenu(host, i)}</li>'
+                  for i, item in enumerate(host.nav))
     links = "".join(f'<li><a href="/post/{i}/">{escape(t)}</a></li>' for i, t in enumerate(recent))
     tags = "".join(f'<a class="tag-cloud-link tag-link-{i}" href="/tag/{i}/" style="font-size:{8 + i % 14}pt">'
                    f"{escape(t)}</a> " for i, t in enumerate(host.tags))
@@ -364,12 +415,12 @@ def html_page(page: Page, rng: random.Random) -> str:
 <header class="entry-header"><h1 class="entry-title">{escape(page.title)}</h1>
 <div class="entry-meta"><span class="posted-on"><time class="entry-date published" datetime="{iso}">{page.date.strftime("%d.%m.%Y")}</time></span></div></header>
 <div class="entry-content">
-{_main_html(page)}
+{_main_html(page, rng)}
 </div>
 <footer class="entry-footer"><div class="share-buttons"><span>{escape(chrome[11])}</span>{share}</div></footer>
 </article>
 <div class="newsletter-box"><p>{escape(chrome[3])}</p><form action="/subscribe" method="post"><input type="email" name="email"><button>{escape(chrome[4])}</button></form></div>
-<div id="comments" class="comments-area"><h3 class="comment-reply-title">{escape(chrome[13])}</h3><form><textarea name="comment"></textarea></form></div>
+<div id="comments" class="comments-area"><h3 class="comment-reply-title">{escape(chrome[13])}</h3>{_comments_html(page, rng)}<form><textarea name="comment"></textarea></form></div>
 </main>
 <aside id="secondary" class="widget-area"><section class="widget widget_recent_entries"><h2 class="widget-title">{escape(chrome[8])}</h2><ul>{links}</ul></section>
 <section class="widget widget_tag_cloud"><h2 class="widget-title">{escape(chrome[9])}</h2><div class="tagcloud">{tags}</div></section>
