@@ -22,8 +22,8 @@ beforehand, CPU of this process, its workers and the server (read from ``/proc``
 task. Workers are reaped only when the pool closes, so their CPU is read from ``/proc`` too.
 
 ``--dask-rounds N`` (with ``--tasks K``) measures the same per-task cost on Dask, with and without
-the worker savings (:mod:`flows._dask_worker`): a local cluster of 2 single-threaded worker
-processes started as flows start theirs (:func:`flows._dask_settings.quiet_cluster`), joined by
+the worker savings (:mod:`flows.runtime.dask_worker`): a local cluster of 2 single-threaded worker
+processes started as flows start theirs (:func:`flows.runtime.dask_settings.quiet_cluster`), joined by
 ``make_task_runner`` (``--runner dask``, the savings installed) or by prefect-dask's own
 ``DaskTaskRunner`` (none). Each contender runs in its own child process (the savings are per
 process, the flow process's half included), the two alternating, N rounds; CPU per extra task of
@@ -179,11 +179,11 @@ def _runner_factory(runner: str, config: Any) -> Iterator[tuple[Callable[[], Any
 
     ``dask`` and ``dask-prefect`` join one local cluster started here as a flow starts its own.
     """
-    from flows._runtime import make_task_runner
+    from flows.runtime.runner import make_task_runner
 
     if runner == "process":
         try:  # one pool for every measured flow, as in a parent run (older checkouts: a pool per flow)
-            from flows._runtime import worker_pool
+            from flows.runtime.runner import worker_pool
         except ImportError:
             worker_pool = None  # type: ignore[assignment]
         with worker_pool(config) if worker_pool is not None else contextlib.nullcontext():
@@ -192,7 +192,7 @@ def _runner_factory(runner: str, config: Any) -> Iterator[tuple[Callable[[], Any
     import distributed
     from prefect_dask import DaskTaskRunner
 
-    from flows._dask_settings import quiet_cluster
+    from flows.runtime.dask_settings import quiet_cluster
 
     with quiet_cluster("dask"), distributed.LocalCluster(
             n_workers=config.workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
@@ -215,7 +215,7 @@ def per_task_cost(tasks: int, rounds: int, work: Path, runner: str = "process") 
     from prefect import flow, task
 
     from core.config import PipelineConfig
-    from flows._runtime import prefect_api
+    from flows.runtime.runner import prefect_api
 
     @task(name="noop")
     def noop(index: int) -> int:

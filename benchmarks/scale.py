@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inputs", type=Path, default=Path(tempfile.gettempdir()) / "kinda-scale-inputs",
                         help="where the dumps are built and kept (default: %(default)s)")
     args = parser.parse_args(argv)
-    from flows._runtime import prefect_api
+    from flows.runtime.runner import prefect_api
 
     kind = "real" if scaling._real_xml("uk") is not None else "sample"
     base = base_dump(args.inputs, args.copies)

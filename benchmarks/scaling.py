@@ -378,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     counts = [int(x) for x in args.workers.split(",")]
 
-    from flows._runtime import prefect_api
+    from flows.runtime.runner import prefect_api
     from sources.formats.wikipedia_multistream import plan_split
 
     dumps, kind = build_inputs(args.inputs, args.copies, args.dumps_per_language)

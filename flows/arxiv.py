@@ -17,9 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.config import PipelineConfig
 from core.registry import SourceSpec
-from flows._cli import Flag, FlowCLI
-from flows._lazy import LazyImport, flow
-from flows._source_flow import SourceRunSummary, print_summary, run_source
+from flows.runtime.cli import Flag, FlowCLI
+from flows.runtime.lazy import LazyImport, flow
+from flows.runtime.source_flow import SourceRunSummary, print_summary, run_source
 
 if TYPE_CHECKING:
     from sources.arxiv import ArchiveLimits, ArxivRecipe

@@ -10,7 +10,7 @@ exact dedup -> MinHash signatures per input -> run-wide near-dedup (>= 90% overl
 matched is in the manifest's ``errors`` table and in ``attributes/books/near_duplicates.parquet``.
 
 Near-dedup runs between the run-wide exact dedup and finalize, through the generic runner's
-:class:`flows._source_flow.SourcePhases`: the near duplicates go on the run's drop list with their
+:class:`flows.runtime.source_flow.SourcePhases`: the near duplicates go on the run's drop list with their
 own reason and the book they matched, so finalize counts them as ``near_duplicate``.
 """
 
@@ -24,11 +24,11 @@ from pydantic import Field
 
 from core.config import PipelineConfig
 from core.registry import SourceSpec
-from flows._cli import Flag, FlowCLI
-from flows._config_parts import LateBoundsConfig
-from flows._lazy import LazyImport, flow
-from flows._near_dedup import NearDedupConfig, near_dedup_phases
-from flows._source_flow import (
+from flows.runtime.cli import Flag, FlowCLI
+from flows.runtime.config_parts import LateBoundsConfig
+from flows.runtime.lazy import LazyImport, flow
+from flows.runtime.near_dedup import NearDedupConfig, near_dedup_phases
+from flows.runtime.source_flow import (
     SourceRunSummary,
     expand_locations,
     print_summary,

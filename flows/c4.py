@@ -4,7 +4,7 @@
     python -m flows.c4 --from-commoncrawl 'segments/*.warc.wet.gz' --out data/   # C4 rebuilt from CC text
 
 The released files go through the generic source flow (read, exact dedup, finalize). Rebuilding
-from CC runs the grouped pipeline of Common Crawl (:mod:`flows._web`) with C4's line/page rules before
+from CC runs the grouped pipeline of Common Crawl (:mod:`flows.runtime.web`) with C4's line/page rules before
 and three-sentence-span dedup as the group step (see :mod:`sources.c4`).
 """
 
@@ -17,14 +17,14 @@ from pydantic import Field
 
 from core.filters.word_lists import BAD_WORDS_EN
 from core.registry import SourceSpec
-from flows._cli import Flag, FlowCLI
-from flows._lazy import LazyImport, flow
-from flows._source_flow import (
+from flows.runtime.cli import Flag, FlowCLI
+from flows.runtime.lazy import LazyImport, flow
+from flows.runtime.source_flow import (
     SourceRunSummary,
     print_summary,
     run_source,
 )
-from flows._web import WEB_FLAGS, WebConfig, expand_crawls, grouped_dedup_phases
+from flows.runtime.web import WEB_FLAGS, WebConfig, expand_crawls, grouped_dedup_phases
 from sources.formats.crawl_paths import CRAWL_ID
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@
     python -m flows.commoncrawl --inputs 'segments/*.warc.gz' --out data/               # local WARC/WET
 
 Tasks: ``extract`` per input and ``line-dedup`` per group of inputs (this source's
-``before_stage`` phase, :func:`flows._web.grouped_dedup_phases`), then the generic ``stage-input`` per input,
+``before_stage`` phase, :func:`flows.runtime.web.grouped_dedup_phases`), then the generic ``stage-input`` per input,
 ``exact-dedup`` over the run and ``finalize-input`` per input (see :mod:`sources.commoncrawl`).
 """
 
@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.registry import SourceSpec
-from flows._cli import Flag, FlowCLI
-from flows._lazy import LazyImport, flow
-from flows._source_flow import SourceRunSummary, print_summary, run_source
-from flows._web import WEB_FLAGS, WebConfig, expand_crawls, grouped_dedup_phases
+from flows.runtime.cli import Flag, FlowCLI
+from flows.runtime.lazy import LazyImport, flow
+from flows.runtime.source_flow import SourceRunSummary, print_summary, run_source
+from flows.runtime.web import WEB_FLAGS, WebConfig, expand_crawls, grouped_dedup_phases
 
 if TYPE_CHECKING:
     from sources import commoncrawl as cc

@@ -22,17 +22,17 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field, field_validator
 
 from core.config import PipelineConfig
-from flows._cli import Flag, FlowCLI
-from flows._lazy import NO_CACHE, LazyImport, flow, task
+from flows.runtime.cli import Flag, FlowCLI
+from flows.runtime.lazy import NO_CACHE, LazyImport, flow, task
 
 if TYPE_CHECKING:
     from prefect import get_run_logger
 
     from dedupe.decontaminate import ShardCheck
-    from flows._recorder import RunRecorder
+    from flows.runtime.recorder import RunRecorder
 else:  # a run needs them (Prefect, DuckDB, numba): not --help
     get_run_logger = LazyImport("prefect", "get_run_logger")
-    RunRecorder = LazyImport("flows._recorder", "RunRecorder")
+    RunRecorder = LazyImport("flows.runtime.recorder", "RunRecorder")
     ShardCheck = LazyImport("dedupe.decontaminate", "ShardCheck")
 
 

@@ -30,16 +30,16 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flows._cli import Flag, FlowCLI
-from flows._dedup_config import DedupConfig
-from flows._lazy import LazyImport, flow
+from flows.runtime.cli import Flag, FlowCLI
+from flows.runtime.dedup_config import DedupConfig
+from flows.runtime.lazy import LazyImport, flow
 
 if TYPE_CHECKING:
     from prefect import get_run_logger
 
     from dedupe import explain as decisions
     from dedupe.stages import DedupPlan, DedupSummary, source_counts, sources_table
-    from flows._recorder import RunRecorder
+    from flows.runtime.recorder import RunRecorder
     from tasks.dedup import (
         attributes_all,
         cluster_task,
@@ -55,7 +55,7 @@ else:  # only a run needs them (Prefect, pyarrow, DuckDB): not --help or a refus
     DedupSummary = LazyImport("dedupe.stages", "DedupSummary")
     source_counts = LazyImport("dedupe.stages", "source_counts")
     sources_table = LazyImport("dedupe.stages", "sources_table")
-    RunRecorder = LazyImport("flows._recorder", "RunRecorder")
+    RunRecorder = LazyImport("flows.runtime.recorder", "RunRecorder")
     attributes_all = LazyImport("tasks.dedup", "attributes_all")
     cluster_task = LazyImport("tasks.dedup", "cluster_task")
     decide_task = LazyImport("tasks.dedup", "decide_task")

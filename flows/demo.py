@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from flows._cli import Flag, FlowCLI
-from flows._source_flow import print_summary
+from flows.runtime.cli import Flag, FlowCLI
+from flows.runtime.source_flow import print_summary
 from flows.wikipedia import WikipediaConfig, wikipedia_flow
 from sources.samples.wikipedia import write_sample_dumps
 

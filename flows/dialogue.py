@@ -21,9 +21,9 @@ from pydantic import Field
 
 from core.config import MemorySize, PipelineConfig
 from core.registry import SourceSpec
-from flows._cli import Flag, FlowCLI
-from flows._lazy import LazyImport, flow
-from flows._source_flow import SourceRunSummary, print_summary, run_scratch, run_source, scratch_phases
+from flows.runtime.cli import Flag, FlowCLI
+from flows.runtime.lazy import LazyImport, flow
+from flows.runtime.source_flow import SourceRunSummary, print_summary, run_scratch, run_source, scratch_phases
 
 if TYPE_CHECKING:
     from core import pipeline

@@ -23,9 +23,9 @@ from pydantic import Field
 from core.atomic import write_json_atomic
 from core.config import PipelineConfig
 from core.registry import SourceSpec
-from flows._cli import Flag, FlowCLI
-from flows._lazy import LazyImport, flow
-from flows._source_flow import SourceRunSummary, expand_locations, print_summary, run_source
+from flows.runtime.cli import Flag, FlowCLI
+from flows.runtime.lazy import LazyImport, flow
+from flows.runtime.source_flow import SourceRunSummary, expand_locations, print_summary, run_source
 
 if TYPE_CHECKING:
     from sources.dmmath import DmMathRecipe

@@ -22,18 +22,18 @@ from pydantic import Field, model_validator
 
 from core.config import PipelineConfig
 from core.version import code_version
-from flows._cli import Flag, FlowCLI
-from flows._lazy import NO_CACHE, LazyImport, flow, task
+from flows.runtime.cli import Flag, FlowCLI
+from flows.runtime.lazy import NO_CACHE, LazyImport, flow, task
 
 if TYPE_CHECKING:
     from prefect import get_run_logger
 
     from core.manifest import Manifest, Statement
     from dedupe.labels import LabelJob, LabelResult, check_rules, label_shard, stale_labeled
-    from flows._recorder import RunRecorder
+    from flows.runtime.recorder import RunRecorder
 else:  # only a run needs them (Prefect, pyarrow, DuckDB): not --help or a refused command
     get_run_logger = LazyImport("prefect", "get_run_logger")
-    RunRecorder = LazyImport("flows._recorder", "RunRecorder")
+    RunRecorder = LazyImport("flows.runtime.recorder", "RunRecorder")
     LabelJob = LazyImport("dedupe.labels", "LabelJob")
     LabelResult = LazyImport("dedupe.labels", "LabelResult")
     check_rules = LazyImport("dedupe.labels", "check_rules")

@@ -15,13 +15,13 @@ stage is the stage's own flow, configured by its own YAML (``configs/<stage>.yam
 Before anything runs, the flow checks what the run needs and cannot get (a tokenizer file, any
 source input, the Pile): a run that would fail hours later fails now, with one line saying what
 is missing and how to fix it. ``sample: true`` (``--sample``) generates offline inputs first
-(:mod:`flows._sample`).
+(:mod:`flows.runtime.sample`).
 
 A re-run resumes: sources skip finished inputs through their own markers, and after a stage
 completes this flow writes ``<out>/_state/llama/<stage>.json`` with a fingerprint of what the
 stage read (the previous stage's fingerprint, the stage's config hash, the document shards);
 a later run with the same fingerprint and the stage's outputs still on disk skips the stage
-(:mod:`flows._llama_stages`).
+(:mod:`flows.runtime.llama_stages`).
 """
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ from core.config import (
     stage_yaml,
 )
 from core.lock import OutputLock
-from flows._cli import Flag, FlowCLI, one_line
-from flows._lazy import LazyImport, flow
-from flows._llama_crawl import LATEST_CRAWL
-from flows._llama_stages import (
+from flows.runtime.cli import Flag, FlowCLI, one_line
+from flows.runtime.lazy import LazyImport, flow
+from flows.runtime.llama_crawl import LATEST_CRAWL
+from flows.runtime.llama_stages import (
     LlamaSummary,
     StageFlow,
     StageResult,
@@ -63,19 +63,19 @@ from flows._llama_stages import (
     shared_dask_cluster,
     tokenize_outputs,
 )
-from flows._logs import say
-from flows._runtime import worker_pool
-from flows._sample import SAMPLE_PAGES, sample_overrides
+from flows.runtime.logs import say
+from flows.runtime.runner import worker_pool
+from flows.runtime.sample import SAMPLE_PAGES, sample_overrides
 from flows.source import source_runner
 
 if TYPE_CHECKING:
     from core.registry import Registry
-    from flows._llama_report import print_report, publish
-    from flows._recorder import current_run_id
+    from flows.runtime.llama_report import print_report, publish
+    from flows.runtime.recorder import current_run_id
 else:  # a run needs them (Prefect, DuckDB), --help does not
-    print_report = LazyImport("flows._llama_report", "print_report")
-    publish = LazyImport("flows._llama_report", "publish")
-    current_run_id = LazyImport("flows._recorder", "current_run_id")
+    print_report = LazyImport("flows.runtime.llama_report", "print_report")
+    publish = LazyImport("flows.runtime.llama_report", "publish")
+    current_run_id = LazyImport("flows.runtime.recorder", "current_run_id")
 
 STAGES = ("sources", "pile_index", "dedup", "decontaminate", "labels", "tokenize")
 

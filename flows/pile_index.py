@@ -9,7 +9,7 @@ run are reused; the flow process alone rewrites ``index.json``. Parts are handed
 shard first, so the workers run out of parts at about the same time (the last part is a small
 one); part numbers and names follow the shards' order, so the index's bytes do not depend on the
 worker count. On ``--runner dask`` a local cluster runs with Dask's housekeeping slowed down
-(:mod:`flows._dask_settings`, as for every flow): with as many workers as cores it competes with the parts.
+(:mod:`flows.runtime.dask_settings`, as for every flow): with as many workers as cores it competes with the parts.
 Parameters come from ``configs/dedup.yaml`` (``minhash``, ``index_layouts``) so the dedup flow matches them.
 """
 
@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
-from flows._cli import Flag, FlowCLI
-from flows._dedup_config import DedupConfig
-from flows._lazy import NO_CACHE, LazyImport, flow, task
-from flows._source_flow import expand_locations
+from flows.runtime.cli import Flag, FlowCLI
+from flows.runtime.dedup_config import DedupConfig
+from flows.runtime.lazy import NO_CACHE, LazyImport, flow, task
+from flows.runtime.source_flow import expand_locations
 
 if TYPE_CHECKING:
     from prefect import get_run_logger

@@ -25,11 +25,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.config import PipelineConfig
 from core.registry import SourceSpec
-from flows._cli import Flag, FlowCLI
-from flows._config_parts import LateBoundsConfig
-from flows._lazy import LazyImport, flow
-from flows._runtime import make_task_runner
-from flows._source_flow import (
+from flows.runtime.cli import Flag, FlowCLI
+from flows.runtime.config_parts import LateBoundsConfig
+from flows.runtime.lazy import LazyImport, flow
+from flows.runtime.runner import make_task_runner
+from flows.runtime.source_flow import (
     SourceRunSummary,
     expand_locations,
     print_summary,
@@ -38,12 +38,12 @@ from flows._source_flow import (
 )
 
 if TYPE_CHECKING:
-    from flows._recorder import current_run_id
+    from flows.runtime.recorder import current_run_id
     from sources.formats import medline
     from sources.pubmed import CentralSettings, PubmedAbstractsRecipe, PubmedCentralRecipe, version_phases
     from sources.samples.pubmed import write_sample_inputs
 else:  # only a run needs them (Prefect, pyarrow, lxml): not --help, a refused command or the source registry
-    current_run_id = LazyImport("flows._recorder", "current_run_id")
+    current_run_id = LazyImport("flows.runtime.recorder", "current_run_id")
     medline = LazyImport("sources.formats.medline")
     CentralSettings = LazyImport("sources.pubmed", "CentralSettings")
     PubmedAbstractsRecipe = LazyImport("sources.pubmed", "PubmedAbstractsRecipe")

@@ -24,9 +24,9 @@ from core.atomic import write_json_atomic
 from core.config import PipelineConfig
 from core.document import Document
 from core.json_line import parse_json_line
-from flows._cli import Flag, FlowCLI
-from flows._lazy import NO_CACHE, LazyImport, flow, task
-from flows._source_flow import expand_locations
+from flows.runtime.cli import Flag, FlowCLI
+from flows.runtime.lazy import NO_CACHE, LazyImport, flow, task
+from flows.runtime.source_flow import expand_locations
 
 if TYPE_CHECKING:
     from prefect.artifacts import create_table_artifact

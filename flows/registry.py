@@ -2,7 +2,7 @@
 
 Each spec is declared next to its source (``SPEC`` in ``flows/<name>.py``); this module only
 lists them, with real imports (mypy and the import graph see every source the parent flow can
-run). The parent flow (:mod:`flows.llama`), the sample corpus (:mod:`flows._sample`), the input
+run). The parent flow (:mod:`flows.llama`), the sample corpus (:mod:`flows.runtime.sample`), the input
 checks and the label lists read :data:`SOURCES`; a test checks ``prefect.yaml``,
 ``configs/labels.yaml`` and ``configs/g2.yaml`` against it.
 

@@ -23,11 +23,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.config import PipelineConfig
 from core.registry import SourceSpec
-from flows._cli import Flag, FlowCLI
-from flows._config_parts import LateBoundsConfig
-from flows._lazy import LazyImport, flow
-from flows._near_dedup import NearDedupConfig, near_dedup_phases
-from flows._source_flow import SourceRunSummary, expand_locations, print_summary, run_source
+from flows.runtime.cli import Flag, FlowCLI
+from flows.runtime.config_parts import LateBoundsConfig
+from flows.runtime.lazy import LazyImport, flow
+from flows.runtime.near_dedup import NearDedupConfig, near_dedup_phases
+from flows.runtime.source_flow import SourceRunSummary, expand_locations, print_summary, run_source
 
 if TYPE_CHECKING:
     from sources.formats.epub import EpubSettings

@@ -6,7 +6,7 @@
 
 A source without a flow module of its own (``SourceSpec.run`` is None) runs here: its config
 class (a :class:`core.registry.SourceConfig`) gives the recipe and the input fields, and
-:func:`flows._source_flow.run_source` does the rest (stage, exact dedup, finalize, manifest), as
+:func:`flows.runtime.source_flow.run_source` does the rest (stage, exact dedup, finalize, manifest), as
 for every other source. The parent flow (:mod:`flows.llama`) runs such a source through
 :func:`source_runner`, so a new source needs no module under ``flows/`` (docs/adding-a-source.md).
 """
@@ -19,16 +19,16 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from core.registry import Registry, SourceSpec
-from flows._cli import Flag, FlowCLI
-from flows._lazy import LazyImport, flow
+from flows.runtime.cli import Flag, FlowCLI
+from flows.runtime.lazy import LazyImport, flow
 
 if TYPE_CHECKING:
-    from flows._runtime import make_task_runner
-    from flows._source_flow import SourceRunSummary, print_summary, run_source
+    from flows.runtime.runner import make_task_runner
+    from flows.runtime.source_flow import SourceRunSummary, print_summary, run_source
 else:  # a run needs them (Prefect, pyarrow), --help does not
-    make_task_runner = LazyImport("flows._runtime", "make_task_runner")
-    print_summary = LazyImport("flows._source_flow", "print_summary")
-    run_source = LazyImport("flows._source_flow", "run_source")
+    make_task_runner = LazyImport("flows.runtime.runner", "make_task_runner")
+    print_summary = LazyImport("flows.runtime.source_flow", "print_summary")
+    run_source = LazyImport("flows.runtime.source_flow", "run_source")
 
 
 @flow(name="source", log_prints=True, validate_parameters=False)

@@ -22,10 +22,10 @@ from pydantic import Field
 
 from core.config import PipelineConfig
 from core.registry import SourceSpec
-from flows._cli import Flag, FlowCLI
-from flows._config_parts import CodeFilterConfig
-from flows._lazy import LazyImport, flow
-from flows._source_flow import SourceRunSummary, print_summary, run_source
+from flows.runtime.cli import Flag, FlowCLI
+from flows.runtime.config_parts import CodeFilterConfig
+from flows.runtime.lazy import LazyImport, flow
+from flows.runtime.source_flow import SourceRunSummary, print_summary, run_source
 
 if TYPE_CHECKING:
     from sources.samples.stack_code import write_sample_inputs

@@ -30,16 +30,16 @@ from pydantic import Field
 
 from core.config import PipelineConfig
 from core.locations import has_scheme, missing_locations
-from flows._cli import Flag, FlowCLI
-from flows._lazy import LazyImport, flow
+from flows.runtime.cli import Flag, FlowCLI
+from flows.runtime.lazy import LazyImport, flow
 
 if TYPE_CHECKING:
     from prefect import get_run_logger
     from prefect.task_runners import ThreadPoolTaskRunner
 
     from core.atomic import write_json_atomic
-    from flows._recorder import RunRecorder
-    from flows._runtime import make_task_runner
+    from flows.runtime.recorder import RunRecorder
+    from flows.runtime.runner import make_task_runner
     from loader.tensor_manifest import (
         all_done,
         failed_inputs,
@@ -61,8 +61,8 @@ else:  # only a run needs them (Prefect, DuckDB, pyarrow, numpy): not --help or 
     get_run_logger = LazyImport("prefect", "get_run_logger")
     ThreadPoolTaskRunner = LazyImport("prefect.task_runners", "ThreadPoolTaskRunner")
     write_json_atomic = LazyImport("core.atomic", "write_json_atomic")
-    RunRecorder = LazyImport("flows._recorder", "RunRecorder")
-    make_task_runner = LazyImport("flows._runtime", "make_task_runner")
+    RunRecorder = LazyImport("flows.runtime.recorder", "RunRecorder")
+    make_task_runner = LazyImport("flows.runtime.runner", "make_task_runner")
     all_done = LazyImport("loader.tensor_manifest", "all_done")
     failed_inputs = LazyImport("loader.tensor_manifest", "failed_inputs")
     input_record = LazyImport("loader.tensor_manifest", "input_record")

@@ -32,7 +32,7 @@ import yaml
 
 from core.atomic import atomic_path
 from core.version import __version__
-from flows._dask_settings import NANNY_CONFIG
+from flows.runtime.dask_settings import NANNY_CONFIG
 from kinda.command import KindaError
 
 #: A job name SLURM and file names both accept.
@@ -77,7 +77,7 @@ class SlurmJob:
         return command
 
     def dask_config_lines(self) -> list[str]:
-        """Give the job's nannies :data:`flows._dask_settings.NANNY_CONFIG` (glibc's own malloc
+        """Give the job's nannies :data:`flows.runtime.dask_settings.NANNY_CONFIG` (glibc's own malloc
         thresholds in the workers: Dask's trim threshold made them ~30% slower on large batches),
         through a config file in ``DASK_CONFIG``; a ``DASK_CONFIG`` the user exported wins."""
         folder = shlex.quote(str(self.log_dir)) + '/dask-config-"$SLURM_JOB_ID"'

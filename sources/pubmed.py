@@ -93,7 +93,7 @@ def is_article_name(name: str) -> bool:
 
 
 def list_payload(files: Sequence[Path]) -> dict[str, Any]:
-    """The content of an article list (see :func:`flows._source_flow.write_input_lists`)."""
+    """The content of an article list (see :func:`flows.runtime.source_flow.write_input_lists`)."""
     return {"format": LIST_FORMAT, "files": [str(Path(f).resolve()) for f in files]}
 
 

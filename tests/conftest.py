@@ -27,7 +27,7 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT", "false")
 
 # Prefect binds its console log handler to the sys.stderr of the moment it is first imported. The
-# flows import it on first use (flows._lazy), which inside a test using capsys would bind it to
+# flows import it on first use (flows.runtime.lazy), which inside a test using capsys would bind it to
 # that test's stream, closed when the test ends ("I/O operation on closed file" in later tests).
 import prefect  # noqa: E402, F401
 
@@ -80,7 +80,7 @@ def realdata() -> Path:
 @pytest.fixture(scope="session")
 def prefect_api_url():
     """One embedded Prefect API for every in-process flow test (starting one costs ~10 s)."""
-    from flows._runtime import prefect_api
+    from flows.runtime.runner import prefect_api
 
     with prefect_api() as url:
         yield url

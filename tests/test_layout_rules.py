@@ -5,8 +5,10 @@ The eight packages are floors, bottom to top: ``core``; ``dedupe`` and ``loader`
 ``kinda`` (the command, the top floor: it may use any floor, nothing imports it) and ``benchmarks``
 beside it (nothing imports a benchmark either). :data:`FLOORS` names what each may import.
 
-Inside ``flows/`` there are three floors too. Private helpers (``flows/_*.py``) are not flows: they
-hold what several flows share and import no flow module. A flow module (``flows/<name>.py``)
+Inside ``flows/`` there are three floors too. The runtime (``flows/runtime/``: the process pool,
+Prefect reuse, Dask settings, CLI plumbing, recorder, logs, the parent flow's stage helpers) is not
+flows: it holds what several flows share and imports no flow module, so ``ls flows/`` lists only
+what a user runs. A flow module (``flows/<name>.py``)
 imports helpers and the packages below, never another flow's module. Only the composers in
 :data:`COMPOSERS`, which run other flows whole, may import flow modules.
 
@@ -14,7 +16,7 @@ What counts as an import, at module granularity (``from core import pipeline`` i
 ``core.pipeline``): every ``import``/``from`` anywhere in a module (inside functions too: a lazy
 import is still a dependency), imports under ``if TYPE_CHECKING:`` (they count: a type named from
 an upper floor or around a circle couples the modules for every reader and for mypy, as the old
-``flows.llama`` <-> ``flows._llama_stages`` circle did), and the string targets of
+``flows.llama`` <-> ``flows.runtime.llama_stages`` circle did), and the string targets of
 ``LazyImport("pkg.mod", ...)`` and ``importlib.import_module("pkg.mod")``, so naming a module by a
 string does not hide an edge. No two project modules may reach each other (no import cycle).
 """
@@ -136,10 +138,14 @@ def upward_imports(graph: dict[str, dict[str, int]], floors: dict[str, set[str]]
             for target, line in sorted(edges.items()) if target.split(".")[0] not in floors[module.split(".")[0]]]
 
 
+#: The one subpackage of ``flows/``: the machinery flows share, none of it a flow.
+RUNTIME = "runtime"
+
+
 def is_flow_module(name: str) -> bool:
-    """``flows.<name>``, not a private helper (``flows._x``) nor the package itself."""
+    """``flows.<name>``: not the runtime (``flows.runtime...``) nor the package itself."""
     parts = name.split(".")
-    return len(parts) == 2 and parts[0] == "flows" and not parts[1].startswith("_")
+    return len(parts) == 2 and parts[0] == "flows" and parts[1] != RUNTIME and not parts[1].startswith("_")
 
 
 def flow_cross_imports(graph: dict[str, dict[str, int]], composers: Iterable[str]) -> list[str]:
@@ -206,7 +212,7 @@ def test_floors_import_downward_only(graph: dict[str, dict[str, int]]) -> None:
 
 
 def test_no_flow_imports_another_flows_module(graph: dict[str, dict[str, int]]) -> None:
-    """What flows share lives below ``flows/`` or in a private ``flows/_*.py`` helper."""
+    """What flows share lives below ``flows/`` or in ``flows/runtime/``."""
     assert flow_cross_imports(graph, COMPOSERS) == []
     assert all(is_flow_module(name) and name in graph for name in COMPOSERS)
 
@@ -227,20 +233,29 @@ def test_the_checks_find_upward_imports_cross_flow_imports_and_cycles(tmp_path: 
     files = {
         "core/__init__.py": "",
         "core/low.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kinda import cli\n",
-        "core/lazy.py": "def f():\n    from . import low\n    return LazyImport('flows._helper', 'x')\n",
+        "core/lazy.py": "def f():\n    from . import low\n    return LazyImport('flows.runtime.helper', 'x')\n",
         "flows/__init__.py": "",
-        "flows/_helper.py": "import flows.b\n",
+        "flows/runtime/__init__.py": "",
+        "flows/runtime/helper.py": "import flows.b\n",
         "flows/a.py": "from flows.b import thing\n",
         "flows/b.py": "import importlib\nthing = importlib.import_module('flows.a')\n",
         "flows/llama.py": "from flows import a, b\n",
         "kinda/__init__.py": "",
-        "kinda/cli.py": "from flows._helper import x\n",
+        "kinda/cli.py": "from flows.runtime.helper import x\n",
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
     tree = import_graph(tmp_path, ["core", "flows", "kinda"])
-    assert upward_imports(tree, FLOORS) == ["core.lazy:3 imports flows._helper", "core.low:3 imports kinda.cli"]
+    assert upward_imports(tree, FLOORS) == ["core.lazy:3 imports flows.runtime.helper", "core.low:3 imports kinda.cli"]
     assert flow_cross_imports(tree, ["flows.llama"]) == [
-        "flows._helper:1 imports flows.b", "flows.a:1 imports flows.b", "flows.b:2 imports flows.a"]
+        "flows.a:1 imports flows.b", "flows.b:2 imports flows.a", "flows.runtime.helper:1 imports flows.b"]
+    assert not is_flow_module("flows.runtime") and is_flow_module("flows.llama")
     assert import_cycles(tree) == [["flows.a", "flows.b"]]
+
+
+def test_flows_folder_lists_only_flows_and_the_runtime() -> None:
+    """``ls flows/`` is what a user runs: flow modules, and one subpackage holding the machinery."""
+    entries = sorted(p.name for p in (ROOT / "flows").iterdir() if p.name not in {"__init__.py", "__pycache__"})
+    assert [name for name in entries if not name.endswith(".py")] == [RUNTIME]
+    assert [name for name in entries if name.startswith("_")] == []

@@ -13,7 +13,7 @@ from core.digest import json_hash
 from core.pipeline import scope_hash
 from core.tokenizer import tokenizer_hash
 from dedupe.stages import work_dir
-from flows._llama_stages import fingerprint
+from flows.runtime.llama_stages import fingerprint
 from loader.recipe import Recipe
 
 

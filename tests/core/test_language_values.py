@@ -24,7 +24,7 @@ from core.report import format_summary
 from core.shards import ShardLimits
 from core.steps import Record, Step
 from dedupe.labels import LabelJob, label_shard
-from flows._source_flow import language_table
+from flows.runtime.source_flow import language_table
 
 #: (text, language): two documents without a language (one of them twice: an exact duplicate) and
 #: two in English (one twice); one line that is not JSON (a reader drop, before any language).

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from core.config import PipelineConfig
 from core.locations import expand_locations, has_scheme, local_matches, missing_locations
-from flows._llama_stages import missing_inputs
+from flows.runtime.llama_stages import missing_inputs
 
 
 class _Inputs(PipelineConfig):

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from flows._dask_settings import QUIET_CLUSTER, quiet_cluster
 from flows.pile_index import largest_first
+from flows.runtime.dask_settings import QUIET_CLUSTER, quiet_cluster
 
 dask = pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")

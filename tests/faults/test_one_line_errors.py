@@ -26,7 +26,8 @@ from pathlib import Path
 import pytest
 
 from core.config import ConfigFileError, PipelineConfig, duckdb_size
-from flows import _cli, tokenization
+from flows import tokenization
+from flows.runtime import cli as runtime_cli
 from tests.time_limits import timeout_for
 from tests.tokenizer_families import REFUSED, family_path
 
@@ -96,7 +97,7 @@ def test_every_source_flow_refuses_no_input_before_prefect(
     def no_prefect() -> None:
         raise AssertionError("Prefect started for a run without input")
 
-    monkeypatch.setattr(_cli, "prefect_api", no_prefect)
+    monkeypatch.setattr(runtime_cli, "prefect_api", no_prefect)
     cli = FLOW_MODULES[module].cli
     assert cli.main(["--out", str(tmp_path / "out")]) == 2
     line = capsys.readouterr().err.strip()
@@ -170,7 +171,7 @@ def test_tokenizer_that_cannot_be_digit_split_is_refused_before_prefect(
     def no_prefect() -> None:
         raise AssertionError("Prefect started for a tokenizer that is refused")
 
-    monkeypatch.setattr(_cli, "prefect_api", no_prefect)
+    monkeypatch.setattr(runtime_cli, "prefect_api", no_prefect)
     path = family_path(family, tmp_path)
     args = ["--data", str(tmp_path / "data"), "--tokenizer", str(path), "--out", str(tmp_path / "tensors")]
     assert tokenization.cli.main([*args, "--split-digits"]) == 2

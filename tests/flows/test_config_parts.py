@@ -13,8 +13,8 @@ import importlib
 import pytest
 
 from core.config import PipelineConfig
-from flows._config_parts import CodeFilterConfig
 from flows.github import GithubConfig
+from flows.runtime.config_parts import CodeFilterConfig
 from flows.stack_code import StackCodeConfig
 
 #: flow module -> config_hash() of its default YAML before the shared classes and the new bound lines.

@@ -1,4 +1,4 @@
-"""A Dask worker of a ``--runner dask`` run gets the pool workers' Prefect savings (:mod:`flows._dask_worker`).
+"""A Dask worker of a ``--runner dask`` run gets the pool workers' Prefect savings (:mod:`flows.runtime.dask_worker`).
 
 Fails when the savings stop reaching a worker (its client's SSL module is Prefect's own, its reuse
 counters stay at zero: Prefect's Dask path no longer hydrates through the names replaced) or when
@@ -29,9 +29,8 @@ def _probe_flow() -> Any:
         """The retries setting this task ran under, its worker's pid, reuse counters and SSL module."""
         from prefect.client import orchestration
 
-        from flows import _prefect_reuse
-
-        return (get_current_settings().tasks.default_retries, os.getpid(), dict(_prefect_reuse.stats),
+        from flows.runtime import prefect_reuse
+        return (get_current_settings().tasks.default_retries, os.getpid(), dict(prefect_reuse.stats),
                 type(orchestration.ssl).__name__)
 
     @flow
@@ -48,13 +47,13 @@ def _probe_flow() -> Any:
 
 @pytest.mark.usefixtures("prefect_api_url")
 def test_a_local_clusters_worker_has_the_savings_and_sees_changed_settings(tmp_path: Path) -> None:
-    from flows import _prefect_reuse
-    from flows._dask_settings import quiet_cluster
-    from flows._runtime import make_task_runner
+    from flows.runtime import prefect_reuse
+    from flows.runtime.dask_settings import quiet_cluster
+    from flows.runtime.runner import make_task_runner
 
     config = PipelineConfig(out=str(tmp_path / "out"), workers=1, runner="dask")
-    before = dict(_prefect_reuse.stats)
-    # as flows._cli starts it; a nanny writes into this process's environment what it gives its worker: undone
+    before = dict(prefect_reuse.stats)
+    # as flows.runtime.cli starts it; a nanny writes into this process's environment what it gives its worker: undone
     with mock.patch.dict(os.environ), quiet_cluster(config.runner, config.dask_address):
         results = _probe_flow().with_options(task_runner=make_task_runner(config))(True)
     assert [retries for retries, *_ in results] == [0, 0, 2, 0]
@@ -63,13 +62,13 @@ def test_a_local_clusters_worker_has_the_savings_and_sees_changed_settings(tmp_p
     last = results[-1][2]  # the worker's counters after its last task
     assert last["hydrated_reused"] >= 1  # the second task under the first settings
     assert last["hydrated"] >= 3  # the first settings, the changed ones, and the first again: each one built
-    assert _prefect_reuse.stats["serialized_reused"] - before["serialized_reused"] >= 1  # the flow process's half
+    assert prefect_reuse.stats["serialized_reused"] - before["serialized_reused"] >= 1  # the flow process's half
 
 
 @pytest.mark.usefixtures("prefect_api_url")
 def test_a_joined_clusters_worker_has_the_savings(tmp_path: Path) -> None:
     """A cluster started by someone else (``--dask-address``): the client installs the savings on its worker."""
-    from flows._runtime import make_task_runner
+    from flows.runtime.runner import make_task_runner
 
     with mock.patch.dict(os.environ), distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
                                                                dashboard_address=None) as cluster:

@@ -17,9 +17,10 @@ import pytest
 
 from core.config import CONFIG_DIR
 from core.registry import SourceConfig, SourceSpec
-from flows import _cli, llama
+from flows import llama
 from flows.llama import DatasetInvalid, LlamaConfig
 from flows.registry import SOURCES
+from flows.runtime import cli
 
 
 @pytest.fixture()
@@ -28,7 +29,7 @@ def no_prefect(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse() -> None:
         raise AssertionError("Prefect started for a dataset that does not validate")
 
-    monkeypatch.setattr(_cli, "prefect_api", refuse)
+    monkeypatch.setattr(cli, "prefect_api", refuse)
 
 
 def refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:

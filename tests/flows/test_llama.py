@@ -16,13 +16,13 @@ import pytest
 from core.config import CONFIG_DIR, deep_merge, load_layered
 from core.document import make_doc_id
 from core.manifest import Manifest
-from flows import _llama_stages as stages
 from flows import llama
-from flows._llama_crawl import LATEST_CRAWL, resolve_latest
-from flows._llama_report import print_report
-from flows._sample import PILE_SAMPLE_INDEX
 from flows.llama import LlamaConfig, parse_args
 from flows.registry import SOURCES
+from flows.runtime import llama_stages as stages
+from flows.runtime.llama_crawl import LATEST_CRAWL, resolve_latest
+from flows.runtime.llama_report import print_report
+from flows.runtime.sample import PILE_SAMPLE_INDEX
 from kinda.cli import main as kinda_main
 from sources.samples import pile as pile_sample
 from tests.flows.test_path_spelling import differing, leaks, released_files

@@ -1,4 +1,4 @@
-"""The process runner's settings round trip is done once per settings (:mod:`flows._prefect_reuse`).
+"""The process runner's settings round trip is done once per settings (:mod:`flows.runtime.prefect_reuse`).
 
 This is the test that fails when Prefect changes under the reuse: if ``ProcessPoolTaskRunner``
 stops serializing through ``SettingsContext.serialize`` or its worker stops hydrating through
@@ -23,14 +23,14 @@ def test_settings_reach_workers_and_are_built_once_per_settings(tmp_path: Path) 
     from prefect import flow, task
     from prefect.settings import PREFECT_TASKS_DEFAULT_RETRIES, get_current_settings, temporary_settings
 
-    from flows import _prefect_reuse
-    from flows._runtime import make_task_runner, worker_pool
+    from flows.runtime import prefect_reuse
+    from flows.runtime.runner import make_task_runner, worker_pool
 
     @task
     def seen(index: int) -> tuple[int, int, dict[str, int], list[str]]:
         """The retries setting this task ran under, its worker's reuse counters and Prefect server modules."""
         server_modules = [name for name in sys.modules if name.startswith("prefect.server")]
-        return get_current_settings().tasks.default_retries, os.getpid(), dict(_prefect_reuse.stats), server_modules
+        return get_current_settings().tasks.default_retries, os.getpid(), dict(prefect_reuse.stats), server_modules
 
     @flow
     def settings_flow() -> list[Any]:
@@ -40,7 +40,7 @@ def test_settings_reach_workers_and_are_built_once_per_settings(tmp_path: Path) 
         return results + [seen.submit(i).result() for i in range(6, 8)]
 
     config = PipelineConfig(out=str(tmp_path / "out"), workers=2)
-    before = dict(_prefect_reuse.stats)
+    before = dict(prefect_reuse.stats)
     with worker_pool(config):
         results = settings_flow.with_options(task_runner=make_task_runner(config))()
     assert [retries for retries, *_ in results] == [0, 0, 0, 0, 2, 2, 0, 0]
@@ -52,8 +52,8 @@ def test_settings_reach_workers_and_are_built_once_per_settings(tmp_path: Path) 
     assert sum(counters["hydrated_reused"] for counters in last_seen.values()) >= 1
     # each worker built the settings at least once per distinct setting it ran under, so never fewer than 2
     assert sum(counters["hydrated"] for counters in last_seen.values()) >= 2
-    assert _prefect_reuse.stats["serialized_reused"] - before["serialized_reused"] >= 5
-    assert _prefect_reuse.stats["serialized"] - before["serialized"] >= 2  # the temporary settings, and back
+    assert prefect_reuse.stats["serialized_reused"] - before["serialized_reused"] >= 5
+    assert prefect_reuse.stats["serialized"] - before["serialized"] >= 2  # the temporary settings, and back
 
 
 def test_prefects_ephemeral_server_is_the_embedded_one(prefect_api_url: str) -> None:

@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from flows import _runtime
+from flows.runtime import runner
 
 
 def _child_pids() -> set[int]:
@@ -42,13 +42,13 @@ def _wait_for_workers(count: int, seconds: float = 60) -> None:
 
 def test_an_unused_pool_closes_and_leaves_no_process(tmp_path: Path) -> None:
     before_children, before_pids = set(multiprocessing.active_children()), _child_pids()
-    pool, shared = _runtime._borrow(2, tmp_path)
+    pool, shared = runner._borrow(2, tmp_path)
     held = pool.executor._call_queue  # not collected yet: its write end stays open in this process
     _wait_for_workers(2)  # started and waiting for work, as in a run whose every stage resumed
     done = threading.Event()
 
     def close() -> None:
-        _runtime._give_back(pool, shared)
+        runner._give_back(pool, shared)
         done.set()
 
     threading.Thread(target=close, daemon=True).start()

@@ -77,7 +77,7 @@ def test_a_sample_run_talks_from_its_first_line(tmp_path: Path) -> None:
 def test_ui_links_are_kept_for_a_configured_api(tmp_path: Path) -> None:
     """With ``PREFECT_API_URL`` set (a real server, which outlives the run) Prefect's run links stay."""
     run_id = uuid.UUID(int=7)
-    code = ("from flows._runtime import prefect_api\nfrom prefect.utilities.urls import url_for\n"
+    code = ("from flows.runtime.runner import prefect_api\nfrom prefect.utilities.urls import url_for\n"
             f"with prefect_api():\n    print(url_for('flow-run', obj_id='{run_id}'))\n")
     env = {**_env(tmp_path), "PREFECT_API_URL": "http://127.0.0.1:9/api"}  # nothing listens: no request is made
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,

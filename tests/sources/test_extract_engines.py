@@ -13,7 +13,7 @@ import pytest
 
 from core.document import Document, Drop
 from flows import commoncrawl as cc_flow
-from flows._web import ExtractConfig
+from flows.runtime.web import ExtractConfig
 from sources.formats.html_text import ExtractOptions, extract_text
 from sources.formats.warc import WarcReader
 
