@@ -165,9 +165,9 @@ def other_tables() -> dict[str, bytes]:
             "Tags.xml": f"{head}<tags>\n{tags}\n</tags>\n".encode()}
 
 
-def write_7z(target: Path, members: dict[str, bytes]) -> None:
-    """A 7z of ``members`` whose bytes do not depend on the clock."""
-    with atomic_path(target) as tmp, py7zr.SevenZipFile(tmp, "w") as archive:
+def write_7z(target: Path, members: dict[str, bytes], filters: list[dict[str, int]] | None = None) -> None:
+    """A 7z of ``members`` whose bytes do not depend on the clock (``filters``: py7zr's, default its LZMA2)."""
+    with atomic_path(target) as tmp, py7zr.SevenZipFile(tmp, "w", filters=filters) as archive:
         for name, data in members.items():
             archive.writestr(data, name)
             # py7zr stamps each member with "now"; a dump's members carry one fixed time

@@ -1,0 +1,526 @@
+"""What the whole LLaMA-1 corpus costs: every source flow, dedup, labels and tokens, measured at two sizes.
+
+    nice -n 5 python benchmarks/corpus_cost.py --work /work/scale/cost          # the issue's sizes; hours
+    python benchmarks/corpus_cost.py --quick --work /tmp/cc-quick               # a few MB; a few minutes
+    python benchmarks/corpus_cost.py --scale 0.05 --work /work/scale/cost       # every size x 0.05
+    python benchmarks/corpus_cost.py --check --work /tmp/cc-check               # re-measure 1/4, compare with docs/cost.md
+
+Inputs are generated offline in each source's real format by ``benchmarks/corpus_inputs/``
+(each module states its layout, length law and duplicate rates, and where they come from):
+Common Crawl WET, C4 ``json.gz``, GitHub BigQuery export, Wikipedia multistream dumps, a
+Gutenberg mirror, arXiv bulk tars, StackExchange site ``.7z``, and a Pile-format reference.
+Default full sizes (of input bytes as stored, i.e. compressed): 1 GB for Common Crawl, C4, GitHub
+and Wikipedia, 256 MB for books, arXiv and StackExchange; each is also run at 1/4 of that to
+show linearity.
+
+Each size runs, into one fresh output root: every source flow as a user runs it (its own flow's
+``run``, the default process runner, ``--workers`` workers; the embedded Prefect API started once
+for all, as ``flows.llama`` does), then the Pile index of the reference, dedup (within sources and
+against that index), labels and tokenization of G1. Per stage it measures:
+
+* CPU seconds of every process (this one, its pool workers, helpers, the fork server, the
+  Prefect API server): ``getrusage`` of this process and of reaped children, plus ``psutil``'s
+  CPU times of the descendants still alive;
+* wall seconds; peak RSS of every process, sampled from ``/proc`` every 0.2 s (the largest of any
+  one process is the goal's figure; the Prefect API server is reported apart);
+* the scratch high-water mark: the most bytes the output root and this run's ``TMPDIR`` held above
+  what they held when the stage began, sampled every 0.5 s;
+* input bytes (the source's files; for later stages the text of the documents they read), output
+  bytes (the kept text of a source; the files a later stage wrote).
+
+``--check`` re-measures the 1/4 size recorded in docs/cost.md and exits 1 when a stage's CPU per
+input GB is more than 15% away from the recorded figure. Without ``--quick``/``--check`` the
+script writes docs/cost.md (``--doc``): the measurements and the LLaMA-1 projection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Run as a script, this folder is sys.path[0], where loader.py and dedup.py would shadow the product's
+# packages (in this process and in every worker it spawns): import from the repository root instead,
+# the generators as ``benchmarks.corpus_inputs``.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import flows  # noqa: E402,F401  (offline Prefect defaults before Prefect is imported)
+
+MB, GB = 1_000_000, 1_000_000_000
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "cost.md"
+#: Full input sizes (bytes as stored) per source: the issue's floor (1 GB; 256 MB for the smaller sources).
+FULL_SIZES = {"commoncrawl": 1000 * MB, "c4": 1000 * MB, "github": 1000 * MB, "wikipedia": 1000 * MB,
+              "books": 256 * MB, "arxiv": 256 * MB, "stackexchange": 256 * MB}
+QUICK_SIZES = {name: 2 * MB for name in FULL_SIZES} | {"wikipedia": 3 * MB, "arxiv": 3 * MB}
+AFTER = ("pile_index", "dedup", "labels", "tokenize")
+CHECK_TOLERANCE = 0.15
+LINEAR_TOLERANCE = 0.10
+RSS_GOAL = 2 * 1024**3
+MARKER = "corpus_cost-results"
+
+
+# -- inputs ---------------------------------------------------------------------------------
+def generate(source: str, directory: Path, size: int) -> tuple[dict[str, Any], list[str]]:
+    """Write ``source``'s scale input (kept when already there for this size); its config section and files."""
+    stamp = directory / f".done-{size}"
+    listing = directory / ".files.json"
+    if stamp.is_file() and listing.is_file():
+        files = json.loads(listing.read_text())
+    else:
+        shutil.rmtree(directory, ignore_errors=True)
+        files = [str(p) for p in _writer(source)(directory, size)]
+        listing.write_text(json.dumps(files))
+        stamp.write_text("")
+    return _section(source, files), files
+
+
+def _writer(source: str) -> Callable[[Path, int], list[Any]]:
+    if source == "commoncrawl":
+        from benchmarks.corpus_inputs.commoncrawl import write_commoncrawl
+
+        return lambda directory, size: write_commoncrawl(directory, size, kind="wet")
+    module = importlib.import_module(f"benchmarks.corpus_inputs.{source}")
+    return module.write  # type: ignore[no-any-return]
+
+
+def _section(source: str, files: list[str]) -> dict[str, Any]:
+    if source == "wikipedia":
+        return {"dumps": files}
+    return {"inputs": files}
+
+
+def tokenizer_path(work: Path, wiki_dumps: list[str]) -> Path:
+    """A LLaMA-style tokenizer.json: the real one of ``realdata/tokenizer``, else a toy BPE on the dumps."""
+    from benchmarks.corpus_inputs._text import realdata
+
+    real = realdata("tokenizer", "dolma_llama-test-tokenizer.json")
+    if real is not None:
+        return real
+    from flows.runtime.sample import train_toy_tokenizer
+
+    target = work / "tokenizer.json"
+    if not target.is_file():
+        train_toy_tokenizer([Path(d) for d in wiki_dumps], target)
+    return target
+
+
+# -- measuring ------------------------------------------------------------------------------
+def _own_cpu() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _live_cpu() -> dict[int, tuple[float, float]]:
+    """pid -> (create time, CPU seconds) of every live descendant."""
+    import psutil
+
+    found = {}
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            times = proc.cpu_times()
+            found[proc.pid] = (proc.create_time(), times.user + times.system)
+        except psutil.Error:
+            continue
+    return found
+
+
+def _disk_bytes(roots: list[Path]) -> int:
+    total = 0
+    for root in roots:
+        for folder, _, names in os.walk(root):
+            for name in names:
+                try:
+                    total += os.lstat(os.path.join(folder, name)).st_blocks * 512
+                except OSError:
+                    continue
+    return total
+
+
+class Sampler:
+    """Peak RSS per process (every 0.2 s) and the disk high-water mark of ``roots`` (every 0.5 s)."""
+
+    def __init__(self, roots: list[Path]) -> None:
+        import psutil
+
+        self.me, self.roots = psutil.Process(), roots
+        self.peaks: dict[int, int] = {}
+        self.names: dict[int, str] = {}
+        self.disk_start = self.disk_peak = _disk_bytes(roots)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _memory(self) -> None:
+        import psutil
+
+        for proc in [self.me, *self.me.children(recursive=True)]:
+            try:
+                rss = proc.memory_info().rss
+                if proc.pid not in self.names:
+                    self.names[proc.pid] = _role(proc)
+            except psutil.Error:
+                continue
+            self.peaks[proc.pid] = max(self.peaks.get(proc.pid, 0), rss)
+
+    def _run(self) -> None:
+        ticks = 0
+        while not self._stop.is_set():
+            self._memory()
+            if ticks % 3 == 0:
+                self.disk_peak = max(self.disk_peak, _disk_bytes(self.roots))
+            ticks += 1
+            self._stop.wait(0.2)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._memory()
+        self.disk_peak = max(self.disk_peak, _disk_bytes(self.roots))
+
+
+def _role(proc: Any) -> str:
+    """What a process is, for the report: this flow process, the Prefect API server, or a worker/helper."""
+    if proc.pid == os.getpid():
+        return "flow"
+    try:
+        line = " ".join(proc.cmdline())
+    except Exception:
+        return "other"
+    if "uvicorn" in line or ("prefect" in line and "server" in line):
+        return "prefect-server"
+    if "forkserver" in line:
+        return "forkserver"
+    return "worker"
+
+
+@dataclass
+class Stage:
+    """One stage's measurement."""
+
+    stage: str
+    size: str
+    input_bytes: int
+    output_bytes: int = 0
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+    peak_rss: int = 0
+    peak_rss_role: str = ""
+    server_rss: int = 0
+    scratch_bytes: int = 0
+    docs_out: int = 0
+    rss_by_role: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def cpu_per_in_gb(self) -> float:
+        return self.cpu_s / (self.input_bytes / GB) if self.input_bytes else 0.0
+
+    @property
+    def cpu_per_out_gb(self) -> float:
+        return self.cpu_s / (self.output_bytes / GB) if self.output_bytes else 0.0
+
+
+@contextmanager
+def measured(stage: Stage, roots: list[Path]) -> Iterator[None]:
+    """Fill ``stage``'s CPU, wall, memory and scratch while the block runs."""
+    cpu0, live0, wall0 = _own_cpu(), _live_cpu(), time.perf_counter()
+    with Sampler(roots) as sampler:
+        yield
+    stage.wall_s = time.perf_counter() - wall0
+    live1 = _live_cpu()
+    cpu = _own_cpu() - cpu0
+    for pid, (created, used) in live1.items():
+        before = live0.get(pid)
+        cpu += used - before[1] if before and before[0] == created else used
+    stage.cpu_s = cpu
+    for pid, peak in sampler.peaks.items():
+        role = sampler.names.get(pid, "other")
+        stage.rss_by_role[role] = max(stage.rss_by_role.get(role, 0), peak)
+        if role == "prefect-server":
+            stage.server_rss = max(stage.server_rss, peak)
+        elif peak > stage.peak_rss:
+            stage.peak_rss, stage.peak_rss_role = peak, role
+    stage.scratch_bytes = max(0, sampler.disk_peak - sampler.disk_start)
+
+
+def shard_text(out: Path, source: str | None = None) -> tuple[int, int]:
+    """(text bytes, documents) of the shards on disk now, of ``source`` or all."""
+    from core.manifest import Manifest
+
+    if not (out / "manifest.duckdb").is_file():
+        return 0, 0
+    _, rows = Manifest.for_output(out).query("SELECT path, source, text_bytes, docs FROM shards")
+    text = docs = 0
+    for path, name, text_bytes, count in rows:
+        if (source is None or name == source) and (out / path).is_file():
+            text, docs = text + int(text_bytes or 0), docs + int(count or 0)
+    return text, docs
+
+
+def written_since(roots: list[Path], since: float) -> int:
+    """Bytes of the files under ``roots`` modified at or after ``since``."""
+    total = 0
+    for root in roots:
+        for path in root.rglob("*"):
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            if path.is_file() and stat.st_mtime >= since and path.name != "manifest.duckdb":
+                total += stat.st_size
+    return total
+
+
+# -- one size -------------------------------------------------------------------------------
+def run_size(label: str, sizes: dict[str, int], work: Path, workers: int, pile_bytes: int,
+             log: Callable[[str], None]) -> list[Stage]:
+    """Every source, then pile index, dedup, labels and tokens, into ``work/out-<label>``; a Stage each."""
+    from flows.llama import LlamaConfig, label_lists, tensors_dir
+
+    inputs, out = work / "inputs" / label, work / f"out-{label}"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    tmp = Path(os.environ["TMPDIR"])
+    sections, files = {}, {}
+    for source, size in sizes.items():
+        started = time.perf_counter()
+        sections[source], files[source] = generate(source, inputs / source, size)
+        log(f"{label}: {source} input {_bytes_of(files[source]) / MB:.1f} MB ready ({time.perf_counter() - started:.0f} s)")
+    c4_files = files.get("c4", [])
+    pile = [str(p) for p in _pile_inputs(inputs / "pile", pile_bytes, c4_files)]
+    tokenizer = tokenizer_path(work, files.get("wikipedia", []))
+    config = LlamaConfig.model_validate({
+        "out": str(out), "workers": workers, "progress": False, "sources": sections,
+        "pile_index": {"inputs": pile, "index": str(out / "indexes" / "pile")},
+        "dedup": {"within_sources": True}, "labels": {}, "tokenize": {"tokenizer": str(tokenizer)}})
+    stages: list[Stage] = []
+    for source in sizes:
+        stage = Stage(source, label, _bytes_of(files[source]))
+        flow = config.stage_flow(source)
+        with measured(stage, [out, tmp]):
+            flow.run(config.stage_config(source, sections[source]))
+        stage.output_bytes, stage.docs_out = shard_text(out, _document_source(source))
+        stages.append(stage)
+        log(_line(stage))
+    registry = _registry()
+    forced: dict[str, dict[str, Any]] = {
+        "pile_index": {},
+        "dedup": {"sources": [d for s in sizes for d in registry[s].documents], "against": str(out / "indexes" / "pile")},
+        "labels": label_lists({}),
+        "tokenize": {"out": str(tensors_dir(config)), "data": str(out), "labels": ["G1"]},
+    }
+    for name in AFTER:
+        read = _bytes_of(pile) if name == "pile_index" else shard_text(out)[0]
+        stage = Stage(name, label, read)
+        flow, since = config.stage_flow(name), time.time() - 1
+        with measured(stage, [out, tmp]):
+            flow.run(config.stage_config(name, dict(getattr(config, name) or {}), forced[name]))
+        stage.output_bytes = written_since([out], since)
+        stages.append(stage)
+        log(_line(stage))
+    return stages
+
+
+def _registry() -> Any:
+    from flows.registry import SOURCES
+
+    return SOURCES
+
+
+def _document_source(source: str) -> str | None:
+    documents = _registry()[source].documents
+    return documents[0] if len(documents) == 1 else source
+
+
+def _pile_inputs(directory: Path, size: int, c4_files: list[str]) -> list[Path]:
+    from benchmarks.corpus_inputs import pile
+
+    stamp = directory / f".done-{size}"
+    if stamp.is_file():
+        return sorted((directory / "train").glob("*.jsonl.zst"))
+    shutil.rmtree(directory, ignore_errors=True)
+    written = [Path(p) for p in pile.write(directory, size, c4_files)]
+    stamp.write_text("")
+    return written
+
+
+def _bytes_of(files: list[str]) -> int:
+    return sum(Path(f).stat().st_size for f in files)
+
+
+def _line(s: Stage) -> str:
+    return (f"{s.size:>8} {s.stage:<14} in {s.input_bytes / MB:9.1f} MB  out {s.output_bytes / MB:8.1f} MB  "
+            f"cpu {s.cpu_s:8.1f} s  wall {s.wall_s:7.1f} s  cpu/in-GB {s.cpu_per_in_gb:8.0f}  "
+            f"cpu/out-GB {s.cpu_per_out_gb:8.0f}  peak {s.peak_rss / MB:6.0f} MB ({s.peak_rss_role})  "
+            f"scratch {s.scratch_bytes / MB:8.1f} MB")
+
+
+# -- efficiency -----------------------------------------------------------------------------
+def worker_efficiency(source: str, section: dict[str, Any], work: Path, log: Callable[[str], None]) -> dict[str, float]:
+    """Wall and CPU of ``source`` on 1 and on 2 workers (fresh output roots): the speed-up per worker."""
+    from flows.llama import LlamaConfig
+
+    found: dict[str, float] = {}
+    for workers in (1, 2, 1, 2):  # interleaved: the machine's load changes under us
+        out = work / f"out-eff-{workers}"
+        shutil.rmtree(out, ignore_errors=True)
+        config = LlamaConfig.model_validate({"out": str(out), "workers": workers, "progress": False,
+                                             "sources": {source: section}})
+        stage = Stage(source, f"{workers}w", 0)
+        with measured(stage, [out]):
+            config.stage_flow(source).run(config.stage_config(source, section))
+        key = f"wall_{workers}"
+        found[key] = min(found.get(key, float("inf")), stage.wall_s)
+        found[f"cpu_{workers}"] = min(found.get(f"cpu_{workers}", float("inf")), stage.cpu_s)
+        log(f"efficiency {source}: {workers} worker(s) wall {stage.wall_s:.1f} s cpu {stage.cpu_s:.1f} s")
+        shutil.rmtree(out, ignore_errors=True)
+    found["speedup"] = found["wall_1"] / found["wall_2"]
+    found["efficiency"] = found["speedup"] / 2
+    found["load"] = os.getloadavg()[0]
+    return found
+
+
+# -- report ---------------------------------------------------------------------------------
+def linearity(stages: list[Stage]) -> dict[str, float]:
+    """Per stage: CPU per input GB at full size over that at 1/4 (1.0 = linear)."""
+    quarter = {s.stage: s for s in stages if s.size == "quarter"}
+    ratios = {}
+    for s in stages:
+        q = quarter.get(s.stage)
+        if s.size == "full" and q is not None and q.cpu_per_in_gb:
+            ratios[s.stage] = s.cpu_per_in_gb / q.cpu_per_in_gb
+    return ratios
+
+
+def goals(stages: list[Stage]) -> list[str]:
+    """The issue's goals, each with its status."""
+    full = [s for s in stages if s.size == "full"] or stages
+    lines = []
+    for stage, ratio in linearity(stages).items():
+        ok = abs(ratio - 1) <= LINEAR_TOLERANCE
+        lines.append(f"linear {stage}: full/quarter CPU per GB {ratio:.2f} ({'met' if ok else 'NOT met'}, goal within 10%)")
+    worst = max(full, key=lambda s: s.peak_rss)
+    lines.append(f"peak RSS: {worst.peak_rss / MB:.0f} MB at most ({worst.stage}, {worst.peak_rss_role}; "
+                 f"{'met' if worst.peak_rss <= RSS_GOAL else 'NOT met'}, goal <= 2 GiB)")
+    for s in full:
+        if s.output_bytes and s.scratch_bytes > 2 * s.output_bytes:
+            lines.append(f"scratch {s.stage}: {s.scratch_bytes / MB:.1f} MB for {s.output_bytes / MB:.1f} MB out "
+                         f"(NOT met, goal <= 2x)")
+    if not any(line.startswith("scratch") for line in lines):
+        lines.append("scratch <= 2x output: met by every stage")
+    return lines
+
+
+def _load_results(path: Path) -> dict[str, Any]:
+    text = path.read_text(encoding="utf-8")
+    start = text.index(f"<!-- {MARKER}") + len(f"<!-- {MARKER}")
+    return json.loads(text[start: text.index("-->", start)])  # type: ignore[no-any-return]
+
+
+def check(work: Path, workers: int, log: Callable[[str], None]) -> int:
+    """Re-measure the recorded 1/4 size; 1 when a stage's CPU per input GB is more than 15% off."""
+    recorded = _load_results(DOC)
+    sizes = {k: int(v) for k, v in recorded["sizes"]["quarter"].items()}
+    stages = _with_prefect(lambda: run_size("quarter", sizes, work, workers, int(recorded["pile_bytes"]["quarter"]), log))
+    was = {s["stage"]: s for s in recorded["stages"] if s["size"] == "quarter"}
+    failed = 0
+    for s in stages:
+        old = was.get(s.stage)
+        if old is None or not old["cpu_per_in_gb"]:
+            continue
+        ratio = s.cpu_per_in_gb / old["cpu_per_in_gb"]
+        ok = abs(ratio - 1) <= CHECK_TOLERANCE
+        failed += not ok
+        print(f"{s.stage:<14} cpu/in-GB {s.cpu_per_in_gb:8.0f} vs {old['cpu_per_in_gb']:8.0f} in docs/cost.md: "
+              f"{ratio:.2f}x {'ok' if ok else 'MORE THAN 15% OFF'}")
+    return 1 if failed else 0
+
+
+def _with_prefect(fn: Callable[[], Any]) -> Any:
+    from flows.runtime.runner import prefect_api
+
+    with prefect_api():
+        return fn()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "kinda-corpus-cost",
+                        help="inputs, outputs and scratch go here (default: %(default)s)")
+    parser.add_argument("--quick", action="store_true", help="a few MB per source (a few minutes); no docs/cost.md")
+    parser.add_argument("--check", action="store_true", help="re-measure the 1/4 size of docs/cost.md; exit 1 when "
+                                                             "a stage's CPU per GB is more than 15%% off")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every full size (default: %(default)s)")
+    parser.add_argument("--sources", default=",".join(FULL_SIZES), help="comma-separated (default: %(default)s)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes per flow (default: %(default)s)")
+    parser.add_argument("--no-efficiency", action="store_true", help="skip the 1-vs-2-worker measurement")
+    parser.add_argument("--full-only", action="store_true", help="run the full size only (no linearity; for tests)")
+    parser.add_argument("--doc", type=Path, default=DOC, help="where the projection is written (default: docs/cost.md)")
+    parser.add_argument("--json", type=Path, help="also write the measurements here")
+    args = parser.parse_args(argv)
+    args.work.mkdir(parents=True, exist_ok=True)
+    scratch = args.work / "tmp"
+    scratch.mkdir(exist_ok=True)
+    os.environ["TMPDIR"] = str(scratch)
+    tempfile.tempdir = str(scratch)
+    started = time.perf_counter()
+
+    def log(message: str) -> None:
+        print(f"[{time.perf_counter() - started:7.0f} s] {message}", flush=True)
+
+    if args.check:
+        return check(args.work, args.workers, log)
+    chosen = [s for s in args.sources.split(",") if s]
+    base = QUICK_SIZES if args.quick else {k: int(v * args.scale) for k, v in FULL_SIZES.items()}
+    full = {k: base[k] for k in chosen}
+    quarter = {k: max(v // 4, 200_000) for k, v in full.items()}
+    pile = {"quarter": max(sum(quarter.values()) // 8, 500_000), "full": max(sum(full.values()) // 8, 500_000)}
+
+    def everything() -> tuple[list[Stage], dict[str, float] | None]:
+        stages = [] if args.full_only else run_size("quarter", quarter, args.work, args.workers, pile["quarter"], log)
+        stages += run_size("full", full, args.work, args.workers, pile["full"], log)
+        efficiency = None
+        if not args.no_efficiency:
+            source = "c4" if "c4" in quarter else chosen[0]
+            section, _ = generate(source, args.work / "inputs" / "quarter" / source, quarter[source])
+            efficiency = worker_efficiency(source, section, args.work, log)
+        return stages, efficiency
+
+    stages, efficiency = _with_prefect(everything)
+    results = {"sizes": {"quarter": quarter, "full": full}, "pile_bytes": pile, "workers": args.workers,
+               "efficiency": efficiency, "date": time.strftime("%Y-%m-%d"), "load": os.getloadavg(),
+               "cpus": os.cpu_count(), "quick": args.quick,
+               "stages": [asdict(s) | {"cpu_per_in_gb": s.cpu_per_in_gb, "cpu_per_out_gb": s.cpu_per_out_gb}
+                          for s in stages]}
+    from benchmarks.corpus_projection import render
+
+    text = render(results)
+    print(text)
+    for line in goals(stages):
+        print(line)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    if not args.quick:
+        args.doc.write_text(text, encoding="utf-8")
+        print(f"wrote {args.doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
