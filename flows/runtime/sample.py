@@ -9,7 +9,9 @@ fields they go to); a source without one is set to ``null``. When the dataset
 runs dedup, the Pile sample (:mod:`sources.samples.pile`: exact and near copies of some sample
 documents, plus unrelated ones) is written under ``<out>/sample/pile/``, ``flows.pile_index``
 indexes it into ``<out>/indexes/pile-sample`` and dedup matches against that index, so the
-``llama-in-ref`` class is not empty and G3 is smaller than G1.
+``llama-in-ref`` class is not empty and G3 is smaller than G1. Common Crawl and C4 get a tiny
+invented URL blocklist (:mod:`sources.samples.blocklist`, under ``<out>/sample/blocklist/``) that
+pages planted in their samples hit, so the manifest shows ``url_blocklist:<category>`` drops.
 
 Files are generated into a staging folder and moved into place only when their bytes changed:
 an unchanged input keeps its mtime, so a second sample run resumes instead of redoing every
@@ -36,6 +38,8 @@ else:  # the Pile sample's writer: for a sample run, not --help
 #: Where the Pile sample's index goes under the output root.
 PILE_SAMPLE_INDEX = Path("indexes") / "pile-sample"
 SAMPLE_PAGES = 300
+#: The sources whose sample runs with the sample URL blocklist (the web sources that take one).
+URL_BLOCKLIST_SOURCES = ("commoncrawl", "c4")
 
 
 def sample_overrides(out: Path, configured: Iterable[str], registry: Registry, pages: int = SAMPLE_PAGES,
@@ -46,6 +50,7 @@ def sample_overrides(out: Path, configured: Iterable[str], registry: Registry, p
     without a sample set to null. ``dedup``: whether the dataset runs dedup (then the Pile sample
     is indexed and dedup matches against it; without dedup no index is built).
     """
+    from sources.samples.blocklist import write_sample_blocklist
     from sources.samples.evals import write_sample_evals
     from sources.samples.wikipedia import write_sample_dumps
 
@@ -60,6 +65,11 @@ def sample_overrides(out: Path, configured: Iterable[str], registry: Registry, p
     for spec in registry.specs():
         if spec.name in wanted and spec.sample is not None:
             sections[spec.name] = spec.sample_config(write_settled(root / spec.name, spec.sample))
+    listed = [name for name in URL_BLOCKLIST_SOURCES if isinstance(sections.get(name), dict)]
+    if listed:  # planted pages of these samples are on listed hosts and URLs
+        write_settled(root / "blocklist", write_sample_blocklist)
+        for name in listed:
+            sections[name]["url_blocklist"] = str(root / "blocklist")
     overrides: dict[str, Any] = {"sources": sections, "pile_index": None, "tokenize": {"tokenizer": str(tokenizer)}}
     overrides["decontaminate"] = {"evals": [str(root / "evals")]}  # planted items (sources/samples/evals.py)
     write_settled(root / "evals", write_sample_evals)

@@ -13,7 +13,10 @@ when C4 was made, so what the flow can drop here are duplicates. Planted:
   MinHash near-dedup (``flows.dedup``) keeps one;
 * a cross-source copy: C4 is made from Common Crawl, so the article that the Common Crawl sample
   serves at :data:`sources.samples.commoncrawl.C4_COPY_URL` is here too, as C4's line rules leave
-  it: its headline and any line not ending a sentence removed (:func:`c4_lines`).
+  it: its headline and any line not ending a sentence removed (:func:`c4_lines`);
+* a listed page: the last row of ``00001`` is on a host the sample blocklist lists
+  (:data:`sources.samples.blocklist.C4_PHISHING_URL`), dropped as ``url_blocklist:phishing``
+  when the run is given that list (the offline sample is) and kept otherwise.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import json
 from pathlib import Path
 
 from core.atomic import atomic_path
-from sources.samples import commoncrawl, prose
+from sources.samples import blocklist, commoncrawl, prose
 
 FILES = ("c4-train.00000-of-01024.json.gz", "c4-train.00001-of-01024.json.gz")
 SITES = ("riverside-notes.example.com", "old-books-daily.example.net", "the-cynics-corner.example.org")
@@ -68,9 +71,10 @@ def reprint(paragraphs: list[str]) -> list[str]:
 
 def documents() -> list[list[dict[str, str]]]:
     """The rows of each file, in file order (see the module docstring)."""
-    drawn = prose.draw("en", SINGLE_DOCS + LONG_PASSAGES, seed=0, share="c4")
+    # one draw; its last passage is the listed page (a longer draw keeps the first ones)
+    drawn = prose.draw("en", SINGLE_DOCS + LONG_PASSAGES + 1, seed=0, share="c4")
     singles = [c4_lines(list(p.paragraphs)) for p in drawn[:SINGLE_DOCS]]
-    long_article = [p for passage in drawn[SINGLE_DOCS:] for p in passage.paragraphs]
+    long_article = [p for passage in drawn[SINGLE_DOCS:SINGLE_DOCS + LONG_PASSAGES] for p in passage.paragraphs]
     cross_source = c4_lines([*commoncrawl.c4_copy_paragraphs(), commoncrawl.NEWSLETTER])
     first = [_row(text, i) for i, text in enumerate(singles[:FIRST_FILE_DOCS])]
     first.insert(5, _row(c4_lines(long_article), 100, NEAR_URLS[0]))
@@ -78,6 +82,7 @@ def documents() -> list[list[dict[str, str]]]:
     second = [_row(text, FIRST_FILE_DOCS + i) for i, text in enumerate(singles[FIRST_FILE_DOCS:])]
     second.insert(3, _row(singles[DUPLICATED], 102, f"https://{SITES[2]}/syndicated/{_slug(singles[DUPLICATED])}"))
     second.append(_row(c4_lines(reprint(long_article)), 103, NEAR_URLS[1]))
+    second.append(_row(c4_lines(list(drawn[-1].paragraphs)), 104, blocklist.C4_PHISHING_URL))  # last: ids kept
     return [first, second]
 
 

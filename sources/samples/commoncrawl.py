@@ -23,7 +23,10 @@ What is planted (English pages keep; the rest are dropped with the reason shown)
   ``revisit`` record of the first article (``revisit``), a 301 redirect (``http_status``), and
   the long article syndicated by another site (:data:`NEAR_URLS` [1]): the same text with its
   paragraphs joined in pairs and two words changed, so no line repeats (paragraph dedup keeps it)
-  but the two documents are near duplicates (MinHash drops one in ``flows.dedup``);
+  but the two documents are near duplicates (MinHash drops one in ``flows.dedup``); last, two
+  English articles whose URLs the sample blocklist lists (:mod:`sources.samples.blocklist`: a host
+  below a listed domain, a page under a listed URL), dropped as ``url_blocklist:gambling`` when the
+  run is given that list (the offline sample is) and kept otherwise;
 * ``…-00002.warc.wet.gz``: five English pages and a German one (``language_not_kept``: no
   pre-filter on WET text, language ID after extraction), and a newsletter page whose only line not
   shared with the others is one sentence (``too_short`` once paragraph dedup has run).
@@ -45,7 +48,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from core.atomic import atomic_path
-from sources.samples import prose
+from sources.samples import blocklist, prose
 
 CRAWL = "CC-MAIN-2023-06"
 FILES = (
@@ -63,6 +66,8 @@ ENGLISH_PASSAGES = 23
 LONG_ARTICLE = slice(11, 15)
 C4_COPY = slice(15, 18)
 WET_PAGES = slice(18, 23)
+#: English passages of the pages the sample blocklist lists, drawn after the others (same draw, longer).
+LISTED_PASSAGES = 2
 WARC_DATE = "2023-01-27T15:{minute:02d}:{second:02d}Z"
 NAMESPACE = uuid.UUID("6f1d7c1e-55d3-4d7e-9f57-2a3b6c0d9e11")
 JPEG = bytes.fromhex("ffd8ffe000104a46494600010100000100010000ffdb004300") + bytes(range(64)) + b"\xff\xd9"
@@ -156,6 +161,17 @@ def syndicated(paragraphs: list[str]) -> list[str]:
     return joined
 
 
+def listed_captures() -> list[Capture]:
+    """The pages at the URLs the sample blocklist lists: English articles any other rule keeps.
+
+    Their passages extend the writer's one draw (``random.sample`` gives the same first
+    :data:`ENGLISH_PASSAGES` for a longer draw), so no other page changes."""
+    drawn = prose.draw("en", ENGLISH_PASSAGES + LISTED_PASSAGES, seed=0, share="commoncrawl")[ENGLISH_PASSAGES:]
+    urls = (blocklist.CC_GAMBLING_URL, blocklist.CC_SPONSORED_URL)
+    return [Capture(url, article_html(url.split("/")[2], title_of(list(p.paragraphs)), list(p.paragraphs),
+                                      newsletter=False)) for url, p in zip(urls, drawn, strict=True)]
+
+
 def captures() -> list[list[Capture]]:
     """The captures of each WARC file, in file order (see the module docstring)."""
     english = english_passages()
@@ -188,6 +204,7 @@ def captures() -> list[list[Capture]]:
         *second[3:],
         Capture(NEAR_URLS[1], article_html(second_site, title_of(long_article), syndicated(long_article),
                                            newsletter=False)),
+        *listed_captures(),  # last: every record before keeps its number (ids, dates)
     ]
     return [warc0, warc1]
 

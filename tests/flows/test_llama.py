@@ -234,6 +234,10 @@ def test_g1_sample_runs_every_llama_source_and_the_pile_stage(g1_sample: SampleR
     assert left_out.get("c4", 0) > 0 and left_out.get("commoncrawl", 0) > 0, left_out
     drops = _count(out, "SELECT source, count(DISTINCT reason) FROM latest_drops GROUP BY 1")
     assert sorted(drops) == sorted(llama_sources), drops  # every source drops something, for a reason
+    # the sample URL blocklist (sources/samples/blocklist.py) drops the pages planted on its hosts and URLs
+    listed = _count(out, "SELECT source || ' ' || reason, sum(count) FROM latest_drops "
+                         "WHERE starts_with(reason, 'url_blocklist:') GROUP BY 1")
+    assert listed == {"commoncrawl url_blocklist:gambling": 2, "c4 url_blocklist:phishing": 1}, listed
     _, rows = Manifest.for_output(out).query("SELECT sum(tokens) FROM tensors WHERE tensor_root = ?",
                                              [str(out / "tensors" / "g1")])
     assert rows[0][0] > 0

@@ -13,7 +13,7 @@ from core.manifest import Manifest
 from dedupe.shingles import shingle_items
 from flows.c4 import C4Config
 from flows.c4 import run as run_c4
-from sources.samples import c4, commoncrawl
+from sources.samples import blocklist, c4, commoncrawl
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -42,7 +42,8 @@ def test_released_layout_and_determinism(files: list[Path], tmp_path: Path) -> N
                 assert list(json.loads(line)) == ["text", "timestamp", "url"]
                 assert line.startswith('{"text":"')
     rows = _rows(files[0]) + _rows(files[1])
-    assert len(rows) == 22
+    assert len(rows) == 23  # 22 pages, and the sample blocklist's listed page last
+    assert rows[-1]["url"] == blocklist.C4_PHISHING_URL
     assert all(re.fullmatch(r"2019-04-\d\dT\d\d:\d\d:\d\dZ", r["timestamp"]) for r in rows)
     lines = [line for r in rows for line in r["text"].split("\n")]
     assert all(line.endswith((".", "?", "!", '"')) and len(line.split()) >= 3 for line in lines)  # C4's rules
@@ -62,8 +63,11 @@ def test_planted_duplicates(files: list[Path]) -> None:
 
 
 def test_flow_drops_the_exact_copy(files: list[Path], tmp_path: Path, prefect_api_url: str) -> None:
-    summary = run_c4(C4Config(inputs=[str(p) for p in files], out=tmp_path, runner="thread", workers=2,
-                              progress=False))
+    # with the sample blocklist, as the offline sample runs it: the listed row is dropped too
+    blocklist.write_sample_blocklist(tmp_path / "blocklist")
+    summary = run_c4(C4Config(inputs=[str(p) for p in files], out=tmp_path / "out", runner="thread", workers=2,
+                              progress=False, url_blocklist=str(tmp_path / "blocklist")))
     assert summary.kept == 21 and not summary.failed
-    manifest = Manifest.for_output(tmp_path)
-    assert dict(manifest.query("SELECT reason, sum(count) FROM drops GROUP BY reason")[1]) == {"duplicate_exact": 1}
+    manifest = Manifest.for_output(tmp_path / "out")
+    assert dict(manifest.query("SELECT reason, sum(count) FROM drops GROUP BY reason")[1]) == {
+        "duplicate_exact": 1, "url_blocklist:phishing": 1}

@@ -13,7 +13,7 @@ from warcio.archiveiterator import ArchiveIterator
 from core.manifest import Manifest
 from dedupe.shingles import shingle_items
 from flows import commoncrawl as cc_flow
-from sources.samples import commoncrawl
+from sources.samples import blocklist, commoncrawl
 
 
 class _Paragraphs(HTMLParser):
@@ -94,7 +94,10 @@ def test_records_as_a_crawler_writes_them(warcs: list[Path]) -> None:
     assert [r["content_type"] for r in first if r["type"] == "response" and r["url"].endswith(".jpg")] == ["image/jpeg"]
     langs = sorted(_page(r["body"]).lang for r in first + second if r["type"] == "response"
                    and (r["content_type"] or "").startswith("text/html") and r["status"] == "200")
-    assert {lang: langs.count(lang) for lang in set(langs)} == {"en": 16, "de": 1, "fr": 1, "es": 1, "nl": 1}
+    # 16 English pages, and the two the sample blocklist lists (the second file's last two captures)
+    assert {lang: langs.count(lang) for lang in set(langs)} == {"en": 18, "de": 1, "fr": 1, "es": 1, "nl": 1}
+    assert [r["url"] for r in second if r["type"] == "response"][-2:] == [blocklist.CC_GAMBLING_URL,
+                                                                          blocklist.CC_SPONSORED_URL]
     article = first[2]["body"].decode()
     assert "<nav>" in article and "cookie" in article and "All rights reserved" in article
 
@@ -129,15 +132,18 @@ def test_planted_duplicates(warcs: list[Path]) -> None:
 
 def test_flow_keeps_english_articles_and_drops_the_rest(written: list[Path], tmp_path: Path,
                                                         prefect_api_url: str) -> None:
-    config = cc_flow.CommonCrawlConfig(out=tmp_path, inputs=[str(w) for w in written], runner="thread", workers=2,
-                                       progress=False)
+    # with the sample blocklist, as the offline sample runs it: its two listed pages are its only drops
+    blocklist.write_sample_blocklist(tmp_path / "blocklist")
+    out = tmp_path / "out"
+    config = cc_flow.CommonCrawlConfig(out=out, inputs=[str(w) for w in written], runner="thread", workers=2,
+                                       progress=False, url_blocklist=str(tmp_path / "blocklist"))
     summary = cc_flow.run(config)
     assert summary.kept == 19 and not summary.failed
-    manifest = Manifest.for_output(tmp_path)
+    manifest = Manifest.for_output(out)
     drops = dict(manifest.query("SELECT reason, sum(count) FROM drops GROUP BY reason")[1])
     assert drops == {"language_prefilter": 4, "http_status": 2, "not_html": 1, "too_short": 2, "revisit": 1,
-                     "duplicate_lines": 1, "language_not_kept": 1}
-    rows = [row for part in sorted((tmp_path / "docs").rglob("*.parquet")) for row in pq.read_table(part).to_pylist()]
+                     "duplicate_lines": 1, "language_not_kept": 1, "url_blocklist:gambling": 2}
+    rows = [row for part in sorted((out / "docs").rglob("*.parquet")) for row in pq.read_table(part).to_pylist()]
     texts, metas = [row["text"] for row in rows], [row["meta"] for row in rows]
     joined = "\n".join(texts)
     for boilerplate in ("We use cookies", "All rights reserved", "Privacy policy", "Related posts", "Posted on"):
