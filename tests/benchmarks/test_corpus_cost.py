@@ -1,0 +1,88 @@
+"""benchmarks/corpus_cost.py (issue 33): the projection's arithmetic, the goals' verdicts, and ``--quick`` run.
+
+The pure parts (projection, linearity, goals, the figures docs/cost.md carries for ``--check``)
+are checked on made-up measurements; the script itself runs once, ``--quick --full-only`` on C4
+alone (the source flow, Pile index, dedup, labels and tokens into a fresh root under one embedded
+Prefect API): every stage must be measured, with CPU, memory and bytes that are not zero.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.benchmark_modules import load_benchmark
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))  # benchmarks.corpus_projection; appended, it shadows nothing
+cost = load_benchmark("corpus_cost")
+projection: Any = importlib.import_module("benchmarks.corpus_projection")
+GB = 1_000_000_000
+
+
+def _stage(name: str, size: str, input_bytes: float, cpu: float, **extra: Any) -> dict[str, Any]:
+    stage = {"stage": name, "size": size, "input_bytes": input_bytes, "output_bytes": input_bytes / 2, "cpu_s": cpu,
+             "wall_s": cpu, "peak_rss": 300e6, "peak_rss_role": "worker", "server_rss": 200e6, "scratch_bytes": 0,
+             "docs_out": 1, "rss_by_role": {"worker": 300e6, "flow": 400e6}} | extra
+    return stage | {"cpu_per_in_gb": cpu / (input_bytes / GB), "cpu_per_out_gb": cpu / (stage["output_bytes"] / GB)}
+
+
+def _results(stages: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"sizes": {"quarter": {"c4": GB / 4}, "full": {"c4": GB}}, "pile_bytes": {"quarter": 1, "full": 4},
+            "workers": 2, "efficiency": {"speedup": 1.8, "efficiency": 0.9, "load": 2.0}, "date": "2026-11-29",
+            "load": [2.0, 2.0, 2.0], "cpus": 2, "quick": False, "stages": stages}
+
+
+def test_projection_uses_the_marginal_cpu_per_gb_and_the_published_input_size() -> None:
+    # 1/4 GB in 300 s, 1 GB in 1,050 s: 50 s of fixed cost, 1,000 s per GB at the margin
+    results = _results([_stage("c4", "quarter", GB / 4, 300.0), _stage("c4", "full", GB, 1050.0)])
+    assert projection.marginal(results)["c4"] == pytest.approx(1000.0)
+    _, hours = projection.projection(results)
+    assert hours == {"c4": pytest.approx(1000.0 * 305 / 3600)}  # allenai/c4 en: 305 GB of json.gz
+    text = projection.render(results)
+    assert "| c4 | 305.0 GB |" in text and "not measured" in text  # the sources that did not run say so
+
+
+def test_doc_carries_the_figures_check_compares(tmp_path: Path) -> None:
+    results = _results([_stage("c4", "quarter", GB / 4, 300.0), _stage("c4", "full", GB, 1050.0)])
+    doc = tmp_path / "cost.md"
+    doc.write_text(projection.render(results), encoding="utf-8")
+    assert cost._load_results(doc) == json.loads(json.dumps(results))
+
+
+def test_goals_name_what_is_not_met() -> None:
+    stages = [cost.Stage("c4", "quarter", GB // 4, cpu_s=250.0),
+              cost.Stage("c4", "full", GB, cpu_s=1200.0, peak_rss=3 * 1024**3, peak_rss_role="worker",
+                         output_bytes=100, scratch_bytes=500)]
+    lines = cost.goals(stages)
+    assert any("linear c4" in line and "1.20" in line and "NOT met" in line for line in lines)
+    assert any("peak RSS" in line and "NOT met" in line for line in lines)
+    assert any("scratch c4" in line and "NOT met" in line for line in lines)
+    fine = [cost.Stage("c4", "quarter", GB // 4, cpu_s=250.0),
+            cost.Stage("c4", "full", GB, cpu_s=1040.0, peak_rss=10**9, output_bytes=100, scratch_bytes=150)]
+    assert not any("NOT met" in line for line in cost.goals(fine))
+
+
+@pytest.mark.prefect
+def test_quick_mode_measures_every_stage(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "corpus_cost.py"), "--quick", "--full-only", "--sources", "c4",
+               "--no-efficiency", "--work", str(tmp_path / "work"), "--json", str(out), "--doc", str(tmp_path / "x.md")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = json.loads(out.read_text())
+    stages = {s["stage"]: s for s in results["stages"]}
+    assert list(stages) == ["c4", "pile_index", "dedup", "labels", "tokenize"]
+    for stage in stages.values():
+        assert stage["cpu_s"] > 0 and stage["input_bytes"] > 0 and stage["peak_rss"] > 50e6, stage
+    assert stages["c4"]["output_bytes"] > 0 and stages["tokenize"]["output_bytes"] > 0
+    assert stages["c4"]["docs_out"] > 0
+    assert not (tmp_path / "x.md").exists()  # --quick writes no projection
+    assert "peak RSS" in done.stdout
