@@ -7,7 +7,14 @@ The classes, their labels and the "one copy of each document" rule are in :mod:`
 (pure logic): class shards under ``labeled/<class>/…`` become the documents' only copy and the
 ``docs/`` shard they came from is released (deleted, recorded in ``_state/released/`` and the
 manifest's ``released`` table), so counts over ``shards`` see each document once. This module
-is the Prefect part: one task per document shard, the manifest rows, the artifact.
+is the Prefect part: the tasks, the manifest rows, the artifact.
+
+A label run is small next to the runs before it (a new threshold over a finished root re-labels
+every shard, but reads only Parquet it wrote itself): on the G.2 sample its 44 shards take about
+1 CPU-s, while starting the worker processes cost about 12 CPU-s. So a run of at most
+:data:`INLINE_SHARDS` shards and :data:`INLINE_TEXT_BYTES` of text labels in the flow's process,
+one task per source (:func:`inline_groups`), and only a larger one submits one task per shard to
+the configured runner. Either way every shard is a resumable unit of its own (its marker).
 """
 
 from __future__ import annotations
@@ -96,6 +103,41 @@ def label_task(out: Path, path: str, shard: dict[str, Any], job: LabelJob) -> La
     return label_shard(out, shard, job)
 
 
+@task(name="label-shards", cache_policy=NO_CACHE, task_run_name="label {name}")
+def label_group_task(out: Path, name: str, shards: list[dict[str, Any]], job: LabelJob) -> list[LabelResult]:
+    """Several document shards, one after another, in the process that calls it (a small run)."""
+    return [label_shard(out, shard, job) for shard in shards]
+
+
+#: Largest run labeled in the flow's process: a few CPU-seconds of work at most, less than
+#: starting a pool of worker processes costs (each imports Prefect's task engine and the pipeline).
+INLINE_SHARDS = 200
+INLINE_TEXT_BYTES = 32 << 20
+
+
+def inline_groups(shards: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]] | None:
+    """The shards per task name when the run is small enough to label in the flow's process
+    (one task per source, in manifest order), else None (one task per shard on the runner)."""
+    text = sum(int(shard.get("text_bytes") or shard.get("bytes") or 0) for shard in shards)
+    if len(shards) > INLINE_SHARDS or text > INLINE_TEXT_BYTES:
+        return None
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for shard in shards:
+        groups.setdefault(str(shard["source"]), []).append(shard)
+    return {f"{source} ({len(group)} shard{'s' if len(group) != 1 else ''})": group
+            for source, group in groups.items()}
+
+
+def label_all(out: Path, shards: list[dict[str, Any]], job: LabelJob) -> list[LabelResult]:
+    """Every shard's result, in manifest order: in this process for a small run, else on the runner."""
+    groups = inline_groups(shards)
+    if groups is not None:
+        done = {r.shard: r for name, group in groups.items() for r in label_group_task(out, name, group, job)}
+        return [done[shard["path"]] for shard in shards]
+    futures = [label_task.submit(out, shard["path"], shard, job) for shard in shards]
+    return [f.result() for f in futures]
+
+
 def record_releases(manifest: Manifest, run_id: str, results: list[LabelResult]) -> int:
     """Move released shards from ``shards`` to ``released`` (one transaction; queued while a reader holds the file)."""
     released = [r.released for r in results if r.released]
@@ -120,8 +162,7 @@ def label_flow(config: LabelConfig) -> list[LabelResult]:
     with RunRecorder(out, "label", None, config) as run:
         shards = run.manifest.final_shards()  # docs/ and released by an earlier run
         job = config.job()
-        futures = [label_task.submit(out, shard["path"], shard, job) for shard in shards]
-        results = [f.result() for f in futures]
+        results = label_all(out, shards, job)
         written = [s for r in results for s in r.shards]
         failed = any(r.error for r in results)
         if not failed:  # a failed shard's earlier class shards may be its documents' only copy: keep them
