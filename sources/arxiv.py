@@ -38,7 +38,8 @@ from typing import IO, Protocol
 
 from core.bounded import BoundedCleaner
 from core.document import Document, Drop, InputSpec, make_doc_id
-from core.steps import MinLength, Record, Step
+from core.filters.basic import MinLength
+from core.steps import Record, Step
 from sources.formats.latex import (
     SOURCE_SUFFIXES,
     CleanResult,

@@ -1,10 +1,13 @@
 """C4, two ways: the released ``c4/en`` files (RedPajama's route), or C4's rules applied to CC text.
 
-Released C4: ``c4-train.*-of-01024.json.gz``, one ``{"text", "timestamp", "url"}`` per line.
-The reader streams the gzip; a line that is not a JSON object with a string ``text`` is one
-``invalid_json`` drop naming file and line; a truncated gzip ends the file with one
-``truncated_input`` drop. The document id is derived from file name and line number: C4 has no
-ids of its own and the released files never change.
+Released C4: ``c4-train.*-of-01024.json.gz``, one ``{"text", "timestamp", "url"}`` per line,
+read by the shared row reader (:class:`sources.formats.rows.RowReader`) with :func:`c4_row` as
+its adapter: a line that is not a JSON object is one ``malformed_json`` drop naming file and line,
+an object without a string ``text`` one ``malformed_row``, a line over ``MAX_LINE_BYTES`` one
+``too_large``; a truncated gzip ends the file with one ``truncated_input`` drop. (Before the
+shared reader these were ``invalid_json``, ``invalid_json`` and ``record_too_large``.) The
+document id is derived from file name and line number: C4 has no ids of its own and the
+released files never change.
 
 From Common Crawl: :class:`C4FromCommonCrawlRecipe` runs the grouped-dedup pipeline of
 :mod:`sources.commoncrawl` with C4's rules (:mod:`core.filters.c4_rules`) before the dedup and
@@ -14,13 +17,14 @@ language ID.
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import Any
 
-from core.compressed import CODEC_ERRORS
 from core.document import Document, Drop, InputSpec, make_doc_id
+from core.filters.basic import NonEmpty
 from core.filters.c4_rules import (
     BAD_WORDS_EN,
     BadWords,
@@ -31,60 +35,38 @@ from core.filters.c4_rules import (
 )
 from core.filters.ccnet import TidyLines
 from core.filters.langid import LanguageID
-from core.json_line import parse_json_line
-from core.steps import Filter, Record, Step
+from core.steps import Record, Step
 from sources.commoncrawl import GroupedDedupRecipe, Units, warc_records
 from sources.formats.html_text import ExtractOptions
-from sources.formats.rows import bounded_lines
+from sources.formats.rows import RowAt, RowReader
 from sources.formats.warc import WarcLimits
 
 SOURCE = "c4"
 
 
-#: A line longer than this is one ``record_too_large`` drop, skipped without being held in memory
+#: A line longer than this is one ``too_large`` drop, skipped without being held in memory
 #: (released C4 documents are at most a few hundred KB).
 MAX_LINE_BYTES = 16 << 20
+
+
+def c4_row(row: dict[str, Any], at: RowAt, source: str = SOURCE, language: str = "en") -> Record:
+    """One released C4 line's object -> its Document (``malformed_row`` without a string ``text``)."""
+    text = row.get("text")
+    if not isinstance(text, str):
+        return Drop("malformed_row", at.where, "not an object with a string 'text'", language)
+    return Document(
+        id=make_doc_id(source, f"{at.file_name}:{at.number}"), text=text, source=source,
+        meta={"url": row.get("url"), "timestamp": row.get("timestamp"), "language": language,
+              "input": at.file_name, "line": at.number},
+    )
 
 
 def read_c4_json(path: Path, location: str, source: str = SOURCE, language: str = "en",
                  max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Record]:
     """Stream one released C4 file as Documents and Drops (see the module docstring)."""
-    name = Path(location).name
-    line_number = 0
-    try:
-        with gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb") as handle:
-            for line_number, raw in enumerate(bounded_lines(handle, max_line_bytes), start=1):
-                where = f"{location}: line {line_number}"
-                if raw is None:
-                    yield Drop("record_too_large", where, f"line over {max_line_bytes:,} bytes", language)
-                    continue
-                if not raw.strip():
-                    continue
-                try:
-                    row = parse_json_line(raw)
-                except ValueError as exc:  # not JSON, not UTF-8, or nested too deeply: this line only
-                    yield Drop("invalid_json", where, f"{type(exc).__name__}: {exc}", language)
-                    continue
-                if not isinstance(row, dict) or not isinstance(row.get("text"), str):
-                    yield Drop("invalid_json", where, "not an object with a string 'text'", language)
-                    continue
-                yield Document(
-                    id=make_doc_id(source, f"{name}:{line_number}"), text=row["text"], source=source,
-                    meta={"url": row.get("url"), "timestamp": row.get("timestamp"), "language": language,
-                          "input": name, "line": line_number},
-                )
-    except CODEC_ERRORS as exc:
-        yield Drop("truncated_input", f"{location}: after line {line_number}", f"{type(exc).__name__}: {exc}",
-                   language)
-
-
-class NonEmpty(Filter):
-    """Drops documents whose text is only whitespace."""
-
-    name = "non_empty"
-
-    def decide(self, doc: Document) -> str | None:
-        return "empty" if not doc.text.strip() else None
+    reader = RowReader(partial(c4_row, source=source, language=language), max_bytes=max_line_bytes,
+                       language=language, fmt="jsonl")
+    return reader(InputSpec(location, path, location))
 
 
 @dataclass

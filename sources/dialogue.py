@@ -29,7 +29,6 @@ does not name speakers (the sampled Ubuntu JSON). ``meta``: ``corpus``, ``dialog
 from __future__ import annotations
 
 import codecs
-import csv
 import io
 import json
 import re
@@ -44,7 +43,7 @@ from typing import IO, Any
 from core.compressed import CODEC_ERRORS, open_binary
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.steps import Record, Step
-from sources.formats.rows import bounded_lines
+from sources.formats.rows import RowError, bounded_lines, csv_rows
 from sources.reddit import (
     SOURCE,
     RedditFilters,
@@ -173,34 +172,18 @@ def read_ubuntu_csv(stream: IO[bytes], name: str, where: str, limits: DialogueLi
     """One record per CSV row: the context and its true response (a distractor is never a turn).
 
     Train rows with ``Label`` 0 pair the context with a random utterance: the context alone is
-    kept. Valid/test rows carry the ``Ground Truth Utterance`` and distractors.
+    kept. Valid/test rows carry the ``Ground Truth Utterance`` and distractors. Rows come from
+    the shared CSV reader (:func:`sources.formats.rows.csv_rows`): a row with bytes that are not
+    UTF-8 (``invalid_utf8``), a field over ``CSV_FIELD_LIMIT`` (``too_large``) or a row it cannot
+    parse (``malformed_csv``) costs that row alone.
     """
-    csv.field_size_limit(CSV_FIELD_LIMIT)
-    # bad bytes become surrogates, so they cost their row (invalid_utf8), not the file
-    text = io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline="")
     split = name.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    try:
-        reader = csv.DictReader(text)
-        if reader.fieldnames is None:  # reads the header row; an empty file has no rows
-            return
-    except csv.Error as exc:
-        yield Drop("malformed_csv", f"{where}: header", f"{type(exc).__name__}: {exc}", "en")
-        return
-    number = 0
-    while True:
-        number += 1
+    for number, row in enumerate(csv_rows(stream, CSV_FIELD_LIMIT), start=1):
         record = f"{where}: row {number}"
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:  # an over-long field: the row is lost, the reader goes on after it
-            yield Drop("malformed_csv", record, f"{record}: {type(exc).__name__}: {exc}", "en")
-            continue
-        if any(_ESCAPED_BYTE.search(value) for value in row.values() if isinstance(value, str)):
-            yield Drop("invalid_utf8", record, f"{record}: bytes that are not UTF-8", "en")
-            continue
-        yield _ubuntu_row(row, split, number, record, limits)
+        if isinstance(row, RowError):
+            yield Drop(row.reason, record, f"{record}: {row.detail}", "en")
+        else:
+            yield _ubuntu_row(row, split, number, record, limits)
 
 
 def _ubuntu_row(row: dict[str, str | None], split: str, number: int, record: str, limits: DialogueLimits) -> Record:

@@ -61,7 +61,8 @@ from typing import Any
 
 from core.bounded import BoundedCleaner
 from core.document import Document, Drop, InputSpec, make_doc_id
-from core.steps import Filter, Record, Step
+from core.filters.basic import MinLength
+from core.steps import Record, Step
 
 SOURCE = "books"
 BOOK_LIST_SUFFIX = ".books.json"
@@ -537,16 +538,10 @@ def read_book_list(spec: InputSpec, settings: BookSettings) -> Iterator[Record]:
             yield read_book_bounded(cleaner, path, settings, spec.location)
 
 
-class MinChars(Filter):
-    """Drops what is too short to be a book once the boilerplate is gone."""
+class MinChars(MinLength):
+    """Drops what is too short to be a book once the boilerplate is gone (the generic floor, under its own step name)."""
 
     name = "min_chars"
-
-    def __init__(self, min_chars: int) -> None:
-        self.min_chars = min_chars
-
-    def decide(self, doc: Document) -> str | None:
-        return "too_short" if len(doc.text) < self.min_chars else None
 
 
 @dataclass

@@ -40,7 +40,8 @@ from lxml import etree
 from core.bounded import BoundedCleaner
 from core.compressed import CODEC_ERRORS, TruncatedInputError
 from core.document import Document, Drop, InputSpec, make_doc_id
-from core.steps import MinLength, Record, Step
+from core.filters.basic import MinLength
+from core.steps import Record, Step
 from sources.formats import medline
 from sources.formats.pubmed_jats import (
     DeadlineError,

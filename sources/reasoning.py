@@ -46,17 +46,13 @@ import hashlib
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
-import pyarrow as pa
-
 from core.bounded import BoundedCleaner
-from core.compressed import CODEC_ERRORS, open_binary
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.filters.record_bound import INLINE_CHARS
 from core.steps import Record, Step
-from sources.formats.rows import Oversized, RowError, json_rows, open_parquet, parquet_file_rows
+from sources.formats.rows import Oversized, RowAt, RowReader
 
 SOURCE = "reasoning"
 WORK_OPEN = "<work>"
@@ -185,43 +181,6 @@ def row_record(row: Any, where: str, settings: ReasoningSettings, origin: str | 
     return Document(id=doc_id, text=text, source=SOURCE, meta=meta)
 
 
-def read_jsonl(spec: InputSpec, settings: ReasoningSettings, bound: RowBound | None = None) -> Iterator[Record]:
-    """GSM8K JSON lines (``train.jsonl``, ``test_socratic.jsonl``, compressed or not)."""
-    bound = bound or RowBound(settings)
-    number = 0
-    try:
-        with open_binary(spec.path) as stream:
-            for number, row in enumerate(json_rows(stream, settings.max_line_bytes), start=1):
-                where = f"{spec.location}: line {number}"
-                if isinstance(row, RowError):
-                    detail = f"{where}: {row.detail}" if row.reason == "too_large" else row.detail
-                    yield Drop("too_large" if row.reason == "too_large" else "malformed_json", where, detail)
-                elif row is not None:
-                    yield bound.run(row, where, f"{spec.key}: line {number}")
-    except CODEC_ERRORS as exc:
-        yield Drop("truncated_input", f"{spec.location}: after line {number}", f"{type(exc).__name__}: {exc}")
-
-
-def read_parquet(spec: InputSpec, settings: ReasoningSettings, bound: RowBound | None = None) -> Iterator[Record]:
-    """The Hugging Face Parquet export (``question``, ``answer`` columns), one row group at a time."""
-    bound = bound or RowBound(settings)
-    try:
-        parquet = open_parquet(spec.path, ("question", "answer"))
-    except (OSError, pa.ArrowException) as exc:
-        yield Drop("unreadable_input", f"{spec.location}: file", f"{type(exc).__name__}: {exc}")
-        return
-    missing = [c for c in ("question", "answer") if c not in parquet.schema_arrow.names]
-    if missing:
-        for row in range(parquet.metadata.num_rows):
-            yield Drop("missing_column", f"{spec.location}: row {row}", f"missing column(s) {', '.join(missing)}")
-        return
-    sized = {"question": settings.max_line_bytes, "answer": settings.max_line_bytes}
-    for row, item in enumerate(parquet_file_rows(parquet, ["question", "answer"], 1024, sized)):
-        where = f"{spec.location}: row {row}"
-        yield (Drop(item.reason, where, item.detail) if isinstance(item, RowError)
-               else bound.run(item, where, f"{spec.key}: row {row}"))
-
-
 class RowBound:
     """:func:`row_record` under the time and size bound of every per-record cleaner.
 
@@ -238,6 +197,10 @@ class RowBound:
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_cleaner": None}
+
+    def adapt(self, row: dict[str, Any], at: RowAt) -> Record:
+        """The row reader's adapter (:class:`sources.formats.rows.RowReader`): the row at ``at``."""
+        return self.run(row, at.where, at.origin)
 
     def run(self, row: Any, where: str, origin: str | None = None) -> Record:
         """The row's Document or Drop; ``cleaner_timeout`` when it runs past the deadline."""
@@ -268,11 +231,10 @@ class ReasoningRecipe:
         return "en"
 
     def read(self, spec: InputSpec) -> Iterator[Record]:
-        """JSON lines, or Parquet by file name."""
-        bound = RowBound(self.settings)
-        if Path(spec.path).name.lower().endswith((".parquet", ".pq")):
-            return read_parquet(spec, self.settings, bound)
-        return read_jsonl(spec, self.settings, bound)
+        """JSON lines, or Parquet by file name, through the shared row reader (:class:`RowReader`)."""
+        reader = RowReader(RowBound(self.settings).adapt, columns=("question", "answer"),
+                           max_bytes=self.settings.max_line_bytes)
+        return reader(spec)
 
     def steps(self) -> list[Step]:
         """Formatting happens in the reader; no filter follows (the rows are curated)."""

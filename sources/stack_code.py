@@ -46,14 +46,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
-from core.compressed import CODEC_ERRORS, open_binary
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.filters.code_quality import CodeFilterSettings, code_steps
 from core.steps import Record, Step
@@ -65,7 +62,7 @@ from sources.formats.licenses import (
     normalize_license,
     row_license,
 )
-from sources.formats.rows import Oversized, RowError, json_rows, open_parquet, parquet_file_rows, utf8_key
+from sources.formats.rows import Oversized, ParquetColumns, RowAt, RowFormat, RowReader, utf8_key
 from sources.github import github_url, is_binary, language_for, skip_reason
 
 SOURCE = "stack_code"
@@ -262,71 +259,53 @@ def code_record(item: CodeRow, settings: StackCodeSettings, where: str, row: int
 
 
 # -- Parquet ----------------------------------------------------------------------------------
-def _row_drops(reason: str, where: str, first: int, count: int, detail: str) -> Iterator[Drop]:
-    for row in range(first, first + count):
-        yield Drop(reason, f"{where}: row {row}", detail)
+def parquet_columns(names: Sequence[str], settings: StackCodeSettings) -> ParquetColumns | str:
+    """A Parquet file's columns by its layout (required, then the optional ones it has), or why it has none."""
+    layout = row_layout(names)
+    needed = STACK_COLUMNS if layout == STACK else GITHUB_CODE_COLUMNS
+    missing = [c for c in needed if c not in names] if layout else ["content or code"]
+    if missing:
+        return f"missing column(s) {', '.join(missing)} (has {', '.join(sorted(names))})"
+    optional = STACK_OPTIONAL if layout == STACK else GITHUB_CODE_OPTIONAL
+    content = "content" if layout == STACK else "code"
+    return ParquetColumns((*needed, *(c for c in optional if c in names)), {content: settings.max_file_bytes},
+                          (content,))
+
+
+@dataclass(frozen=True)
+class CodeAdapter:
+    """The row reader's adapter for either layout, told apart per row (a JSON export may mix them).
+
+    A JSON line's drops name ``<input>: line N``; a Parquet row's name the input and ``row N``
+    (:func:`code_record`), as before the shared reader.
+    """
+
+    settings: StackCodeSettings
+
+    def __call__(self, row: dict[str, Any], at: RowAt) -> Record:
+        layout = row_layout(row)
+        if layout is None:
+            return Drop("missing_column", at.where, "neither 'content' nor 'code' in the row")
+        normalize = stack_row if layout == STACK else github_code_row
+        where = at.where if at.unit == "line" else at.spec.location
+        return code_record(normalize(row, self.settings.allowed_licenses), self.settings, where, at.number,
+                           at.spec.key)
+
+
+def row_reader(settings: StackCodeSettings, fmt: RowFormat) -> RowReader:
+    """The shared row reader for this source: both layouts (:class:`CodeAdapter`, :func:`parquet_columns`)."""
+    return RowReader(CodeAdapter(settings), columns=("content", "code"), max_bytes=settings.max_line_bytes,
+                     batch_rows=settings.batch_rows, choose=functools.partial(parquet_columns, settings=settings), fmt=fmt)
 
 
 def read_parquet(spec: InputSpec, settings: StackCodeSettings) -> Iterator[Record]:
     """Stream a Parquet export one row group at a time (see the module docstring for drops)."""
-    where = spec.location
-    try:
-        parquet = open_parquet(spec.path, ("content", "code"))
-    except (OSError, pa.ArrowException) as exc:
-        yield Drop("unreadable_input", f"{where}: file", f"{type(exc).__name__}: {exc}")
-        return
-    names = set(parquet.schema_arrow.names)
-    layout = row_layout(names)
-    needed = STACK_COLUMNS if layout == STACK else GITHUB_CODE_COLUMNS
-    missing = [c for c in needed if c not in names] if layout else ["content or code"]
-    meta = parquet.metadata
-    if missing:
-        detail = f"missing column(s) {', '.join(missing)} (has {', '.join(sorted(names))})"
-        yield from _row_drops("missing_column", where, 0, meta.num_rows, detail)
-        return
-    optional = STACK_OPTIONAL if layout == STACK else GITHUB_CODE_OPTIONAL
-    columns = [*needed, *(c for c in optional if c in names)]
-    normalize = stack_row if layout == STACK else github_code_row
-    content = "content" if layout == STACK else "code"
-    rows = parquet_file_rows(parquet, columns, settings.batch_rows, {content: settings.max_file_bytes}, (content,))
-    for number, row in enumerate(rows):
-        yield _parquet_record(row, normalize, settings, spec, number)
+    return row_reader(settings, "parquet")(spec)
 
 
-def _parquet_record(row: dict[str, Any] | RowError, normalize: Callable[[Mapping[str, Any], frozenset[str]], CodeRow],
-                    settings: StackCodeSettings, spec: InputSpec, number: int) -> Record:
-    """One decoded Parquet row as a record; a row that could not be decoded is one drop naming it."""
-    if isinstance(row, RowError):
-        return Drop(row.reason, f"{spec.location}: row {number}", row.detail)
-    return code_record(normalize(row, settings.allowed_licenses), settings, spec.location, number, spec.key)
-
-
-# -- JSON lines -------------------------------------------------------------------------------
 def read_jsonl(spec: InputSpec, settings: StackCodeSettings) -> Iterator[Record]:
     """JSON lines of either layout (plain, .gz, .zst, .bz2, .xz), told apart per row."""
-    where = spec.location
-    number = 0
-    try:
-        with open_binary(spec.path) as stream:
-            for number, row in enumerate(json_rows(stream, settings.max_line_bytes), start=1):
-                if row is not None:
-                    yield _json_record(row, number, spec, settings)
-    except CODEC_ERRORS as exc:
-        yield Drop("truncated_input", f"{where}: after line {number}", f"{type(exc).__name__}: {exc}")
-
-
-def _json_record(row: dict[str, Any] | RowError, number: int, spec: InputSpec, settings: StackCodeSettings) -> Record:
-    where = spec.location
-    if isinstance(row, RowError):
-        if row.reason == "too_large":
-            return Drop("too_large", f"{where}: line {number}", f"{where}: line {number}: {row.detail}")
-        return Drop("malformed_json", f"{where}: line {number}", row.detail)  # not JSON, or not an object
-    layout = row_layout(row)
-    if layout is None:
-        return Drop("missing_column", f"{where}: line {number}", "neither 'content' nor 'code' in the row")
-    normalize = stack_row if layout == STACK else github_code_row
-    return code_record(normalize(row, settings.allowed_licenses), settings, f"{where}: line {number}", number,
-                       spec.key)
+    return row_reader(settings, "jsonl")(spec)
 
 
 def is_parquet(path: Path) -> bool:

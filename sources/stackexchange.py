@@ -25,11 +25,13 @@ import contextlib
 import dataclasses
 import json
 import logging
+import operator
 import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +48,11 @@ from core.bounded import DEFAULT_TIMEOUT_S, BoundedCleaner
 from core.compressed import CODEC_ERRORS, open_binary, read_blocks
 from core.document import Document, Drop, InputSpec, make_doc_id
 from core.driver import PhaseRun, SourcePhases
+from core.filters.basic import FieldPredicate
 from core.layout import state_path
 from core.manifest import InputRecord
 from core.pipeline import RunContext
-from core.steps import Filter, Record, Step
+from core.steps import Record, Step
 from sources.formats.html_text import html_to_text
 
 log = logging.getLogger(__name__)
@@ -755,16 +758,17 @@ class StackExchangeReader:
         )
 
 
-class MinAnswers(Filter):
-    """Drops questions with fewer than ``min_answers`` answers (0 keeps unanswered questions)."""
+class MinAnswers(FieldPredicate):
+    """Drops questions with fewer than ``min_answers`` answers (``too_few_answers``; 0 keeps unanswered questions).
 
-    name = "min_answers"
+    The generic field predicate on ``meta.answer_count`` (a question without the field has none),
+    with ``operator.le`` so the filter pickles to process-pool workers.
+    """
 
     def __init__(self, min_answers: int) -> None:
+        super().__init__("meta.answer_count", partial(operator.le, min_answers), "too_few_answers",
+                         name="min_answers", default=0)
         self.min_answers = min_answers
-
-    def decide(self, doc: Document) -> str | None:
-        return "too_few_answers" if int(doc.meta.get("answer_count", 0)) < self.min_answers else None
 
 
 @dataclass

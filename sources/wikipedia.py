@@ -48,7 +48,8 @@ from mwparserfromhell.wikicode import Wikicode
 from core.bounded import BoundedCleaner
 from core.compressed import CODEC_ERRORS, open_binary, read_blocks
 from core.document import Document, Drop, InputSpec, make_doc_id
-from core.steps import MinLength, Record, Step
+from core.filters.basic import MinLength
+from core.steps import Record, Step
 from sources.formats.wikipedia_multistream import first_stream_end, parse_range_key, read_streams
 from sources.formats.wikipedia_names import drop_prefixes
 from sources.formats.wikitext import (

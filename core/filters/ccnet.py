@@ -16,8 +16,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from functools import cache
 
-from core import steps
 from core.document import Document, Drop
+from core.filters import basic
 from core.filters.record_bound import TextBound
 from core.steps import Record, Step
 
@@ -79,7 +79,7 @@ class TidyLines(Step):
                 yield doc if text == doc.text else replace(doc, text=text)
 
 
-class MinLength(steps.MinLength):
+class MinLength(basic.MinLength):
     """Drops documents shorter than ``min_chars`` characters (cc_net: 300)."""
 
     def __init__(self, min_chars: int = CCNET_MIN_CHARS) -> None:

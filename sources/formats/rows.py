@@ -1,10 +1,32 @@
-"""The one row reader of the Parquet and JSON-lines sources: bad rows become named errors, bounded in memory.
+"""The one row reader of the JSON-lines, CSV and Parquet sources: bad rows become named drops, bounded in memory.
 
-Every Parquet/JSON-lines source (stack_code, reasoning, the external datasets of
-:mod:`sources.formats.datasets_text`) reads its rows here and turns each :class:`RowError` into
-one counted drop in its own vocabulary, naming the file and the row; the rows before and after
-are kept. :func:`parquet_file_rows` and :func:`json_rows` give one item per row (or line), in
-order, so the caller's row numbers are its count of items.
+A source that reads rows composes :class:`RowReader` with an *adapter*, a function from one
+decoded row (a ``dict``) and its place (:class:`RowAt`) to a Document or a Drop, as datatrove's
+readers take an adapter. The reader does the rest, the same way for every such source: opening
+the file (plain, ``.gz``, ``.zst``, ``.bz2``, ``.xz``; format by name, or ``fmt``), the line or
+row numbers that name each record, skipping blank lines, the byte bound of a line or value, a
+row's skip and limit, and one drop for each fault, under one name whatever the source:
+
+====================  ==========================================================================
+``malformed_json``    a JSON line that is not JSON, not UTF-8, nested too deeply, or not an object
+``too_large``         a line (or Parquet value, CSV field) over the byte bound, skipped unread
+``invalid_utf8``      a Parquet or CSV row with bytes that are not UTF-8
+``malformed_csv``     a CSV row the csv module cannot parse
+``corrupt_row_group`` each row of a Parquet row group that cannot be decoded
+``missing_column``    each row of a Parquet file without a column the reader was told to read
+``unreadable_input``  a Parquet file whose footer cannot be read (one drop for the file)
+``truncated_input``   a compressed stream cut short: one drop after the last line read
+``skipped_row``       a row before ``skip`` (counted, never decoded)
+``row_limit``         one drop where the reader stopped after ``limit`` rows
+====================  ==========================================================================
+
+The rows before and after a bad one are kept. The adapter decides about the row's content
+(a missing field is its ``malformed_row``, say) and never sees a row the reader dropped.
+
+The lower layers stay usable alone (the external datasets of
+:mod:`sources.formats.datasets_text` keep their own vocabulary): :func:`parquet_file_rows`,
+:func:`json_rows` and :func:`csv_rows` give one item per row (or line), in order, so the caller's
+row numbers are its count of items.
 
 Two ways one bad row used to cost a whole file, or all the memory:
 
@@ -24,16 +46,22 @@ Two ways one bad row used to cost a whole file, or all the memory:
 
 from __future__ import annotations
 
+import csv
+import io
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from pathlib import Path
+from typing import IO, Any, Literal, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from core.compressed import CODEC_ERRORS, open_binary
+from core.document import Document, Drop, InputSpec
 from core.json_line import parse_json_line
 
 #: How many decoded bytes one Parquet batch aims at (a batch is never smaller than one row).
@@ -290,3 +318,200 @@ def _run_values(column: pa.Array, start: int, stop: int, bad: dict[int, str]) ->
             values.append(None)
             bad[row] = f"{type(exc).__name__}: {exc}"
     return values
+
+
+# -- CSV --------------------------------------------------------------------------------------
+#: A byte that was not UTF-8, as ``surrogateescape`` decoding keeps it.
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+
+
+def csv_rows(handle: IO[bytes], max_field_bytes: int) -> Iterator[dict[str, Any] | RowError]:
+    """One item per data row of a CSV stream with a header row: its ``{column: value}``, or a :class:`RowError`.
+
+    Bad bytes are decoded as surrogates (``surrogateescape``), so they cost their row
+    (``invalid_utf8``), not the file; a field over ``max_field_bytes`` is ``too_large`` and any
+    other parse error ``malformed_csv``, and reading goes on at the next row. An empty stream
+    gives nothing; an unparseable header gives one ``malformed_csv`` error and nothing else.
+    The csv module's field limit is process-wide: it is set to ``max_field_bytes`` when reading
+    starts, so two CSV readers with different bounds must not interleave in one process (every
+    CSV reader of this project uses 16 MiB).
+    """
+    csv.field_size_limit(max_field_bytes)
+    text = io.TextIOWrapper(handle, encoding="utf-8", errors="surrogateescape", newline="")
+    reader = csv.DictReader(text)
+    try:
+        if reader.fieldnames is None:  # reads the header row; an empty file has no rows
+            return
+    except csv.Error as exc:
+        yield RowError("malformed_csv", f"header: {type(exc).__name__}: {exc}")
+        return
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:  # the row is lost, the reader goes on after it
+            yield _csv_error(exc, max_field_bytes)
+            continue
+        bad = [key for key, value in row.items() if isinstance(value, str) and _ESCAPED_BYTE.search(value)]
+        yield RowError("invalid_utf8", f"column {bad[0]!r}: bytes that are not UTF-8") if bad else row
+
+
+def _csv_error(exc: csv.Error, max_field_bytes: int) -> RowError:
+    if "field larger than field limit" in str(exc):
+        return RowError("too_large", f"a field over {max_field_bytes:,} bytes")
+    return RowError("malformed_csv", f"{type(exc).__name__}: {exc}")
+
+
+# -- the reader a source composes ---------------------------------------------------------------
+RowFormat = Literal["jsonl", "csv", "parquet"]
+#: The lower layers' error names that the reader folds into one (a JSON list is malformed JSON lines too).
+_FOLDED = {"not_object": "malformed_json"}
+
+
+@dataclass(frozen=True)
+class RowAt:
+    """Where a row is in its input: ``unit`` (``line`` for JSON lines, ``row`` otherwise) and its number.
+
+    JSON lines count from 1 like an editor (blank lines count, though they are no record);
+    CSV data rows from 1 after the header; Parquet rows from 0 like the file's row index.
+    """
+
+    spec: InputSpec
+    unit: str
+    number: int
+
+    @property
+    def where(self) -> str:
+        """The record as the user gave its input (``<location>: line 7``): what a drop names."""
+        return f"{self.spec.location}: {self.unit} {self.number}"
+
+    @property
+    def origin(self) -> str:
+        """The record by the input's key (``<key>: line 7``): what a document may store, never a path spelling."""
+        return f"{self.spec.key}: {self.unit} {self.number}"
+
+    @property
+    def file_name(self) -> str:
+        """The input's file name (``c4-train.00000-of-01024.json.gz``)."""
+        return Path(self.spec.location).name
+
+
+#: What a source gives the reader: one decoded row and its place -> a Document or a Drop.
+Adapter = Callable[[dict[str, Any], RowAt], "Document | Drop"]
+
+
+@dataclass(frozen=True)
+class ParquetColumns:
+    """What to read of one Parquet file: ``columns``, the byte bound of some (``sized``), and the
+    string columns whose UTF-8 bytes come with each row (``utf8``, see :func:`parquet_rows`)."""
+
+    columns: tuple[str, ...]
+    sized: dict[str, int]
+    utf8: tuple[str, ...] = ()
+
+
+#: A source that reads more than one Parquet layout chooses per file from its column names:
+#: the columns to read, or the detail of a ``missing_column`` drop (one per row of the file).
+ColumnChooser = Callable[[Sequence[str]], "ParquetColumns | str"]
+
+
+def row_format(path: Path) -> RowFormat:
+    """The format a file's name says: ``.parquet``/``.pq`` Parquet, ``.csv`` (compressed or not) CSV, else JSON lines."""
+    name = path.name.lower()
+    if name.endswith((".parquet", ".pq")):
+        return "parquet"
+    stem = name.rsplit(".", 1)[0] if name.endswith((".gz", ".zst", ".bz2", ".xz")) else name
+    return "csv" if stem.endswith(".csv") else "jsonl"
+
+
+@dataclass(frozen=True)
+class RowReader:
+    """Rows of one input -> Documents and Drops, through a source's ``adapter`` (module docstring).
+
+    ``columns``: the Parquet columns to read, all required (a file without one is a
+    ``missing_column`` drop per row); JSON lines and CSV rows come whole, the adapter checks its
+    fields. ``max_bytes`` bounds a JSON line, a CSV field and each Parquet value of ``columns``
+    (a longer Parquet value reaches the adapter as an :class:`Oversized`, never as a string).
+    ``language`` goes on the reader's own drops. ``skip`` rows are counted (``skipped_row``)
+    without being decoded; after ``limit`` adapted rows the reader stops with one ``row_limit``
+    drop. Build it in the recipe's ``read`` (an adapter that is a lambda does not pickle).
+    """
+
+    adapter: Adapter
+    columns: tuple[str, ...] = ()
+    max_bytes: int = 16 << 20
+    language: str | None = None
+    fmt: RowFormat | None = None
+    skip: int = 0
+    limit: int | None = None
+    #: Parquet rows per batch at most (fewer when rows are large: :func:`batch_rows_for`).
+    batch_rows: int = 1024
+    #: Parquet: choose the columns per file (several layouts) instead of ``columns``; ``columns``
+    #: then names the large text columns kept dictionary-encoded (:func:`open_parquet`).
+    choose: ColumnChooser | None = None
+
+    def __call__(self, spec: InputSpec) -> Iterator[Document | Drop]:
+        """Every record of ``spec``, in file order."""
+        fmt = self.fmt or row_format(spec.path)
+        items = self._parquet(spec) if fmt == "parquet" else self._stream(spec, fmt)
+        seen = 0
+        for at, item in items:
+            if isinstance(item, Drop):
+                yield item
+                continue
+            seen += 1
+            if seen <= self.skip:
+                yield Drop("skipped_row", at.where, language=self.language)
+            elif self.limit is not None and seen > self.skip + self.limit:
+                yield Drop("row_limit", f"{spec.location}: from {at.unit} {at.number} (stopped after {self.limit:,})",
+                           language=self.language)
+                return
+            elif isinstance(item, RowError):
+                yield Drop(_FOLDED.get(item.reason, item.reason), at.where, f"{at.where}: {item.detail}", self.language)
+            else:
+                yield self.adapter(item, at)
+
+    def _stream(self, spec: InputSpec, fmt: RowFormat) -> Iterator[tuple[RowAt, dict[str, Any] | RowError | Drop]]:
+        """JSON lines or CSV: numbered items; a cut compressed stream ends with one ``truncated_input`` drop."""
+        unit = "line" if fmt == "jsonl" else "row"
+        number = 0
+        try:
+            with open_binary(spec.path) as stream:
+                rows: Iterable[dict[str, Any] | RowError | None] = (
+                    json_rows(stream, self.max_bytes) if fmt == "jsonl" else csv_rows(stream, self.max_bytes))
+                for number, row in enumerate(rows, start=1):
+                    if row is not None:  # a blank line: no record
+                        yield RowAt(spec, unit, number), row
+        except CODEC_ERRORS as exc:
+            at = RowAt(spec, unit, number)
+            yield at, Drop("truncated_input", f"{spec.location}: after {unit} {number}",
+                           f"{type(exc).__name__}: {exc}", self.language)
+
+    def _parquet(self, spec: InputSpec) -> Iterator[tuple[RowAt, dict[str, Any] | RowError | Drop]]:
+        """Parquet, one row group at a time (:func:`parquet_file_rows`)."""
+        try:
+            parquet = open_parquet(spec.path, self.columns)
+        except (OSError, pa.ArrowException) as exc:
+            yield RowAt(spec, "row", 0), Drop("unreadable_input", f"{spec.location}: file",
+                                               f"{type(exc).__name__}: {exc}", self.language)
+            return
+        with parquet:
+            chosen = self._columns(parquet.schema_arrow.names)
+            rows: Iterable[dict[str, Any] | RowError]
+            if isinstance(chosen, str):
+                rows = itertools.repeat(RowError("missing_column", chosen), parquet.metadata.num_rows)
+            else:
+                rows = parquet_file_rows(parquet, chosen.columns, self.batch_rows, chosen.sized, chosen.utf8)
+            for number, row in enumerate(rows):
+                yield RowAt(spec, "row", number), row
+
+    def _columns(self, names: Sequence[str]) -> ParquetColumns | str:
+        """The file's columns to read (``choose``, else ``columns`` all bounded), or why it has none."""
+        if self.choose is not None:
+            return self.choose(names)
+        columns = self.columns or tuple(names)
+        missing = [c for c in columns if c not in names]
+        if missing:
+            return f"missing column(s) {', '.join(missing)}"
+        return ParquetColumns(columns, dict.fromkeys(columns, self.max_bytes))

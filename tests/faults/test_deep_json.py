@@ -42,7 +42,7 @@ def test_c4(tmp_path: Path) -> None:
              json.dumps({"text": "last page"}).encode()]
     path.write_bytes(gzip.compress(b"\n".join(lines) + b"\n", mtime=0))
     docs, drops = split(list(read_c4_json(path, str(path))))
-    assert [(d.reason, d.record) for d in drops] == [("invalid_json", f"{path}: line 2")]
+    assert [(d.reason, d.record) for d in drops] == [("malformed_json", f"{path}: line 2")]
     assert [d.text for d in docs] == ["first page", "last page"]
 
 

@@ -115,6 +115,6 @@ def test_huge_c4_line_is_one_drop_and_never_held(tmp_path: Path) -> None:
     path = tmp_path / "c4-train.00000-of-01024.json.gz"
     path.write_bytes(gzip.compress(b"\n".join(lines), mtime=0))
     records = list(read_c4_json(path, str(path), max_line_bytes=1 << 20))
-    assert [r.reason if isinstance(r, Drop) else "kept" for r in records] == ["kept"] * 9 + ["record_too_large"] + [
+    assert [r.reason if isinstance(r, Drop) else "kept" for r in records] == ["kept"] * 9 + ["too_large"] + [
         "kept"] * 10
     assert "line 10" in records[9].record

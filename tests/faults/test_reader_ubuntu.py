@@ -120,5 +120,5 @@ def test_ubuntu_v2_csv_bad_byte_or_huge_field_costs_its_row_alone(tmp_path: Path
     path.write_bytes(data)
     docs, drops = _read(path)
     assert [(d.reason, d.record) for d in drops] == [("invalid_utf8", f"{path}: row 10"),
-                                                     ("malformed_csv", f"{path}: row 31")]
+                                                     ("too_large", f"{path}: row 31")]
     assert len(docs) == 48

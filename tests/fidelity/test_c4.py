@@ -1,8 +1,8 @@
 """Fidelity corpus, C4: released ``c4-*.json.gz`` lines, and C4's rules on Common Crawl text, kept text by hand.
 
 Released C4 (RedPajama's route): each JSON line's ``text`` is the document, kept exactly (newlines,
-Unicode, escapes); a line that is not an object with a string ``text`` is one ``invalid_json`` drop,
-an empty text an ``empty`` drop. C4 from Common Crawl: WET conversions (written by warcio, fixed
+Unicode, escapes); a line that is not a JSON object is one ``malformed_json`` drop, an object
+without a string ``text`` one ``malformed_row``, an empty text an ``empty`` drop. C4 from Common Crawl: WET conversions (written by warcio, fixed
 ids and dates) through :class:`C4FromCommonCrawlRecipe`'s phase A (tidy lines, then C4's line and
 page rules) and its bad-words step: lines without terminal punctuation, with fewer than 3 words,
 ending in an ellipsis, naming javascript or a cookie/privacy policy go; citation marks go; pages
@@ -35,10 +35,10 @@ RELEASED: list[tuple[bytes, str]] = [
      'Escaped \u00e9 and "quotes" and a tab\there.'),
     (json.dumps({"text": "  leading and trailing spaces stay  ", "url": "https://a.example/4"}).encode(),
      "  leading and trailing spaces stay  "),
-    (b'{"text": "cut', "drop:invalid_json"),
-    (b'{"url": "https://a.example/6"}', "drop:invalid_json"),
-    (b'{"text": 42}', "drop:invalid_json"),
-    (b'["text", "a list"]', "drop:invalid_json"),
+    (b'{"text": "cut', "drop:malformed_json"),
+    (b'{"url": "https://a.example/6"}', "drop:malformed_row"),
+    (b'{"text": 42}', "drop:malformed_row"),
+    (b'["text", "a list"]', "drop:malformed_json"),
     (json.dumps({"text": "   \n  ", "url": "https://a.example/9"}).encode(), "drop:empty"),
 ]
 

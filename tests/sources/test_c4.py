@@ -40,7 +40,7 @@ def test_bad_lines_and_truncation(tmp_path: Path) -> None:
                                                json.dumps(ROWS[1]) * 50])
     data = path.read_bytes()
     records = list(read_c4_json(path, "bad"))
-    assert [r.reason for r in records if isinstance(r, Drop)] == ["invalid_json", "invalid_json", "invalid_json"]
+    assert [r.reason for r in records if isinstance(r, Drop)] == ["malformed_json", "malformed_row", "malformed_json"]
     assert "line 2" in records[1].record
     cut = tmp_path / "cut.json.gz"
     cut.write_bytes(data[: len(data) - 20])
