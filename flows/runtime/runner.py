@@ -25,13 +25,13 @@ import os
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from core import lifeline
 from core.config import PipelineConfig
-from flows.runtime import prefect_reuse
+from flows.runtime import prefect_internals, prefect_reuse
 from flows.runtime.logs import quiet_environment_errors, say
 from flows.runtime.worker_savings import install_worker_savings
 
@@ -89,35 +89,10 @@ def _linked_server() -> Any:
     forwarder, which creates the events and log workers) finds no API URL and asks
     ``SubprocessASGIServer()`` for an ephemeral server, and gets this running one. A server
     started outside the class (tried: its command line run directly) made those threads start
-    a second and third server, and send the workers' events there.
+    a second and third server, and send the workers' events there. (Reaches into Prefect's server
+    class: :mod:`flows.runtime.prefect_internals`, ``linked-ephemeral-server``.)
     """
-    from prefect.server.api import server as prefect_server
-
-    class LinkedServer(prefect_server.SubprocessASGIServer):
-        def _run_uvicorn_command(self) -> Any:
-            # the one Popen of Prefect's own command line, with the death signal armed before exec
-            real = prefect_server.subprocess
-            prefect_server.subprocess = _PopenWith(real, lifeline.preexec())  # type: ignore[assignment]
-            try:
-                return super()._run_uvicorn_command()
-            finally:
-                prefect_server.subprocess = real
-
-    prefect_server.SubprocessASGIServer._instances.pop(None, None)  # a stopped one of an earlier run
-    return LinkedServer()
-
-
-class _PopenWith:
-    """The ``subprocess`` module as one caller sees it, with a ``preexec_fn`` added to ``Popen``."""
-
-    def __init__(self, module: Any, preexec: Any) -> None:
-        self._module, self._preexec = module, preexec
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._module, name)
-
-    def Popen(self, *args: Any, **kwargs: Any) -> Any:  # the name it stands in for
-        return self._module.Popen(*args, preexec_fn=self._preexec, **kwargs)
+    return prefect_internals.linked_ephemeral_server(lifeline.preexec)
 
 
 def _stop_server(server: Any) -> None:
@@ -131,14 +106,7 @@ def _stop_server(server: Any) -> None:
 
 def _drain_workers() -> None:
     """Flush queued logs and events to the API before the embedded server stops."""
-    with contextlib.suppress(Exception):
-        from prefect.logging.handlers import APILogWorker
-
-        APILogWorker.drain_all(timeout=5)
-    with contextlib.suppress(Exception):
-        from prefect.events.worker import EventsWorker
-
-        EventsWorker.drain_all()
+    prefect_internals.drain_log_and_event_workers()
 
 
 def worker_count(config: PipelineConfig) -> int:
@@ -229,23 +197,21 @@ def _watch_this_process() -> None:
 
 # -- one linked worker pool per run -----------------------------------------------------------
 class _Pool:
-    """Worker processes, their message queue to Prefect's log/event forwarding, and the thread that started them."""
+    """Worker processes, their message queue to Prefect's log/event forwarding, and the thread that started them.
+
+    What it takes from Prefect's and CPython's internals is in :mod:`flows.runtime.prefect_internals`
+    (``process-runner-forwarding``, ``pool-workers-up-front``, ``forkserver-stop``).
+    """
 
     def __init__(self, workers: int, out: Path) -> None:
-        from prefect.task_runners import ProcessPoolTaskRunner
-
         prefect_reuse.reuse_serialized_settings()
         self.workers, self.out, self.users = workers, out, 0
         context = _worker_context()
         # Prefect's own forwarding of worker logs and events to the API, hosted here for the pool's life
-        self.forwarder = ProcessPoolTaskRunner(max_workers=workers)
-        self.forwarder._subprocess_message_queue = context.Queue()
-        self.forwarder._message_forwarding_thread = threading.Thread(
-            target=self.forwarder._forward_subprocess_messages, name="kinda-pool-messages", daemon=True)
-        self.forwarder._message_forwarding_thread.start()
+        self.forwarder = prefect_internals.hosted_forwarder(workers, context.Queue())
         self.executor = ProcessPoolExecutor(
             max_workers=workers, mp_context=context, initializer=_start_pool_worker,
-            initargs=(self.forwarder._subprocess_message_queue, os.getpid(), str(out.resolve())))
+            initargs=(self.queue, os.getpid(), str(out.resolve())))
         self._closing = threading.Event()
         started = threading.Event()
         self._keeper = threading.Thread(target=self._keep, args=(started,), name="kinda-pool", daemon=True)
@@ -256,14 +222,14 @@ class _Pool:
     def _keep(self, started: threading.Event) -> None:
         """Start every worker from this thread, then outlive them (their death signal follows it)."""
         try:
-            self.executor._launch_processes()  # type: ignore[attr-defined]
+            prefect_internals.launch_pool_workers(self.executor)
         finally:
             started.set()
         self._closing.wait()
 
     @property
     def queue(self) -> Any:
-        return self.forwarder._subprocess_message_queue
+        return prefect_internals.forwarder_queue(self.forwarder)
 
     def close(self) -> None:
         """Stop the workers (waiting for them, so their writes and locks are gone), then the forwarding.
@@ -275,14 +241,14 @@ class _Pool:
         server waited for ever (seen once in three resumed sample runs). Such workers are ended
         here: they never ran anything, so there is nothing of theirs to wait for.
         """
-        workers = list((getattr(self.executor, "_processes", None) or {}).values())
+        workers = prefect_internals.pool_worker_processes(self.executor)
         try:
             self.executor.shutdown(wait=True, cancel_futures=True)
             for worker in workers:
                 if worker.is_alive():
                     worker.terminate()
                 worker.join(timeout=10)
-            self.forwarder._stop_message_forwarding()
+            prefect_internals.stop_forwarder(self.forwarder)
         finally:
             self._closing.set()
             self._keeper.join(timeout=5)
@@ -304,12 +270,7 @@ def _pool_closed() -> None:
         _live[0] -= 1
         if _live[0] > 0:
             return
-    from multiprocessing import forkserver
-
-    server = getattr(forkserver, "_forkserver", None)
-    if server is not None and getattr(server, "_forkserver_pid", None) is not None:
-        with contextlib.suppress(Exception):
-            server._stop()
+    prefect_internals.stop_forkserver()
 
 
 #: What a pool's fork server imports once, so that each worker forked from it does not
@@ -339,10 +300,8 @@ def _start_pool_worker(queue: Any, parent_pid: int, out: str) -> None:
     """A worker's first act: die with the flow and join its writers; then Prefect's log/event forwarding."""
     lifeline.start_worker(parent_pid, out)
     quiet_environment_errors()
-    from prefect import task_runners
-
     install_worker_savings()
-    task_runners._initialize_process_pool_worker(queue)
+    prefect_internals.initialize_pool_worker(queue)
 
 
 _pools: list[_Pool] = []  # the pool of the run in progress (at most one; a list so it can be swapped)
@@ -393,53 +352,9 @@ def pooled_runner(workers: int, out: Path) -> Any:
 
 @functools.cache
 def _pooled_runner_class() -> type:
-    """The runner class, built on first use (importing Prefect's runners costs ``--help`` time)."""
-    from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner
+    """The runner class, built on first use (importing Prefect's runners costs ``--help`` time).
 
-    class PooledTaskRunner(ProcessPoolTaskRunner):
-        """Prefect's process runner, minus owning the pool: it borrows the run's for one flow run."""
-
-        def __init__(self, max_workers: int, out: Path) -> None:
-            super().__init__(max_workers=max_workers)
-            self._out = out
-            self._pool: _Pool | None = None
-            self._shared = False
-
-        def duplicate(self) -> PooledTaskRunner:
-            return PooledTaskRunner(self._max_workers, self._out)
-
-        def __enter__(self) -> PooledTaskRunner:
-            # No pool yet: Prefect also enters a copy of the flow's runner in a worker around every task
-            # it runs there, and that copy must not start workers of its own unless it submits.
-            TaskRunner.__enter__(self)
-            self._resolver_executor = ThreadPoolExecutor(max_workers=self._max_workers)
-            return self
-
-        def submit(self, *args: Any, **kwargs: Any) -> Any:
-            if self._pool is None:
-                self._pool, self._shared = _borrow(self._max_workers, self._out)
-                self._executor = self._pool.executor
-                self._subprocess_message_queue = self._pool.queue
-            return super().submit(*args, **kwargs)
-
-        def cancel_all(self) -> None:
-            for event in list(self._cancel_events.values()):
-                with contextlib.suppress(OSError, ValueError):
-                    event.set()  # type: ignore[attr-defined]
-            self._cancel_events.clear()
-
-        def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
-            self.cancel_all()
-            try:
-                if self._resolver_executor is not None:
-                    self._resolver_executor.shutdown(wait=True, cancel_futures=True)
-                    self._resolver_executor = None
-            finally:
-                self._executor = None
-                self._subprocess_message_queue = None
-                if self._pool is not None:
-                    _give_back(self._pool, self._shared)
-                    self._pool = None
-                TaskRunner.__exit__(self, exc_type, exc_value, traceback)
-
-    return PooledTaskRunner
+    A subclass of Prefect's process runner that borrows the run's pool (:mod:`flows.runtime.prefect_internals`,
+    ``pooled-runner``).
+    """
+    return prefect_internals.pooled_runner_class(_borrow, _give_back)

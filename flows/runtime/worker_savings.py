@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from flows.runtime import prefect_reuse
+from flows.runtime import prefect_internals, prefect_reuse
 
 
 def install_worker_savings() -> None:
@@ -18,11 +18,8 @@ def install_worker_savings() -> None:
     Run by a pool worker at its start and by every Dask worker before its first task
     (:mod:`flows.runtime.dask_worker`); both savings are safe for tasks running in threads side by side.
     """
-    from prefect.client import orchestration
-
-    with _savings_guard:
-        if not isinstance(orchestration.ssl, _SharedSslContexts):
-            orchestration.ssl = _SharedSslContexts(orchestration.ssl)  # type: ignore[assignment]
+    with _savings_guard:  # the client's ssl module replaced (prefect_internals: client-ssl-contexts)
+        prefect_internals.replace_client_ssl_module(_SharedSslContexts, _SharedSslContexts)
     prefect_reuse.reuse_hydrated_settings()
 
 

@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from flows.runtime import runner
+from flows.runtime import prefect_internals, runner
 
 
 def _child_pids() -> set[int]:
@@ -29,8 +29,7 @@ def _child_pids() -> set[int]:
 
 def _wait_for_workers(count: int, seconds: float = 60) -> None:
     """Until the fork server has forked ``count`` workers, plus a moment for them to reach their queue."""
-    server = getattr(multiprocessing.forkserver, "_forkserver", None)
-    pid = getattr(server, "_forkserver_pid", None)
+    pid = prefect_internals.forkserver_pid()
     children = Path(f"/proc/{pid}/task/{pid}/children")
     deadline = time.monotonic() + seconds
     while pid is not None and children.exists() and time.monotonic() < deadline:
@@ -43,7 +42,7 @@ def _wait_for_workers(count: int, seconds: float = 60) -> None:
 def test_an_unused_pool_closes_and_leaves_no_process(tmp_path: Path) -> None:
     before_children, before_pids = set(multiprocessing.active_children()), _child_pids()
     pool, shared = runner._borrow(2, tmp_path)
-    held = pool.executor._call_queue  # not collected yet: its write end stays open in this process
+    held = prefect_internals.pool_call_queue(pool.executor)  # not collected yet: its write end stays open in this process
     _wait_for_workers(2)  # started and waiting for work, as in a run whose every stage resumed
     done = threading.Event()
 
@@ -55,8 +54,7 @@ def test_an_unused_pool_closes_and_leaves_no_process(tmp_path: Path) -> None:
     assert done.wait(60), "closing a pool that ran no task hung"
     del held
     assert set(multiprocessing.active_children()) <= before_children  # the pool's workers are gone
-    server = getattr(multiprocessing.forkserver, "_forkserver", None)
-    assert getattr(server, "_forkserver_pid", None) is None  # stopped and reaped
+    assert prefect_internals.forkserver_pid() is None  # stopped and reaped
     left = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in _child_pids() - before_pids
             if Path(f"/proc/{pid}/cmdline").exists()]
     assert [cmd for cmd in left if b"resource_tracker" not in cmd] == []  # nor the fork server
