@@ -34,7 +34,7 @@ import numpy as np
 from core.digest import json_hash
 from core.document import Document, Drop, InputSpec
 from core.driver import PhaseRun, SourcePhases
-from core.filters.ccnet import CCNET_MIN_CHARS, MinLength, TidyLines, normalize_for_dedup
+from core.filters.ccnet import CCNET_MIN_CHARS, MinLength, TidyLines, normalize_lines_for_dedup
 from core.filters.langid import LanguageID, LanguagePrefilter
 from core.filters.quality import KenLMScorer, PerplexityBuckets, WikiRefFilter
 from core.layout import staging_dir, state_path
@@ -71,7 +71,7 @@ class LineUnits:
     name: str = "lines"
 
     def units(self, text: str) -> list[str]:
-        return [normalize_for_dedup(line) for line in text.split("\n")]
+        return normalize_lines_for_dedup(text)
 
     def apply(self, text: str, duplicate: np.ndarray) -> str:
         return "\n".join(keep_unmarked(text.split("\n"), duplicate))
