@@ -317,6 +317,7 @@ def run_size(label: str, sizes: dict[str, int], work: Path, workers: int, pile_b
             flow.run(config.stage_config(source, sections[source]))
         stage.output_bytes, stage.docs_out = shard_text(out, _document_source(source))
         stages.append(stage)
+        _keep(work, stage)
         log(_line(stage))
     registry = _registry()
     forced: dict[str, dict[str, Any]] = {
@@ -333,8 +334,19 @@ def run_size(label: str, sizes: dict[str, int], work: Path, workers: int, pile_b
             flow.run(config.stage_config(name, dict(getattr(config, name) or {}), forced[name]))
         stage.output_bytes = written_since([out], since)
         stages.append(stage)
+        _keep(work, stage)
         log(_line(stage))
     return stages
+
+
+def _keep(work: Path, stage: Stage) -> None:
+    """Append ``stage`` to ``work/stages.jsonl`` as soon as it is measured (``--render`` reads them back)."""
+    with open(work / "stages.jsonl", "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(_row(stage)) + "\n")
+
+
+def _row(stage: Stage) -> dict[str, Any]:
+    return asdict(stage) | {"cpu_per_in_gb": stage.cpu_per_in_gb, "cpu_per_out_gb": stage.cpu_per_out_gb}
 
 
 def _registry() -> Any:
@@ -433,9 +445,9 @@ def _load_results(path: Path) -> dict[str, Any]:
     return json.loads(text[start: text.index("-->", start)])  # type: ignore[no-any-return]
 
 
-def check(work: Path, workers: int, log: Callable[[str], None]) -> int:
-    """Re-measure the recorded 1/4 size; 1 when a stage's CPU per input GB is more than 15% off."""
-    recorded = _load_results(DOC)
+def check(doc: Path, work: Path, workers: int, log: Callable[[str], None]) -> int:
+    """Re-measure the 1/4 size recorded in ``doc``; 1 when a stage's CPU per input GB is more than 15% off."""
+    recorded = _load_results(doc)
     sizes = {k: int(v) for k, v in recorded["sizes"]["quarter"].items()}
     stages = _with_prefect(lambda: run_size("quarter", sizes, work, workers, int(recorded["pile_bytes"]["quarter"]), log))
     was = {s["stage"]: s for s in recorded["stages"] if s["size"] == "quarter"}
@@ -449,6 +461,7 @@ def check(work: Path, workers: int, log: Callable[[str], None]) -> int:
         failed += not ok
         print(f"{s.stage:<14} cpu/in-GB {s.cpu_per_in_gb:8.0f} vs {old['cpu_per_in_gb']:8.0f} in docs/cost.md: "
               f"{ratio:.2f}x {'ok' if ok else 'MORE THAN 15% OFF'}")
+    print("every stage within 15% of docs/cost.md" if not failed else f"{failed} stage(s) more than 15% off")
     return 1 if failed else 0
 
 
@@ -457,6 +470,17 @@ def _with_prefect(fn: Callable[[], Any]) -> Any:
 
     with prefect_api():
         return fn()
+
+
+def render_kept(args: argparse.Namespace) -> int:
+    """``--render``: the projection from ``work/stages.jsonl`` and ``work/sizes.json`` (what a cut-short run left)."""
+    from benchmarks.corpus_projection import render
+
+    stages = [json.loads(line) for line in (args.work / "stages.jsonl").read_text().splitlines() if line]
+    results = json.loads((args.work / "sizes.json").read_text()) | {"stages": stages, "load": os.getloadavg()}
+    args.doc.write_text(render(results), encoding="utf-8")
+    print(f"wrote {args.doc} from {len(stages)} stages")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -471,8 +495,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="worker processes per flow (default: %(default)s)")
     parser.add_argument("--no-efficiency", action="store_true", help="skip the 1-vs-2-worker measurement")
     parser.add_argument("--full-only", action="store_true", help="run the full size only (no linearity; for tests)")
-    parser.add_argument("--doc", type=Path, default=DOC, help="where the projection is written (default: docs/cost.md)")
+    parser.add_argument("--doc", type=Path, default=DOC,
+                        help="where the projection is written, and what --check reads (default: docs/cost.md)")
     parser.add_argument("--json", type=Path, help="also write the measurements here")
+    parser.add_argument("--render", action="store_true",
+                        help="write --doc from the stages a run under --work measured so far (a run cut short)")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     scratch = args.work / "tmp"
@@ -485,12 +512,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{time.perf_counter() - started:7.0f} s] {message}", flush=True)
 
     if args.check:
-        return check(args.work, args.workers, log)
+        return check(args.doc, args.work, args.workers, log)
+    if args.render:
+        return render_kept(args)
     chosen = [s for s in args.sources.split(",") if s]
     base = QUICK_SIZES if args.quick else {k: int(v * args.scale) for k, v in FULL_SIZES.items()}
     full = {k: base[k] for k in chosen}
     quarter = {k: max(v // 4, 200_000) for k, v in full.items()}
     pile = {"quarter": max(sum(quarter.values()) // 8, 500_000), "full": max(sum(full.values()) // 8, 500_000)}
+
+    (args.work / "stages.jsonl").unlink(missing_ok=True)
+    (args.work / "sizes.json").write_text(json.dumps({
+        "sizes": {"quarter": quarter, "full": full}, "pile_bytes": pile, "workers": args.workers, "efficiency": None,
+        "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "quick": args.quick}))
 
     def everything() -> tuple[list[Stage], dict[str, float] | None]:
         stages = [] if args.full_only else run_size("quarter", quarter, args.work, args.workers, pile["quarter"], log)
@@ -506,8 +540,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {"sizes": {"quarter": quarter, "full": full}, "pile_bytes": pile, "workers": args.workers,
                "efficiency": efficiency, "date": time.strftime("%Y-%m-%d"), "load": os.getloadavg(),
                "cpus": os.cpu_count(), "quick": args.quick,
-               "stages": [asdict(s) | {"cpu_per_in_gb": s.cpu_per_in_gb, "cpu_per_out_gb": s.cpu_per_out_gb}
-                          for s in stages]}
+               "stages": [_row(s) for s in stages]}
     from benchmarks.corpus_projection import render
 
     text = render(results)
