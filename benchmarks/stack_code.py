@@ -106,7 +106,7 @@ def run_full(path: Path) -> int:
 #: What the profile splits out: leaves of the step chain (a step's ``run`` is a generator whose
 #: cumulative time holds the steps before it, so the steps are measured by what they call).
 PROFILE_PARTS = {
-    "reader (read_parquet)": [("stack_code.py", "read_parquet")],
+    "reader (RowReader)": [("rows.py", "__call__")],
     "counts (alnum, alpha, pre-tokens, lines)": [("text_counts.py", "remember_counts"),
                                                  ("text_counts.py", "text_counts")],
     "copyright header": [("code_quality.py", "cuts")],

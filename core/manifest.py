@@ -143,6 +143,21 @@ CREATE TABLE IF NOT EXISTS drops (
     reason VARCHAR NOT NULL,
     count BIGINT NOT NULL
 );
+-- Per input, each step's traffic in chain order (position 0 is the reader): documents and
+-- characters in and out, and the thread CPU seconds the step itself spent (core.steps). A step's
+-- drops are in ``drops`` under the same step name; docs_in - docs_out is their count.
+CREATE TABLE IF NOT EXISTS step_stats (
+    run_id VARCHAR NOT NULL,
+    input_key VARCHAR NOT NULL,
+    source VARCHAR NOT NULL,
+    position INTEGER NOT NULL,
+    step VARCHAR NOT NULL,
+    docs_in BIGINT NOT NULL,
+    docs_out BIGINT NOT NULL,
+    chars_in BIGINT,
+    chars_out BIGINT NOT NULL,
+    cpu_seconds DOUBLE NOT NULL
+);
 CREATE TABLE IF NOT EXISTS errors (
     run_id VARCHAR NOT NULL,
     input_key VARCHAR NOT NULL,
@@ -176,6 +191,8 @@ CREATE OR REPLACE VIEW latest_inputs AS
     QUALIFY row_number() OVER (PARTITION BY i.source, i.input_key ORDER BY r.started_at DESC) = 1;
 CREATE OR REPLACE VIEW latest_drops AS
     SELECT d.* FROM drops d JOIN latest_inputs l ON d.run_id = l.run_id AND d.input_key = l.input_key;
+CREATE OR REPLACE VIEW latest_step_stats AS
+    SELECT s.* FROM step_stats s JOIN latest_inputs l ON s.run_id = l.run_id AND s.input_key = l.input_key;
 """
 
 
@@ -202,6 +219,9 @@ class InputRecord:
     drops: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
     shards: list[dict[str, Any]] = field(default_factory=list)
+    #: Each step's traffic (:meth:`core.steps.StepStats.step_rows`); a marker written before
+    #: steps were recorded has none, and its input then has no ``step_stats`` rows.
+    steps: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def docs_dropped(self) -> int:
@@ -475,6 +495,7 @@ class Manifest:
         statements: list[Statement] = [
             ("DELETE FROM drops WHERE run_id = ? AND input_key = ?", [run_id, rec.input_key], False),
             ("DELETE FROM errors WHERE run_id = ? AND input_key = ?", [run_id, rec.input_key], False),
+            ("DELETE FROM step_stats WHERE run_id = ? AND input_key = ?", [run_id, rec.input_key], False),
             ("INSERT OR REPLACE INTO inputs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
              [run_id, rec.input_key, rec.source, rec.language, rec.location, rec.size, rec.sha256,
               rec.status, rec.error, rec.records_in, rec.docs_kept, rec.docs_dropped, rec.seconds,
@@ -484,6 +505,9 @@ class Manifest:
                d["reason"], int(d["count"])] for d in rec.drops], True),
             ("INSERT INTO errors VALUES (?, ?, ?, ?, ?, ?)",
              [[run_id, rec.input_key, e["step"], e["reason"], e["record"], e["detail"]] for e in rec.errors], True),
+            ("INSERT INTO step_stats VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             [[run_id, rec.input_key, rec.source, s["position"], s["step"], s["docs_in"], s["docs_out"],
+               s["chars_in"], s["chars_out"], s["cpu_seconds"]] for s in rec.steps], True),
         ]
         now = _now()
         for shard in rec.shards:

@@ -49,7 +49,7 @@ from core.layout import (
 from core.manifest import InputRecord
 from core.markers import Marker
 from core.shards import ShardLimits, ShardWriter, read_documents
-from core.steps import MAX_ERROR_EXAMPLES, Record, Step, StepStats, run_steps
+from core.steps import MAX_ERROR_EXAMPLES, Record, Step, StepStats, chain_step_rows, run_steps
 from core.version import __version__
 
 log = logging.getLogger(__name__)
@@ -306,9 +306,11 @@ def run_input_phase(phase: InputPhase, spec: InputSpec, ctx: RunContext) -> Inpu
         log.exception("input %s failed", spec.location)
         record.status, record.error = "failed", f"{spec.location}: {type(exc).__name__}: {exc}"
         record.records_in, record.seconds = stats.records_in, time.perf_counter() - started
+        record.steps = stats.step_rows()
         return record
     record.records_in, record.docs_kept = stats.records_in, stats.kept
     record.drops = stats.drop_rows()
+    record.steps = stats.step_rows()
     record.errors = stats.errors
     record.status = "partial" if any(d["reason"] == "truncated_input" for d in record.drops) else "done"
     record.seconds = time.perf_counter() - started
@@ -543,6 +545,7 @@ def merge_records(before: InputRecord, staged: InputRecord) -> InputRecord:
     merged = InputRecord.from_dict(staged.to_dict())
     merged.records_in = before.records_in
     merged.drops = before.drops + staged.drops
+    merged.steps = chain_step_rows(before.steps, staged.steps)
     merged.errors = (before.errors + staged.errors)[:MAX_ERROR_EXAMPLES]
     merged.seconds = before.seconds + staged.seconds
     merged.sha256 = before.sha256 or staged.sha256

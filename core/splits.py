@@ -30,7 +30,7 @@ from core.atomic import AtomicOutput
 from core.document import InputSpec
 from core.layout import signals_attribute_path, staging_dir, state_path
 from core.manifest import InputRecord
-from core.steps import MAX_ERROR_EXAMPLES
+from core.steps import MAX_ERROR_EXAMPLES, sum_step_rows
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,7 @@ def joined_record(spec: InputSpec, ranges: Sequence[RangeInput]) -> InputRecord:
         records_in=sum(r.records_in for r in records), docs_kept=sum(r.docs_kept for r in records),
         seconds=sum(r.seconds for r in records), drops=merge_drops(records),
         errors=[e for r in records for e in r.errors][:MAX_ERROR_EXAMPLES],
+        steps=sum_step_rows(r.steps for r in records),
     )
 
 

@@ -10,6 +10,7 @@ first use inside the worker that runs the step.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -75,27 +76,34 @@ class Filter(Step):
                 yield Drop(reason=reason, record=doc.id, language=doc.language)
 
 
-class MinLength(Filter):
-    """Drops documents whose text is shorter than ``min_chars`` (e.g. articles that were all markup)."""
+@dataclass
+class StepCounts:
+    """One step's traffic over one input: documents and characters out, CPU seconds spent.
 
-    name = "min_length"
+    ``cpu_total`` includes the time of the steps before it (they run inside its ``next()``);
+    :meth:`StepStats.step_rows` subtracts them, and takes a step's ``docs_in``/``chars_in`` from
+    the step before it (the chain is linear: a step receives exactly what its predecessor gave
+    out). The reader's ``docs_in`` is every record it gave (documents and drops alike,
+    :attr:`StepStats.records_in`); its ``chars_in`` is None: what it read was bytes of a file.
+    """
 
-    def __init__(self, min_chars: int) -> None:
-        self.min_chars = min_chars
-
-    def decide(self, doc: Document) -> str | None:
-        return "too_short" if len(doc.text) < self.min_chars else None
+    step: str
+    docs_out: int = 0
+    chars_out: int = 0
+    cpu_total: float = 0.0
 
 
 @dataclass
 class StepStats:
-    """What happened to the records of one input: read, kept, dropped by (step, reason)."""
+    """What happened to the records of one input: read, kept, dropped by (step, reason), per-step traffic."""
 
     records_in: int = 0
     kept: int = 0
     drops: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     errors: list[dict[str, str]] = field(default_factory=list)
     error_count: int = 0
+    #: Per stage in chain order (the reader first); filled by :func:`run_steps`.
+    steps: list[StepCounts] = field(default_factory=list)
 
     def count_drop(self, step: str, drop: Drop, default_language: str | None = None) -> None:
         """Count one dropped record; keep a bounded list of error examples for the manifest."""
@@ -115,6 +123,21 @@ class StepStats:
             for (step, reason, lang), count in sorted(self.drops.items())
         ]
 
+    def step_rows(self) -> list[dict[str, Any]]:
+        """Per-step traffic as manifest rows, in chain order, each step's own CPU seconds (see :class:`StepCounts`)."""
+        rows: list[dict[str, Any]] = []
+        previous: StepCounts | None = None
+        for position, counts in enumerate(self.steps):
+            rows.append({
+                "position": position, "step": counts.step,
+                "docs_in": self.records_in if previous is None else previous.docs_out,
+                "docs_out": counts.docs_out,
+                "chars_in": None if previous is None else previous.chars_out, "chars_out": counts.chars_out,
+                "cpu_seconds": round(max(0.0, counts.cpu_total - (previous.cpu_total if previous else 0.0)), 6),
+            })
+            previous = counts
+        return rows
+
     @property
     def dropped(self) -> int:
         """Total number of dropped records."""
@@ -125,17 +148,50 @@ class StepStats:
         return self.records_in == self.kept + self.dropped
 
 
+def sum_step_rows(parts: Iterable[Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The step rows of several runs of one chain (the ranges of a split input) summed per position.
+
+    Counts add; ``chars_in`` stays None where it is None (the reader); CPU seconds add.
+    """
+    summed: dict[tuple[int, str], dict[str, Any]] = {}
+    for rows in parts:
+        for row in rows:
+            key = (int(row["position"]), str(row["step"]))
+            into = summed.setdefault(key, {"position": key[0], "step": key[1], "docs_in": 0, "docs_out": 0,
+                                           "chars_in": None, "chars_out": 0, "cpu_seconds": 0.0})
+            for name in ("docs_in", "docs_out", "chars_out"):
+                into[name] += int(row[name])
+            if row["chars_in"] is not None:
+                into["chars_in"] = (into["chars_in"] or 0) + int(row["chars_in"])
+            into["cpu_seconds"] = round(into["cpu_seconds"] + float(row["cpu_seconds"]), 6)
+    return [summed[key] for key in sorted(summed)]
+
+
+def chain_step_rows(first: Sequence[dict[str, Any]], then: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The step rows of two phases over one input (an extraction, then staging) as one chain, positions after ``first``'s."""
+    offset = len(first)
+    return [*first, *({**row, "position": row["position"] + offset} for row in then)]
+
+
 def _documents_only(
-    records: Iterable[Record], step_name: str, stats: StepStats, language: str | None
+    records: Iterable[Record], counts: StepCounts, stats: StepStats, language: str | None
 ) -> Iterator[Document]:
-    """Pass Documents on and count the Drops that ``step_name`` produced."""
+    """Pass Documents on, count the Drops that ``counts.step`` produced, and time the step (module docstring)."""
+    clock = time.thread_time
+    step_name = counts.step
+    started = clock()
     for record in records:
         if isinstance(record, Drop):
             stats.count_drop(step_name, record, language)
             if record.is_error:
                 log.warning("%s dropped %s: %s (%s)", step_name, record.record, record.reason, record.detail)
         else:
-            yield record
+            counts.docs_out += 1
+            counts.chars_out += len(record.text)
+            counts.cpu_total += clock() - started
+            yield record  # the time suspended here is the consumer's
+            started = clock()
+    counts.cpu_total += clock() - started
 
 
 def _counted_input(records: Iterable[Record], stats: StepStats) -> Iterator[Record]:
@@ -156,9 +212,13 @@ def run_steps(
     ``language`` is the default language for drops that do not carry one (e.g. a whole
     Wikipedia dump is one language), so drop counts can be reported per language.
     """
-    stream: Iterator[Document] = _documents_only(_counted_input(records, stats), reader_name, stats, language)
+    reader = StepCounts(reader_name)
+    stats.steps.append(reader)
+    stream: Iterator[Document] = _documents_only(_counted_input(records, stats), reader, stats, language)
     for step in steps:
-        stream = _documents_only(step.run(stream), step.name, stats, language)
+        counts = StepCounts(step.name)
+        stats.steps.append(counts)
+        stream = _documents_only(step.run(stream), counts, stats, language)
     for doc in stream:
         stats.kept += 1
         yield doc
