@@ -70,9 +70,15 @@ DEDUP_REASON = "duplicate_exact"
 
 
 class SourceRecipe(Protocol):
-    """What a source module provides to the pipeline."""
+    """What a source module provides to the pipeline.
 
-    name: str
+    ``name`` is read-only (a property): the pipeline only reads it, so a frozen dataclass, a
+    plain class attribute and a writable field all satisfy the protocol.
+    """
+
+    @property
+    def name(self) -> str:
+        """The source the documents are recorded under (``docs/<name>/``, the manifest)."""
 
     def input_language(self, spec: InputSpec) -> str | None:
         """The language of a whole input, when the input says (a Wikipedia dump does)."""

@@ -1,12 +1,13 @@
 """What a source *is*, said once: :class:`SourceSpec`, and the :class:`Registry` that holds them.
 
-A source declares one ``SourceSpec`` next to its config class (``flows/<name>.py`` for the
-built-in sources, or the recipe module of a source without a flow module of its own). Everything
+A source declares one ``SourceSpec`` next to its config class, in the module that runs it
+(``flows/<name>.py`` for a source with a flow of its own, as every built-in one has;
+``sources/<name>.py``, beside the recipe, for one the generic flow runs). Everything
 that used to name a source by a string reads the spec instead: the parent flow (which sources a
 dataset can run, in which order, with which config class and default YAML), the sample corpus
 (``sample`` and ``sample_section``), the input checks (``input_fields``, from the config class),
 dedup (``documents``), labels (``kind``) and the Prefect deployments (``deployment``, checked
-against ``prefect.yaml`` by a test).
+against ``prefect.yaml`` by ``kinda deployments --check``).
 
 Pure: no Prefect, no flows. A spec holds the callables it is given (``run``, ``sample``); the
 flows layer supplies them.

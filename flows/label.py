@@ -51,9 +51,10 @@ else:  # only a run needs them (Prefect, pyarrow, DuckDB): not --help or a refus
 class LabelConfig(PipelineConfig):
     """Settings of the label flow (defaults in ``configs/labels.yaml``)."""
 
-    llama_sources: list[str] = Field(default_factory=lambda: ["commoncrawl", "c4", "github", "wikipedia", "books",
-                                                              "arxiv", "stackexchange"])
-    extension_sources: list[str] = Field(default_factory=list)
+    llama_sources: list[str] = Field(default_factory=list, description="document sources labeled G1 (default: "
+                                                                       "the registry's llama sources)")
+    extension_sources: list[str] = Field(default_factory=list, description="document sources labeled G2 only "
+                                                                           "(default: the registry's extensions)")
     drop_duplicates: bool = True
     require_dedup: bool = True
     release_docs: bool = Field(True, description="delete each docs/ shard once its documents are in class shards "
@@ -67,6 +68,23 @@ class LabelConfig(PipelineConfig):
                                           "a failing document goes to class 'filtered' (no set)")
     drop_contaminated: bool = Field(True, description="documents the decontaminate stage marked go to class "
                                                       "'contaminated' (no set); false keeps them in their sets")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lists_from_the_registry(cls, data: Any) -> Any:
+        """A source list the settings leave out is the registry's (:data:`flows.registry.SOURCES`, each
+        spec's ``kind``), less the names the other list gives: no YAML keeps a copy of the sources."""
+        if not isinstance(data, dict) or {"llama_sources", "extension_sources"} <= data.keys():
+            return data
+        from flows.registry import SOURCES  # the specs' modules: configs and flags, no Prefect
+
+        filled = dict(data)
+        for key, kind, other in (("llama_sources", "llama", "extension_sources"),
+                                 ("extension_sources", "extension", "llama_sources")):
+            if key not in data:
+                given = set(data.get(other) or ())
+                filled[key] = [name for name in SOURCES.documents(kind) if name not in given]
+        return filled
 
     @model_validator(mode="after")
     def _sets_well_defined(self) -> LabelConfig:

@@ -1,10 +1,12 @@
 """The sources this repository ships, in run order: each one's :class:`core.registry.SourceSpec`.
 
-Each spec is declared next to its source (``SPEC`` in ``flows/<name>.py``); this module only
-lists them, with real imports (mypy and the import graph see every source the parent flow can
-run). The parent flow (:mod:`flows.llama`), the sample corpus (:mod:`flows.runtime.sample`), the input
-checks and the label lists read :data:`SOURCES`; a test checks ``prefect.yaml``,
-``configs/labels.yaml`` and ``configs/g2.yaml`` against it.
+Each spec is declared in the module that runs its source: ``flows/<name>.py`` for a source with a
+flow of its own (every shipped one), ``sources/<name>.py`` beside the recipe for one the generic
+flow runs (docs/adding-a-source.md). This module only lists them, with real imports (mypy and the
+import graph see every source the parent flow can run). The parent flow (:mod:`flows.llama`), the
+sample corpus (:mod:`flows.runtime.sample`), the input checks, the label flow and the tests read
+:data:`SOURCES`; tests/flows/test_registry.py checks the files that cannot (``prefect.yaml``, the
+dataset files) against it.
 
 Importing this module imports every source flow module (their configs and flags, not Prefect or
 pyarrow): the parent flow imports it when a run starts, not for ``--help``. A source that lives

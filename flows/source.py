@@ -8,7 +8,8 @@ A source without a flow module of its own (``SourceSpec.run`` is None) runs here
 class (a :class:`core.registry.SourceConfig`) gives the recipe and the input fields, and
 :func:`flows.runtime.source_flow.run_source` does the rest (stage, exact dedup, finalize, manifest), as
 for every other source. The parent flow (:mod:`flows.llama`) runs such a source through
-:func:`source_runner`, so a new source needs no module under ``flows/`` (docs/adding-a-source.md).
+:func:`source_runner`: a new source is its ``sources/<name>.py`` (recipe, config, spec), its YAML and
+its entry in the registry, with no module under ``flows/`` (docs/adding-a-source.md).
 """
 
 from __future__ import annotations

@@ -24,11 +24,11 @@ import duckdb
 from core.manifest import ManifestError
 from core.os_errors import os_error_line
 from core.report import format_storage, format_summary, format_table, storage
-from kinda import cli_dedup, cli_filters, cli_report, cli_slurm, cli_tensors
+from kinda import cli_dedup, cli_deployments, cli_filters, cli_report, cli_slurm, cli_tensors
 from kinda.command import KindaError, first_line, manifest_path, open_manifest, output_root
 
 #: The sub-command modules, each with ``register(subparsers)``; heavy imports stay inside their commands.
-SUBCOMMANDS = (cli_dedup, cli_report, cli_tensors, cli_slurm, cli_filters)
+SUBCOMMANDS = (cli_dedup, cli_report, cli_tensors, cli_slurm, cli_filters, cli_deployments)
 #: Exit status of a command whose reader closed the pipe (as a process killed by SIGPIPE).
 BROKEN_PIPE_EXIT = 128 + 13
 

@@ -55,6 +55,7 @@ COMPOSERS = {
     "flows.demo": "the Wikipedia flow's command on generated sample dumps (no flow of its own)",
     "flows.registry": "the list of sources: each source's SourceSpec is declared in its own flow module",
     "flows.source": "the generic source flow: runs a registered source that has no flow module of its own",
+    "flows.label": "reads which document sources are LLaMA's and which extensions from the registry",
 }
 
 

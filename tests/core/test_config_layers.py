@@ -11,14 +11,16 @@ from pydantic import BaseModel
 
 from core.config import CONFIG_DIR, PipelineConfig, ShardConfig, deep_merge, load_layered
 from flows.llama import LlamaConfig
+from flows.registry import SOURCES
 from loader.recipe import Recipe
 
 FLOWS = Path(__file__).resolve().parents[2] / "flows"
 
 
 def _readers() -> dict[str, type[BaseModel]]:
-    """``configs/<file>`` -> the class that reads it: each flow's default YAML, datasets, mixtures."""
-    readers: dict[str, type[BaseModel]] = {}
+    """``configs/<file>`` -> the class that reads it: each source's default YAML (its spec), each other
+    flow's, datasets, mixtures."""
+    readers: dict[str, type[BaseModel]] = {spec.default_yaml: spec.config for spec in SOURCES.specs()}
     for path in sorted(FLOWS.glob("*.py")):
         cli = getattr(importlib.import_module(f"flows.{path.stem}"), "cli", None)
         if getattr(cli, "config_file", None) is not None:

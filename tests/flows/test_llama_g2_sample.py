@@ -19,9 +19,8 @@ from loader import Recipe
 
 #: The extension sources (each has a sample writer).
 EXTENSION_SAMPLES = SOURCES.names("extension")
-#: The document sources the extension flows write (pubmed writes two).
-EXTENSION_DOCS = ["dialogue", "dm_math", "pubmed_abstracts", "pubmed_central", "reasoning", "science_books",
-                  "stack_code"]
+#: The document sources the extension flows write (pubmed writes two), from their specs.
+EXTENSION_DOCS = sorted(SOURCES.documents("extension"))
 
 
 @pytest.mark.prefect

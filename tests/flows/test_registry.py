@@ -1,10 +1,14 @@
-"""The source registry is the one list of sources: the YAML copies that cannot read it are checked here.
+"""The source registry is the one list of sources: every other list is derived from it or checked here.
 
-``prefect.yaml`` (a deployment per deployed source, pointing at the source's flow, tagged ``g2``
-for an extension), ``configs/labels.yaml`` (the label flow's own defaults, for ``python -m
-flows.label``) and the dataset files (G.1 runs exactly the LLaMA sources, G.2 adds exactly the
-extensions) must say what the specs say. Plus: the registry refuses a second source of one name,
-and reading the specs imports neither Prefect nor pandas.
+:func:`lists_against_the_registry` is the one check of the copies that cannot read the registry,
+one line per missing or extra entry, naming the file: ``prefect.yaml`` (``kinda deployments
+--check``: a deployment per deployed source, pointing at the flow that runs it, tagged ``g2`` for
+an extension), ``configs/labels.yaml`` (names no list, or the registry's), the dataset files (G.1
+runs exactly the LLaMA sources, G.2 every registered source) and the per-source cases of
+``tests/flows/test_silent_inputs.py``. Every other list (the label stage's, the sample's, the
+tests' expected sources and document names) is derived from :data:`flows.registry.SOURCES`.
+Plus: where a spec is declared, the registry refuses a second source of one name, and reading
+the specs imports neither Prefect nor pandas.
 """
 
 from __future__ import annotations
@@ -21,48 +25,71 @@ import yaml
 from core.config import CONFIG_DIR, PipelineConfig
 from core.registry import Registry, SourceConfig, SourceSpec
 from flows import llama
-from flows import source as generic
 from flows.registry import SOURCES
+from kinda.cli_deployments import deployment_problems
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def deployments() -> dict[str, dict]:
-    return {d["name"]: d for d in yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]}
+def _differences(file: str, what: str, found: list[str], expected: list[str]) -> list[str]:
+    """``<file>: <what> lacks 'x'`` / ``... names 'y', not a registered ...`` / order, one line each."""
+    lines = [f"{file}: {what} lacks {name!r}" for name in expected if name not in found]
+    lines += [f"{file}: {what} names {name!r}, which the registry does not" for name in found if name not in expected]
+    if not lines and found != expected:
+        lines.append(f"{file}: {what} in the order {found}, the registry's is {expected}")
+    return lines
 
 
-def test_every_deployed_source_has_its_deployment_and_only_those() -> None:
-    declared = deployments()
-    sources = {d["name"]: d for d in declared.values() if "source" in d["tags"]}
-    assert sorted(sources) == sorted(s.deployment for s in SOURCES.specs() if s.deployment)
-    for spec in SOURCES.specs():
-        if spec.deployment is None:
-            continue
-        deployment = declared[spec.deployment]
-        flow = spec.flow or generic.source_flow  # a source without a flow module runs in the generic one
-        path, _, name = deployment["entrypoint"].partition(":")
-        assert (flow.fn.__module__.replace(".", "/") + ".py", flow.fn.__name__) == (path, name), spec.name
-        assert ("g2" in deployment["tags"]) == (spec.kind == "extension"), spec.name
-    label = declared["label"]["parameters"]["config"]
-    assert label["extension_sources"] == SOURCES.documents("extension")
+def lists_against_the_registry(registry: Registry, root: Path) -> list[str]:
+    """Every hand-kept list of source names under ``root`` that differs from ``registry``, one line each."""
+    from tests.flows.test_silent_inputs import EMPTY
+
+    problems = deployment_problems((root / "prefect.yaml").read_text(encoding="utf-8"), registry)
+    labels = yaml.safe_load((root / "configs" / "labels.yaml").read_text(encoding="utf-8")) or {}
+    for key, kind in (("llama_sources", "llama"), ("extension_sources", "extension")):
+        if key in labels:  # the label flow reads the registry; a list written here must be its list
+            problems += _differences("configs/labels.yaml", key, labels[key], registry.documents(kind))
+    for name, names in (("g1.yaml", registry.names("llama")), ("g2.yaml", registry.names())):
+        sources = list(llama.LlamaConfig.from_yaml(root / "configs" / name).sources)
+        problems += _differences(f"configs/{name}", "sources", sources, names)
+    problems += _differences("tests/flows/test_silent_inputs.py", "EMPTY (an empty input per source)",
+                             sorted(EMPTY), sorted(registry))
+    return problems
 
 
-def test_label_and_dataset_files_match_the_registry() -> None:
-    labels = yaml.safe_load((CONFIG_DIR / "labels.yaml").read_text())
-    assert labels["llama_sources"] == SOURCES.documents("llama")
-    assert labels["extension_sources"] == SOURCES.documents("extension")
-    g1 = llama.LlamaConfig.from_yaml(CONFIG_DIR / "g1.yaml")
-    g2 = llama.LlamaConfig.from_yaml(CONFIG_DIR / "g2.yaml")
-    assert list(g1.sources) == SOURCES.names("llama")
-    assert list(g2.sources) == SOURCES.names()
-    assert llama.label_lists({}) == {"llama_sources": labels["llama_sources"],
-                                     "extension_sources": labels["extension_sources"]}
-    assert llama.label_lists({"extension_sources": ["x"]}) == {"llama_sources": labels["llama_sources"]}
+def test_every_list_of_sources_matches_the_registry() -> None:
+    assert lists_against_the_registry(SOURCES, REPO) == []
+    assert llama.label_lists({}) == {"llama_sources": SOURCES.documents("llama"),
+                                     "extension_sources": SOURCES.documents("extension")}
+    assert llama.label_lists({"extension_sources": ["x"]}) == {"llama_sources": SOURCES.documents("llama")}
+
+
+def test_the_check_names_the_file_and_the_missing_entry() -> None:
+    """A source registered and nowhere else: each list that must name it says so, by file."""
+    extra = SourceSpec("extra_source", SourceConfig, "extension")
+    lines = lists_against_the_registry(Registry([*SOURCES.specs(), extra]), REPO)
+    assert lines == [
+        "prefect.yaml: no deployment 'extra_source' for source 'extra_source' (kinda deployments --write adds it)",
+        "configs/g2.yaml: sources lacks 'extra_source'",
+        "tests/flows/test_silent_inputs.py: EMPTY (an empty input per source) lacks 'extra_source'",
+    ]
+
+
+def spec_home(spec: SourceSpec) -> str:
+    """Where ``spec`` and its config class must be declared (docs/adding-a-source.md, "Where a source lives").
+
+    The module that runs the source: ``flows/<name>.py`` when the source has a flow of its own
+    (phases, flags; the spec names that flow, and ``sources/`` may not import flows), else
+    ``sources/<name>.py``, beside its recipe, run by the generic flow.
+    """
+    return f"flows.{spec.name}" if spec.run is not None else f"sources.{spec.name}"
 
 
 def test_specs_are_declared_with_their_sources() -> None:
-    for spec in SOURCES.specs():  # in its flow module, or a SourceConfig the generic flow runs
-        assert spec.config.__module__ == f"flows.{spec.name}" if spec.run else issubclass(spec.config, SourceConfig)
+    for spec in SOURCES.specs():
+        home = sys.modules[spec.config.__module__]
+        assert (home.__name__, getattr(home, "SPEC", None)) == (spec_home(spec), spec), spec.name
+        assert spec.run is not None or issubclass(spec.config, SourceConfig), spec.name
         assert (CONFIG_DIR / spec.default_yaml).is_file(), spec.name
         assert spec.input_fields, spec.name
     assert SOURCES["pubmed"].documents == ("pubmed_central", "pubmed_abstracts")
