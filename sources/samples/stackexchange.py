@@ -20,6 +20,7 @@ sample run finds it unchanged and resumes.
 from __future__ import annotations
 
 import html
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,7 +135,8 @@ def _attr(value: str) -> str:
 
 
 def posts_xml(posts: list[Post] = POSTS) -> bytes:
-    """``Posts.xml`` of ``posts``, one ``<row .../>`` per line."""
+    """``Posts.xml`` of ``posts``, one ``<row .../>`` per line (answer counts in one pass: linear in the posts)."""
+    answers = Counter(p.parent for p in posts if p.parent is not None)
     rows = []
     for post in posts:
         attrs = {"Id": str(post.id), "PostTypeId": str(post.type)}
@@ -146,7 +148,7 @@ def posts_xml(posts: list[Post] = POSTS) -> bytes:
                   "OwnerUserId": str(100 + post.id % 7), "LastActivityDate": post.created}
         if post.title is not None:
             attrs |= {"Title": post.title, "Tags": "".join(f"<{tag}>" for tag in post.tags),
-                      "AnswerCount": str(sum(1 for p in posts if p.parent == post.id))}
+                      "AnswerCount": str(answers[post.id])}
         attrs["ContentLicense"] = "CC BY-SA 2.5"
         rows.append("  <row " + " ".join(f'{k}="{_attr(v)}"' for k, v in attrs.items()) + " />")
     return ('<?xml version="1.0" encoding="utf-8"?>\n<posts>\n' + "\n".join(rows) + "\n</posts>\n").encode("utf-8")
