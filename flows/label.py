@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, model_validator
 
 from core.config import PipelineConfig
+from core.registry import Kind
 from core.version import code_version
 from flows.runtime.cli import Flag, FlowCLI
 from flows.runtime.lazy import NO_CACHE, LazyImport, flow, task
@@ -79,8 +80,9 @@ class LabelConfig(PipelineConfig):
         from flows.registry import SOURCES  # the specs' modules: configs and flags, no Prefect
 
         filled = dict(data)
-        for key, kind, other in (("llama_sources", "llama", "extension_sources"),
-                                 ("extension_sources", "extension", "llama_sources")):
+        lists: tuple[tuple[str, Kind, str], ...] = (("llama_sources", "llama", "extension_sources"),
+                                                    ("extension_sources", "extension", "llama_sources"))
+        for key, kind, other in lists:
             if key not in data:
                 given = set(data.get(other) or ())
                 filled[key] = [name for name in SOURCES.documents(kind) if name not in given]

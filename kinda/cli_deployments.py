@@ -72,18 +72,23 @@ def _yaml_values(spec: SourceSpec, config_dir: Path) -> dict[str, Any]:
     return {key: merged[key] for key in loaded if key in merged and merged[key] != defaults.get(key)}
 
 
+def _inline(value: Any) -> str:
+    """``value`` as one line of YAML (flow style; a plain scalar without the ``...`` document end)."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=10**6).strip()
+    return text.removesuffix("...").strip()
+
+
 def deployment_entry(spec: SourceSpec, config_dir: Path) -> str:
     """The YAML text of ``spec``'s deployment, indented as ``prefect.yaml``'s list items."""
     datasets = [yaml.safe_load((config_dir / name).read_text(encoding="utf-8")) or {} for name in ("g1.yaml", "g2.yaml")]
-    section = next((d["sources"][spec.name] for d in datasets if (d.get("sources") or {}).get(spec.name)), {})
+    section: dict[str, Any] = next((d["sources"][spec.name] for d in datasets if (d.get("sources") or {}).get(spec.name)), {})
     config = {**_yaml_values(spec, config_dir), **section, "out": "data"}
     parameters: dict[str, Any] = {"config": config} if spec.flow is not None else {"name": spec.name, "config": config}
     summary = ((spec.config.__doc__ or spec.name).strip().splitlines() or [spec.name])[0]
     tags = "[kinda, source, g2]" if spec.kind == "extension" else "[kinda, source]"
-    flow_params = "\n".join(f"      {key}: {yaml.safe_dump(value, default_flow_style=True, width=10**6).strip()}"
-                            for key, value in parameters.items())
+    flow_params = "\n".join(f"      {key}: {_inline(value)}" for key, value in parameters.items())
     return (f"  - name: {spec.deployment}\n    entrypoint: {entrypoint(spec)}\n"
-            f"    description: {yaml.safe_dump(summary, width=10**6).strip().removesuffix('...').strip()}\n"
+            f"    description: {_inline(summary)}\n"
             f"    tags: {tags}\n    parameters:\n{flow_params}\n    work_pool: *local_pool\n")
 
 

@@ -121,3 +121,19 @@ def test_reading_the_registry_imports_neither_prefect_nor_pandas() -> None:
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_kinda_deployments_write_adds_what_the_check_finds_missing() -> None:
+    """``kinda deployments --write``: the missing source's deployment, built from its spec, ends the check's complaint."""
+    from kinda.cli_deployments import with_missing
+
+    extra = SourceSpec("extra_source", SourceConfig, "extension")
+    registry = Registry([*SOURCES.specs(), extra])
+    text = (REPO / "prefect.yaml").read_text(encoding="utf-8")
+    written = with_missing(text, registry, CONFIG_DIR)
+    assert deployment_problems(text, registry) != [] and deployment_problems(written, registry) == []
+    assert written.startswith(text.partition("  # -- the stages after the sources")[0].rstrip("\n"))
+    added = {d["name"]: d for d in yaml.safe_load(written)["deployments"]}["extra_source"]
+    assert added["entrypoint"] == "flows/source.py:source_flow" and added["tags"] == ["kinda", "source", "g2"]
+    assert added["parameters"] == {"name": "extra_source", "config": {"out": "data"}}
+    assert with_missing(text, SOURCES, CONFIG_DIR) == text  # nothing missing: the file as it is
