@@ -20,12 +20,10 @@ The cleaning and statistics filters live in :mod:`core.filters.code_quality`.
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import hashlib
 import json
 import os
 import re
-import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +40,7 @@ from sources.formats.licenses import (
     detect_repo_license,
     row_license,
 )
+from sources.formats.rows import RowAt, RowReader
 
 SOURCE = "github"
 REPO_LIST_SUFFIX = ".repos.json"
@@ -262,54 +261,56 @@ def read_repo_list(spec: InputSpec, settings: GithubSettings) -> Iterator[Record
 
 
 # -- BigQuery export rows -------------------------------------------------------------------
-_GZIP_ERRORS: tuple[type[BaseException], ...] = (EOFError, OSError, zlib.error)
+def max_row_bytes(settings: GithubSettings) -> int:
+    """The bound of one export line: a row whose content could still be kept (JSON escapes a byte as
+    up to 6), plus its metadata. A longer line holds a file over ``max_file_bytes``: ``too_large``,
+    the file-level reason, skipped unread by the row reader."""
+    return 6 * settings.max_file_bytes + (1 << 20)
 
 
-def _open_rows(path: Path) -> Any:
-    return gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")
+@dataclass
+class BigQueryAdapter:
+    """The row reader's adapter for BigQuery export rows (``repo_name``, ``path``, ``content``, ``license``).
+
+    A row without ``repo_name`` or ``path`` is ``malformed_row``; each licence value is judged once
+    per input (``licenses`` remembers it).
+    """
+
+    settings: GithubSettings
+    licenses: dict[str | None, RepoLicense] = field(default_factory=dict)
+
+    def __call__(self, row: dict[str, Any], at: RowAt) -> Record:
+        try:
+            repo, path = str(row["repo_name"]), str(row["path"])
+        except KeyError as exc:
+            return Drop("malformed_row", at.where, f"{type(exc).__name__}: {exc}")
+        license_value = row.get("license")
+        if license_value not in self.licenses:
+            self.licenses[license_value] = row_license(license_value, self.settings.allowed_licenses)
+        content = row.get("content")
+        extra = {k: row[k] for k in ("id", "ref", "mode") if row.get(k) is not None}
+        if "id" in extra:
+            extra["blob_id"] = extra.pop("id")
+        item = SourceFile(repo=repo, path=path, license=self.licenses[license_value], fmt="bigquery", extra=extra)
+        if item.license.allowed and skip_reason(path) is None and language_for(path) is not None:
+            if row.get("binary") or content is None:
+                return Drop("binary", f"{repo}/{path}", language=language_for(path))
+            if not isinstance(content, str):
+                return Drop("malformed_row", at.where, f"content is {type(content).__name__}, not a string")
+            item = dataclasses.replace(item, data=content.encode("utf-8", errors="surrogatepass"))
+        return file_record(item, self.settings, at.spec.key)
 
 
 def read_bigquery_rows(spec: InputSpec, settings: GithubSettings) -> Iterator[Record]:
-    """Rows of a BigQuery export (JSON lines, gzipped or not) as Documents and Drops.
+    """Rows of a BigQuery export (JSON lines; plain, .gz, .zst, ...) as Documents and Drops.
 
-    A file that is not gzip at all, or that ends early, yields one ``truncated_input`` drop
-    naming the file and the line where reading stopped; the rows before it are kept.
+    Read by the shared row reader (:class:`sources.formats.rows.RowReader`): a line that is not a
+    JSON object is ``malformed_json``, one over :func:`max_row_bytes` is ``too_large`` (skipped
+    unread), and a file that is not gzip at all, or that ends early, yields one
+    ``truncated_input`` drop naming the file and the line where reading stopped; the rows before
+    it are kept.
     """
-    licenses: dict[str | None, RepoLicense] = {}
-    line_number = 0
-    try:
-        with _open_rows(spec.path) as stream:
-            for line_number, line in enumerate(stream, start=1):
-                if line.strip():
-                    yield _row_record(line, line_number, spec, settings, licenses)
-    except _GZIP_ERRORS as exc:
-        yield Drop("truncated_input", f"{spec.location}: after line {line_number}", f"{type(exc).__name__}: {exc}")
-
-
-def _row_record(
-    line: bytes, number: int, spec: InputSpec, settings: GithubSettings, licenses: dict[str | None, RepoLicense]
-) -> Record:
-    where = f"{spec.location}: line {number}"
-    try:
-        row = json.loads(line)
-        repo, path = str(row["repo_name"]), str(row["path"])
-    except (ValueError, KeyError, TypeError, RecursionError) as exc:  # RecursionError: nested too deeply
-        return Drop("malformed_row", where, f"{type(exc).__name__}: {exc}")
-    license_value = row.get("license")
-    if license_value not in licenses:
-        licenses[license_value] = row_license(license_value, settings.allowed_licenses)
-    content = row.get("content")
-    extra = {k: row[k] for k in ("id", "ref", "mode") if row.get(k) is not None}
-    if "id" in extra:
-        extra["blob_id"] = extra.pop("id")
-    item = SourceFile(repo=repo, path=path, license=licenses[license_value], fmt="bigquery", extra=extra)
-    if item.license.allowed and skip_reason(path) is None and language_for(path) is not None:
-        if row.get("binary") or content is None:
-            return Drop("binary", f"{repo}/{path}", language=language_for(path))
-        if not isinstance(content, str):
-            return Drop("malformed_row", where, f"content is {type(content).__name__}, not a string")
-        item = dataclasses.replace(item, data=content.encode("utf-8", errors="surrogatepass"))
-    return file_record(item, settings, spec.key)
+    return RowReader(BigQueryAdapter(settings), max_bytes=max_row_bytes(settings), fmt="jsonl")(spec)
 
 
 # -- the recipe -----------------------------------------------------------------------------

@@ -53,7 +53,7 @@ def test_github_bigquery_rows(tmp_path: Path) -> None:
              json.dumps({**row, "path": "c.py"}).encode()]
     path.write_bytes(b"\n".join(lines) + b"\n")
     docs, drops = split(list(GithubRecipe().read(InputSpec(str(path), path, path.name))))
-    assert [(d.reason, d.record) for d in drops] == [("malformed_row", f"{path}: line 2")]
+    assert [(d.reason, d.record) for d in drops] == [("malformed_json", f"{path}: line 2")]
     assert len(docs) == 2
 
 

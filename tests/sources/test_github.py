@@ -119,7 +119,7 @@ def test_bigquery_rows_round_trip(tmp_path: Path) -> None:
     assert [d.text for d in docs] == [source]
     assert docs[0].meta["blob_id"] == "abc" and docs[0].meta["format"] == "bigquery"
     reasons = {reason for (_, reason, _) in stats.drops}
-    assert reasons == {"license_gpl-2.0", "skipped_license_file", "binary", "malformed_row"}
+    assert reasons == {"license_gpl-2.0", "skipped_license_file", "binary", "malformed_json"}
     assert stats.balanced() and stats.records_in == 5
 
 
