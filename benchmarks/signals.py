@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import html
 import io
 import json
 import statistics
@@ -25,48 +26,117 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator
+from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+
+import pyarrow as pa
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-REALDATA = REPO.parent / "shared" / "realdata"
-CORPORA = ("c4/c4-format-00000-of-00001.DERIVED.json.gz", "c4/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz",
-           "c4/dolma_cc_en_head-0091.jsonl.gz", "c4/dolma_cc_en_head-0174.jsonl.gz",
-           "pile/mini-pile-v1-format.DERIVED.jsonl.zst")
-FILTERS = ("gopher_quality", "gopher_repetition", "fineweb_quality")
+from dedupe.signal_filters import PRESET_WORD, failures, parse_filters  # noqa: E402
 
-#: datatrove 0.10's defaults, as our signals name them.
-GOPHER_REPETITION = (("dup_para_frac", 0.3), ("dup_para_char_frac", 0.2), ("dup_line_frac", 0.3),
-                     ("dup_line_char_frac", 0.2), ("top_2gram_char_frac", 0.2), ("top_3gram_char_frac", 0.18),
-                     ("top_4gram_char_frac", 0.16), ("dup_5gram_char_frac", 0.15), ("dup_6gram_char_frac", 0.14),
-                     ("dup_7gram_char_frac", 0.13), ("dup_8gram_char_frac", 0.12), ("dup_9gram_char_frac", 0.11),
-                     ("dup_10gram_char_frac", 0.10))
+REALDATA = REPO.parent / "shared" / "realdata"
+WEB = ("c4/c4-format-00000-of-00001.DERIVED.json.gz", "c4/dolma_CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz",
+       "c4/dolma_cc_en_head-0091.jsonl.gz", "c4/dolma_cc_en_head-0174.jsonl.gz",
+       "pile/mini-pile-v1-format.DERIVED.jsonl.zst")
+FILTERS = ("gopher_quality", "gopher_repetition", "fineweb_quality")
+#: Our filter group (a preset of :mod:`dedupe.signal_filters`) for each of datatrove's filters.
+GROUPS = {"gopher_quality": "gopher", "gopher_repetition": "gopher_repetition", "fineweb_quality": "fineweb"}
 
 
 def _lines(path: Path) -> Iterator[bytes]:
     if path.suffix == ".zst":
         import zstandard
 
-        with open(path, "rb") as raw:
-            yield from io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw))
+        with open(path, "rb") as raw:  # Pushshift dumps use a 2 GiB window
+            yield from io.BufferedReader(zstandard.ZstdDecompressor(max_window_size=2**31).stream_reader(raw))
         return
     with gzip.open(path, "rb") as handle:
         yield from handle
 
 
-def load_texts(limit: int, max_chars: int) -> list[str]:
-    """Up to ``limit`` non-empty texts of the real corpora, in file order."""
-    texts: list[str] = []
-    for name in CORPORA:
-        path = REALDATA / name
-        if not path.exists():
-            continue
+def _web() -> Iterator[str]:
+    """C4, dolma Common Crawl and the mini Pile, in file order."""
+    for name in WEB:
+        if (REALDATA / name).exists():
+            yield from (json.loads(line).get("text") or "" for line in _lines(REALDATA / name))
+
+
+class _HTMLText(HTMLParser):
+    """A Stack Exchange post body's text: the HTML's character data, entities decoded."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+
+    def handle_data(self, data: str) -> None:
+        self.parts.append(data)
+
+
+def _stackexchange() -> Iterator[str]:
+    path = REALDATA / "stackexchange" / "coffee.stackexchange.com-Posts.xml"
+    if not path.exists():
+        return
+    for _, row in ET.iterparse(path):
+        if row.tag == "row":
+            parser = _HTMLText()
+            parser.feed(row.get("Body") or "")
+            parser.close()
+            yield "\n".join(filter(None, [row.get("Title"), "".join(parser.parts)]))
+            row.clear()
+
+
+def _medline() -> Iterator[str]:
+    path = REALDATA / "pubmed" / "baseline" / "medline16n0902.xml.gz"
+    if not path.exists():
+        return
+    with gzip.open(path) as handle:
+        for _, citation in ET.iterparse(handle):
+            if citation.tag == "MedlineCitation":
+                parts = [citation.findtext(".//ArticleTitle") or ""]
+                parts += ["".join(a.itertext()) for a in citation.iterfind(".//AbstractText")]
+                yield "\n".join(parts)
+                citation.clear()
+
+
+def _gsm8k() -> Iterator[str]:
+    path = REALDATA / "reasoning" / "gsm8k_test.first500.jsonl"
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            item = json.loads(line)
+            yield f"{item['question']}\n{item['answer']}"
+
+
+def _reddit() -> Iterator[str]:
+    path = REALDATA / "dialogue" / "reddit" / "RC_2005-12.zst"
+    if path.exists():
         for line in _lines(path):
-            text = json.loads(line).get("text") or ""
+            body = html.unescape(json.loads(line).get("body") or "")
+            if body not in ("[deleted]", "[removed]"):
+                yield body
+
+
+def _ubuntu() -> Iterator[str]:
+    path = REALDATA / "dialogue" / "ubuntu" / "dialogues_small.json"
+    if path.exists():
+        yield from (item["text"] for item in json.loads(path.read_text(encoding="utf-8")))
+
+
+#: The corpora, in the order documents are taken: web pages first, then the other real registers
+#: (Q&A posts, abstracts, maths word problems, comments, chat logs) for line and word rules on
+#: text that is not a web page.
+CORPORA: tuple[Callable[[], Iterator[str]], ...] = (_web, _stackexchange, _medline, _gsm8k, _reddit, _ubuntu)
+
+
+def load_texts(limit: int, max_chars: int) -> list[str]:
+    """Up to ``limit`` non-empty texts of the real corpora, in order."""
+    texts: list[str] = []
+    for corpus in CORPORA:
+        for text in corpus():
             if text.strip():
                 texts.append(text[:max_chars])
             if len(texts) >= limit:
@@ -74,51 +144,19 @@ def load_texts(limit: int, max_chars: int) -> list[str]:
     return texts
 
 
-def _gopher_quality(s: dict[str, Any]) -> str | None:
-    if s["symbol_free_words"] < 50:
-        return "gopher_short_doc"
-    if s["symbol_free_words"] > 100_000:
-        return "gopher_long_doc"
-    if s["mean_word_length"] < 3:
-        return "gopher_below_avg_threshold"
-    if s["mean_word_length"] > 10:
-        return "gopher_above_avg_threshold"
-    if s["hash_word_ratio"] > 0.1:
-        return "gopher_too_many_hashes"
-    if s["ellipsis_word_ratio"] > 0.1:
-        return "gopher_too_many_ellipsis"
-    if s["bullet_lines_frac"] > 0.9:
-        return "gopher_too_many_bullets"
-    if s["ellipsis_lines_frac"] > 0.3:
-        return "gopher_too_many_end_ellipsis"
-    if s["alpha_words_frac"] < 0.8:
-        return "gopher_below_alpha_threshold"
-    if s["stop_words"] < 2:
-        return "gopher_enough_stop_words"
-    return None
+def decisions(table: pa.Table) -> dict[str, list[str | None]]:
+    """Per filter, each document's first failed rule (None: kept), judged by the product's own code.
 
-
-def _gopher_repetition(s: dict[str, Any]) -> str | None:
-    return next((name for name, limit in GOPHER_REPETITION if s[name] > limit), None)
-
-
-def _fineweb(s: dict[str, Any]) -> str | None:
-    if s["line_punct_ratio"] < 0.12:
-        return "line_punct_ratio"
-    if s["short_line_ratio"] > 0.67:
-        return "short_line_ratio"
-    if s["char_dup_ratio"] > 0.01:
-        return "char_dup_ratio"
-    if s["newline_word_ratio"] > 0.3:
-        return "list_ratio"
-    return None
-
-
-def decisions(rows: list[dict[str, Any]]) -> dict[str, list[str | None]]:
-    """Per filter, each document's drop reason under datatrove's default thresholds (None: kept)."""
-    return {"gopher_quality": [_gopher_quality(r) for r in rows],
-            "gopher_repetition": [_gopher_repetition(r) for r in rows],
-            "fineweb_quality": [_fineweb(r) for r in rows]}
+    The rules are the presets users get (``{group: defaults}`` through :func:`parse_filters`) and
+    the judgement is :func:`failures`, the label stage's: the benchmark measures what users get.
+    """
+    rules = parse_filters({group: PRESET_WORD for group in GROUPS.values()})
+    failed = failures(table, rules)
+    ids = table.column("id").to_pylist()
+    out: dict[str, list[str | None]] = {}
+    for name, group in GROUPS.items():
+        out[name] = [next((r for r in failed.get(doc_id, ()) if r.startswith(f"{group}.")), None) for doc_id in ids]
+    return out
 
 
 def ours(texts: list[str]) -> tuple[float, dict[str, list[str | None]]]:
@@ -127,11 +165,9 @@ def ours(texts: list[str]) -> tuple[float, dict[str, list[str | None]]]:
 
     signals_table(["warm"], ["warm up the compiled pass"])  # its load from numba's cache is not per document
     started = time.process_time()
-    rows: list[dict[str, Any]] = []
-    for start in range(0, len(texts), 512):
-        batch = texts[start:start + 512]
-        rows.extend(signals_table([str(i) for i in range(len(batch))], batch).to_pylist())
-    result = decisions(rows)
+    tables = [signals_table([str(start + i) for i in range(len(batch))], batch)
+              for start in range(0, len(texts), 512) for batch in [texts[start:start + 512]]]
+    result = decisions(pa.concat_tables(tables))
     return time.process_time() - started, result
 
 

@@ -9,19 +9,19 @@ A ``filters`` section (``configs/labels.yaml``, or a dataset file's ``labels:`` 
 group name to its rules, in either of two forms::
 
     filters:
-      gopher: {words_min: 50, words_max: 100000, alpha_words_frac_min: 0.8}   # <signal>_min / _max
+      gopher: {symbol_free_words_min: 50, alpha_words_frac_min: 0.8}         # <signal>_min / _max
       mine:   [{signal: chars, op: ">=", value: 200}]                          # explicit rules
       fineweb: defaults                                                          # a preset (below)
 
 ``<signal>_min: v`` keeps a document when ``signal >= v``; ``<signal>_max: v`` when ``signal <= v``
 (datatrove's filters drop on the strict opposite: ``n_words < min_doc_words``, ``ratio > max``).
 An explicit rule keeps a document when ``signal <op> value`` holds. A rule's name is
-``<group>.<param>`` (``gopher.words_min``) or ``<group>.<signal><op><value>``; counts per rule use it.
+``<group>.<param>`` (``gopher.symbol_free_words_min``) or ``<group>.<signal><op><value>``; counts per rule use it.
 NaN fails every rule (a ratio over no words/lines says nothing good about a document).
 
 The presets are datatrove 0.10's default thresholds (GopherQualityFilter, GopherRepetitionFilter,
 FineWebQualityFilter) written as signal bounds; a group may name a preset and override some of
-its bounds: ``gopher: {preset: defaults, words_min: 80}``.
+its bounds: ``gopher: {preset: defaults, symbol_free_words_min: 80}``.
 
 Pure: no Prefect, no numba (the schema module only), so ``kinda filters preview`` loads fast.
 """
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from core.filters.signal_schema import SIGNAL_NAMES
+from core.filters.signal_schema import SIGNAL_NAMES, SIGNAL_SCHEMA
 
 #: Comparison -> (numpy function, its SQL spelling). Each keeps a document when it holds.
 OPS: dict[str, tuple[Callable[[Any, Any], Any], str]] = {
@@ -45,7 +45,9 @@ OPS: dict[str, tuple[Callable[[Any, Any], Any], str]] = {
 }
 #: datatrove 0.10's defaults as signal bounds (``signal_min``: keep when >=, ``signal_max``: keep when <=).
 PRESETS: dict[str, dict[str, float]] = {
-    "gopher": {"words_min": 50, "words_max": 100_000, "mean_word_length_min": 3, "mean_word_length_max": 10,
+    # Gopher's word count bounds count words that are not only punctuation (datatrove's
+    # ``n_non_symbol_words``), not ``words``, which counts symbols too.
+    "gopher": {"symbol_free_words_min": 50, "symbol_free_words_max": 100_000, "mean_word_length_min": 3, "mean_word_length_max": 10,
                "hash_word_ratio_max": 0.1, "ellipsis_word_ratio_max": 0.1, "bullet_lines_frac_max": 0.9,
                "ellipsis_lines_frac_max": 0.3, "alpha_words_frac_min": 0.8, "stop_words_min": 2},
     "gopher_repetition": {"dup_line_frac_max": 0.3, "dup_para_frac_max": 0.3, "dup_line_char_frac_max": 0.2,
@@ -58,6 +60,8 @@ PRESETS: dict[str, dict[str, float]] = {
                 "newline_word_ratio_max": 0.3},
 }
 PRESET_WORD = "defaults"
+#: Signals stored as float32 (ratios): thresholds over them compare at that precision.
+FLOAT_SIGNALS = frozenset(f.name for f in SIGNAL_SCHEMA if f.type == pa.float32())
 FILTERED = "filtered"
 
 
@@ -71,13 +75,22 @@ class Rule:
     value: float
 
     def keeps(self, values: np.ndarray) -> np.ndarray:
-        """Which of ``values`` (this rule's signal, one per document) pass; NaN never passes."""
+        """Which of ``values`` (this rule's signal, one per document) pass; NaN never passes.
+
+        A float32 column is compared with the threshold as float32: a ratio stored as float32 is
+        rounded, so 3 of 10 lines is float32(0.3), which is above the double 0.3 but equal to
+        float32(0.3). Compared at the column's precision, a ratio exactly at the bound passes, as the
+        ratio itself (datatrove's, in double) does.
+        """
+        value = values.dtype.type(self.value) if values.dtype == np.float32 else self.value
         with np.errstate(invalid="ignore"):
-            return np.asarray(OPS[self.op][0](values, self.value), dtype=bool)
+            return np.asarray(OPS[self.op][0](values, value), dtype=bool)
 
     def sql_fails(self) -> str:
-        """A DuckDB condition over the ``signals`` view that holds when a document fails this rule."""
-        return f"NOT coalesce(({self.signal} {OPS[self.op][1]} {self.value!r}) AND NOT isnan({self.signal}::DOUBLE), false)"
+        """A DuckDB condition over the ``signals`` view that holds when a document fails this rule
+        (a ratio column against the threshold as FLOAT, the column's own precision, as :meth:`keeps`)."""
+        value = f"{self.value!r}::FLOAT" if self.signal in FLOAT_SIGNALS else repr(self.value)
+        return f"NOT coalesce(({self.signal} {OPS[self.op][1]} {value}) AND NOT isnan({self.signal}::DOUBLE), false)"
 
 
 def _bound(group: str, param: str, value: Any) -> Rule:
@@ -149,7 +162,8 @@ def failures(table: pa.Table, rules: Sequence[Rule]) -> dict[str, tuple[str, ...
         return {}
     failed = np.zeros((len(rules), table.num_rows), dtype=bool)
     for i, rule in enumerate(rules):
-        column = table.column(rule.signal).to_numpy(zero_copy_only=False).astype(np.float64)
+        column = table.column(rule.signal).to_numpy(zero_copy_only=False)
+        column = column if column.dtype == np.float32 else column.astype(np.float64)
         failed[i] = ~rule.keeps(column)
     rows = np.flatnonzero(failed.any(axis=0))
     ids = table.column("id").take(pa.array(rows, pa.int64())).to_pylist()

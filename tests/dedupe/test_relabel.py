@@ -34,7 +34,8 @@ THRESHOLD = 60
 
 
 def _text(doc_id: str, words: int) -> str:
-    return " ".join(f"{doc_id}w{k}" for k in range(words)) + "."
+    # c400w0, not c4-00w0: a hyphen between digits splits a word (as in spaCy: "c4 - 00w0")
+    return " ".join(f"{doc_id.replace('-', '')}w{k}" for k in range(words)) + "."
 
 
 def _root(out: Path) -> dict[str, Any]:

@@ -40,7 +40,7 @@ def test_min_keeps_at_the_bound_and_max_keeps_at_the_bound() -> None:
 def test_gopher_preset_drops_short_text_and_bullet_lists_and_keeps_prose() -> None:
     failed = _fail({"prose": PROSE * 2, "short": SHORT, "bullets": BULLETS}, {"gopher": "defaults"})
     assert "prose" not in failed
-    assert "gopher.words_min" in failed["short"] and "gopher.stop_words_min" in failed["short"]
+    assert "gopher.symbol_free_words_min" in failed["short"] and "gopher.stop_words_min" in failed["short"]
     assert "gopher.bullet_lines_frac_max" in failed["bullets"]
 
 
@@ -67,8 +67,8 @@ def test_explicit_rules_and_their_names() -> None:
 
 
 def test_preset_override_and_null_switch_off() -> None:
-    rules = {r.name: r for r in parse_filters({"gopher": {"preset": "defaults", "words_min": 80, "stop_words_min": None}})}
-    assert rules["gopher.words_min"].value == 80 and "gopher.stop_words_min" not in rules
+    rules = {r.name: r for r in parse_filters({"gopher": {"preset": "defaults", "symbol_free_words_min": 80, "stop_words_min": None}})}
+    assert rules["gopher.symbol_free_words_min"].value == 80 and "gopher.stop_words_min" not in rules
     assert len(rules) == len(PRESETS["gopher"]) - 1
 
 
@@ -93,8 +93,8 @@ def test_bad_sections_are_refused_with_the_reason(section: dict, message: str) -
 
 
 def test_set_threshold_edits_one_bound() -> None:
-    section = set_threshold({"gopher": "defaults"}, "gopher.words_min=80")
-    assert {r.name: r.value for r in parse_filters(section)}["gopher.words_min"] == 80
+    section = set_threshold({"gopher": "defaults"}, "gopher.symbol_free_words_min=80")
+    assert {r.name: r.value for r in parse_filters(section)}["gopher.symbol_free_words_min"] == 80
     assert set_threshold({}, "fineweb.short_line_ratio_max=0.5") == {"fineweb": {"short_line_ratio_max": 0.5}}
     with pytest.raises(ValueError, match=r"group\.param=value"):
         set_threshold({}, "words_min=3")
@@ -110,3 +110,30 @@ def test_sql_condition_agrees_with_the_vectorized_rule() -> None:
     for rule in rules:
         sql = {row[0] for row in con.execute(f"SELECT id FROM signals WHERE {rule.sql_fails()}").fetchall()}
         assert sql == {doc for doc, names in failures(table, [rule]).items()}, rule
+
+
+def test_gopher_preset_bounds_words_that_are_not_symbols() -> None:
+    # 45 words and 10 dashes: 55 words, 45 of them not symbols. datatrove's GopherQualityFilter counts the
+    # 45 (n_non_symbol_words < 50: dropped); the preset bounds the same count, not `words`.
+    words = ["the", "stone", "bridge", "over", "river"] * 9
+    text = " - ".join(words[:11]) + " " + " ".join(words[11:])
+    table = signals_table(["doc"], [text])
+    assert table.column("words").to_pylist() == [55] and table.column("symbol_free_words").to_pylist() == [45]
+    assert "gopher.symbol_free_words_min" in _fail({"doc": text}, {"gopher": "defaults"})["doc"]
+    assert not any(r.signal == "words" for r in parse_filters({"gopher": "defaults"}))
+
+
+def test_a_ratio_exactly_at_its_bound_passes_though_stored_as_float32() -> None:
+    import duckdb
+
+    # 3 of 10 lines repeat: dup_line_frac is 0.3, stored as float32(0.3) > 0.3 (double). datatrove keeps
+    # it (0.3 > 0.3 is false); so does the rule, in numpy and in SQL.
+    text = "\n".join([f"line number {i} of the text." for i in range(7)] + ["line number 0 of the text."] * 3)
+    table = signals_table(["doc"], [text])
+    assert table.column("dup_line_frac").to_pylist() == [pytest.approx(0.3)]
+    rule = Rule("g.dup_line_frac_max", "dup_line_frac", "<=", 0.3)
+    assert failures(table, [rule]) == {}
+    con = duckdb.connect()
+    con.register("signals", table)
+    assert con.execute(f"SELECT count(*) FROM signals WHERE {rule.sql_fails()}").fetchone() == (0,)
+    assert failures(table, [Rule("g.dup_line_frac_max", "dup_line_frac", "<=", 0.29)]) == {"doc": ("g.dup_line_frac_max",)}

@@ -1,0 +1,643 @@
+"""Words as datatrove's Gopher and FineWeb rules count them: spaCy's English tokenizer's cuts, compiled.
+
+datatrove splits a document into words with spaCy's blank English pipeline before counting words,
+symbols, stop words and n-grams; a threshold means what it says only over the same words. spaCy
+is a peer, not a dependency (a 40 MB install and ~2 MB/CPU-s), so :func:`token_bounds` cuts text
+the way its tokenizer does, by the same kind of rules, in one compiled loop:
+
+* Chunks are the runs of non-whitespace characters (``str.isspace``).
+* Affixes come off a chunk from both ends, one per step, as long as one matches: a prefix is one
+  mark (brackets, quotes, ``# * & _ < > , : ; ! ?``, ``§ % = — –``, currency signs, ``So``
+  symbols; ``+`` unless a digit follows) or a run of full stops; a suffix is one of those marks
+  (not the prefix-only ones), a run of full stops, ``'s``, a unit or currency sign after a digit,
+  ``+`` after a digit, or a full stop after a lower-case letter, a digit, a mark or a quote, or
+  after two capitals (``U.S.`` and ``Mr`` keep theirs: ``S.`` is a capital's, not a sentence's).
+* What is left is one word if it is a URL (``example.com/a``, ``https://...``); otherwise it is
+  cut at infixes: a run of full stops or ``…``, an ``So`` symbol, ``+ - * ^`` between digits, a
+  full stop from a lower-case letter to a capital, a comma between letters, a dash run
+  (``- -- --- – — —— ~``) between a letter or digit and a letter, ``: < > = /`` between a letter or
+  digit and a letter.
+* Contractions split as spaCy's exceptions list them: ``n't`` off its verb (``do n't``, ``ca n't``),
+  ``'m 're 've 'll 'd`` off a pronoun (``I 'm``, ``they 're``); ``cannot`` is ``can not``.
+
+What spaCy does that this does not (its exceptions table, ~1,300 entries: abbreviations such as
+``Mr.``/``e.g.`` keep their full stop, emoticons stay whole, ``dont``/``whats`` split) is listed,
+with how often it changes a decision, in docs/signals.md; ``benchmarks/signals.py`` measures it.
+:func:`split_words` returns the words of one text (tests, the docs' examples).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+import numpy as np
+
+from core.compiled import jit
+from core.filters.signal_schema import DUP_NGRAMS, TOP_NGRAMS
+
+#: datatrove's PUNCTUATION_SET: a word of only these is a symbol, not a word (Gopher's word count and
+#: mean length are over the others). Its ASCII and Unicode marks, the control characters it adds (C0 but
+#: tab and newline, DEL, C1), and its terminal
+#: punctuation (core.filters.signals.TERMINAL_PUNCTUATION, added where the flags are built).
+PUNCTUATION = ("!/—”:％１〈&(、━\\【#%「」，】；+^]~“《„';’{|∶´[=-`*．（–？！：$～«〉,><》)?）。…@_.\"}►»"
+               + "".join(map(chr, [*range(0, 9), *range(11, 32), *range(127, 160)])))
+#: Marks that come off either end of a chunk, one at a time (spaCy's punctuation and quote classes).
+_AFFIX_MARKS = "…,:;!?¿؟¡()[]{}<>_#*&。？！，、；：～·।،۔؛٪'\"”“`‘´’‚„»«「」『』（）〔〕【】《》〈〉〈〉⟦⟧—–"
+#: Marks that come off the front only (``+`` only where no digit follows: the kernel checks).
+_PREFIX_MARKS = "§%=+$£€¥฿₽﷼₴₠₡₢₣₤₥₦₧₨₩₪₫₭₮₯₰₱₲₳₵₶₷₸₹₺₻₼₾₿"
+_QUOTES = "'\"”“`‘´’‚,„»«「」『』（）〔〕【】《》〈〉〈〉⟦⟧"
+#: Marks after which a full stop is a suffix (besides digits, lower-case letters and quotes).
+_DOT_AFTER = "%²-+|…,:;!?¿؟¡()[]{}<>_#*&。？！，、；：～·।،۔؛٪"
+#: Units that come off a number's end (``6oz``, ``5km``, ``20%``): spaCy's Latin-script units.
+UNITS = tuple(["km", "km²", "km³", "m", "m²", "m³", "dm", "dm²", "dm³", "cm", "cm²", "cm³", "mm", "mm²", "mm³", "ha", "µm", "nm", "yd", "in", "ft", "kg", "g", "mg", "µg", "t", "lb", "oz", "m/s", "km/h", "kmh", "mph", "hPa", "Pa", "mbar", "mb", "MB", "kb", "KB", "gb", "GB", "tb", "TB", "T", "G", "M", "K", "%"])
+CURRENCY = ("$", "£", "€", "¥", "฿", "US$", "C$", "A$", "₽", "﷼", "₴")
+#: Words that a contraction's ``'m 're 've 'll 'd`` come off (lower case; the kernel folds ASCII case).
+PRONOUNS = ("i", "you", "he", "she", "it", "we", "they", "who", "what", "where", "when", "why", "how", "there",
+            "that", "this", "these", "those", "could", "should", "would", "might", "must")
+
+#: Pieces spaCy's English exceptions keep whole, the ones prose and chat use: emoticons, abbreviations
+#: whose full stop stays, two apostrophes.
+WHOLE = tuple(
+    [":)", ":-)", ";)", ";-)", ":(", ":-(", ":P", ":p", ":-P", ":-p", ":D", ":-D", ":/", ":-/", "=(", "=)", "):", "(:", ":*", ":-*", "<3", "[:", ":]", ":|", ":-|", "xD", "XD", "8)", ":'(", ":')", ":o", ":O", ":-o", ":-O", "=D", "=/", ":3", ":>", ";D", ":-]", "(=", "=]", "=[", "^_^", "-_-", "o.O", "O.o", ":))", ":((", ";_;", "</3", "<33", ":0", ":-0", ":x", ":X", ":-x", "''", "’’", "e.g.", "i.e.", "E.g.", "I.e.", "a.m.", "p.m.", "vs.", "v.s.", "Mr.", "Mrs.", "Ms.", "Dr.", "Prof.", "St.", "Jr.", "Inc.", "Ltd.", "Co.", "co.", "Corp.", "Bros.", "Gov.", "Sen.", "Rep.", "Rev.", "Gen.", "Mt.", "Adm.", "Jan.", "Feb.", "Mar.", "Apr.", "Jun.", "Jul.", "Aug.", "Sep.", "Sept.", "Oct.", "Nov.", "Dec.", "and/or", "w/o", "Ph.D.", "D.C.", "N.Y.", "Messrs.", "Mass.", "Calif.", "Fla."]
+) + tuple(f"{c}." for c in "abcdefghijklmnopqrstuvwxyzäöü")
+#: Pieces they cut in two (left, right): contractions written without an apostrophe, and a few more.
+_NT_VERBS = ("do", "does", "did", "is", "was", "were", "are", "have", "has", "had", "could", "should", "would",
+             "ai", "ca", "wo")
+CUT = tuple(
+    tuple(pair.split("+")) for pair in
+    ["i+m", "I+m", "i+ve", "I+ve", "i+d", "I+d", "you+re", "You+re", "they+re", "he+s", "she+s", "who+s", "that+s", "That+s", "what+s", "What+s", "gon+na", "Gon+na", "got+ta", "Got+ta", "can+not", "Can+not", "c'm+on", "c’m+on", "y'+all"]
+) + tuple((v, "nt") for v in _NT_VERBS) + tuple((v.capitalize(), "nt") for v in _NT_VERBS)
+
+SPACE, ALPHA, PUNCT, LOWER, UPPER, AFFIX, PREFIX, QUOTE, DIGIT, ICON, DOT_AFTER = (1 << i for i in range(11))
+
+
+def char_flags_of(ch: str, terminals: str = "") -> int:
+    """The kernel's flags of one character (``terminals``: more characters that count as punctuation)."""
+    flags = 0
+    if ch.isspace():
+        flags |= SPACE
+    if ch.isalpha():
+        flags |= ALPHA
+        flags |= UPPER if ch.isupper() else 0
+        flags |= LOWER if not ch.isupper() else 0  # spaCy's lower class holds the scripts without case too
+    if ch in PUNCTUATION or ch in terminals:
+        flags |= PUNCT
+    if ch in _AFFIX_MARKS:
+        flags |= AFFIX
+    if ch in _PREFIX_MARKS:
+        flags |= PREFIX
+    if ch in _QUOTES:
+        flags |= QUOTE
+    if "0" <= ch <= "9":
+        flags |= DIGIT
+    if unicodedata.category(ch) == "So":
+        flags |= ICON
+    if ch in _DOT_AFTER:
+        flags |= DOT_AFTER
+    return flags
+
+
+def _encode(words: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Strings as one code-point array and their end offsets (a table the kernel can read)."""
+    joined = "".join(words)
+    raw = np.frombuffer(joined.encode("utf-32-le"), np.uint32).astype(np.int64)
+    return raw, np.cumsum(np.array([len(w) for w in words], np.int64))
+
+
+UNIT_CODES, UNIT_ENDS = _encode(tuple(sorted(UNITS, key=len, reverse=True)))  # longest first: it wins
+CURRENCY_CODES, CURRENCY_ENDS = _encode(tuple(sorted(CURRENCY, key=len, reverse=True)))
+PRONOUN_CODES, PRONOUN_ENDS = _encode(PRONOUNS)
+
+
+def _fnv(codes: list[int]) -> int:
+    value = 0xCBF29CE484222325
+    for c in codes:
+        value = ((value ^ c) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return value
+
+
+def _exception_table() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(sorted FNV-1a hashes of the exceptions, their code points, each one's end there, its cut or 0)."""
+    pieces = [(word, 0) for word in WHOLE] + [(left + right, len(left)) for left, right in CUT]
+    entries = sorted((_fnv([ord(c) for c in word]), word, cut) for word, cut in pieces)
+    hashes = np.array([h for h, _, _ in entries], np.uint64)
+    codes, ends = _encode(tuple(word for _, word, _ in entries))
+    return hashes, codes, ends, np.array([cut for _, _, cut in entries], np.int64)
+
+
+EXCEPTION_HASHES, EXCEPTION_CODES, EXCEPTION_ENDS, EXCEPTION_CUTS = _exception_table()
+_EXCEPTION_LONGEST = int(np.diff(EXCEPTION_ENDS, prepend=0).max())
+
+
+@jit
+def _ends_with(raw: np.ndarray, flags: np.ndarray, start: int, end: int, codes: np.ndarray,
+               ends: np.ndarray) -> int:  # pragma: no cover - compiled
+    """Length of the first table entry (longest first) that ``raw[start:end]`` ends with, a digit before it."""
+    begin = 0
+    for e in range(len(ends)):
+        size = ends[e] - begin
+        if size < end - start and flags[end - size - 1] & DIGIT:
+            same = True
+            for k in range(size):
+                if raw[end - size + k] != codes[begin + k]:
+                    same = False
+                    break
+            if same:
+                return size
+        begin = ends[e]
+    return 0
+
+
+@jit
+def _is_table_word(raw: np.ndarray, start: int, end: int, codes: np.ndarray, ends: np.ndarray) -> bool:  # pragma: no cover
+    """Whether ``raw[start:end]``, ASCII capitals folded, is an entry of the table."""
+    begin = 0
+    for e in range(len(ends)):
+        if ends[e] - begin == end - start:
+            same = True
+            for k in range(end - start):
+                c = raw[start + k]
+                if 65 <= c <= 90:
+                    c += 32
+                if c != codes[begin + k]:
+                    same = False
+                    break
+            if same:
+                return True
+        begin = ends[e]
+    return False
+
+
+@jit
+def _prefix(raw: np.ndarray, flags: np.ndarray, start: int, end: int) -> int:  # pragma: no cover - compiled
+    """Length of the prefix at ``start`` (0: none)."""
+    c = raw[start]
+    if c == 46:  # a run of two or more full stops
+        k = start
+        while k < end and raw[k] == 46:
+            k += 1
+        return k - start if k - start >= 2 else 0
+    if c == 43:  # "+" unless a digit follows
+        return 0 if start + 1 < end and flags[start + 1] & DIGIT else 1
+    if end - start >= 3 and c == 85 and raw[start + 1] == 83 and raw[start + 2] == 36:  # US$
+        return 3
+    if end - start >= 2 and (c == 67 or c == 65) and raw[start + 1] == 36:  # C$, A$
+        return 2
+    return 1 if flags[start] & (AFFIX | PREFIX | ICON) else 0
+
+
+@jit
+def _suffix(raw: np.ndarray, flags: np.ndarray, start: int, end: int, unit_codes: np.ndarray, unit_ends: np.ndarray,
+            currency_codes: np.ndarray, currency_ends: np.ndarray) -> int:  # pragma: no cover - compiled
+    """Length of the suffix ending at ``end`` (0: none); the one starting furthest left wins, as a regex search."""
+    size = end - start
+    k = end
+    while k > start and raw[k - 1] == 46:
+        k -= 1
+    if end - k >= 2:  # a run of full stops
+        return end - k
+    n = _ends_with(raw, flags, start, end, unit_codes, unit_ends)
+    if n:
+        return n
+    n = _ends_with(raw, flags, start, end, currency_codes, currency_ends)
+    if n:
+        return n
+    if size >= 2 and (raw[end - 2] == 39 or raw[end - 2] == 0x2019) and (raw[end - 1] == 115 or raw[end - 1] == 83):
+        return 2  # 's
+    c = raw[end - 1]
+    if flags[end - 1] & (AFFIX | ICON):
+        return 1
+    if size >= 2:
+        before = flags[end - 2]
+        if c == 43 and before & DIGIT:
+            return 1
+        if c == 46:
+            if before & (DIGIT | LOWER | QUOTE | DOT_AFTER):
+                return 1
+            if size >= 3 and before & UPPER and flags[end - 3] & UPPER:
+                return 1
+            d = raw[end - 2] | 32
+            if size >= 3 and raw[end - 3] == 0xB0 and (d == 102 or d == 99 or d == 107):  # °F, °C, °K
+                return 1
+    return 0
+
+
+@jit
+def _is_url(raw: np.ndarray, flags: np.ndarray, start: int, end: int) -> bool:  # pragma: no cover - compiled
+    """Whether ``raw[start:end]`` is a URL as spaCy's pattern reads one: an optional ``scheme://``, a
+    host of dotted labels ending in a lower-case top-level domain of 2+ letters, an optional port, an
+    optional path after ``/ ? #``. (Its IP-address and ``user@`` forms are left out.)"""
+    j = start
+    k = start
+    while k + 2 < end and raw[k] != 47:  # a scheme: 2+ letters, digits or "+ - . _" before "://"
+        if raw[k] == 58 and raw[k + 1] == 47 and raw[k + 2] == 47:
+            if k - start >= 2:
+                j = k + 3
+            break
+        if not (flags[k] & (ALPHA | DIGIT) or raw[k] == 43 or raw[k] == 45 or raw[k] == 46 or raw[k] == 95):
+            break
+        k += 1
+    at = -1
+    a = j
+    while a < end and raw[a] != 47:  # "user@" or "user:pass@" before the host (the last @ before a path)
+        if raw[a] == 64:
+            at = a
+        a += 1
+    if at >= 0:
+        j = at + 1
+    labels = 0
+    while True:
+        label = j
+        while j < end and (flags[j] & (ALPHA | DIGIT) or raw[j] == 95 or raw[j] == 45 or (raw[j] >= 0xA1 and raw[j] <= 0xFFFF
+                                                                                        and not flags[j] & (SPACE | PUNCT))):
+            j += 1
+        if j == label:
+            return False
+        if j < end and raw[j] == 46 and j + 1 < end:
+            labels += 1
+            j += 1
+            continue
+        if labels == 0 or j - label < 2:
+            return False
+        for t in range(label, j):  # the top-level domain: lower-case letters only
+            if not flags[t] & LOWER:
+                return False
+        break
+    if j < end and raw[j] == 58:  # port
+        p = j + 1
+        while p < end and flags[p] & DIGIT:
+            p += 1
+        if 2 <= p - j - 1 <= 5:
+            j = p
+    return j == end or raw[j] == 47 or raw[j] == 63 or raw[j] == 35
+
+
+@jit
+def _infix(raw: np.ndarray, flags: np.ndarray, start: int, end: int, k: int) -> int:  # pragma: no cover - compiled
+    """Length of the infix at ``k`` (0: none) inside ``raw[start:end]``."""
+    c = raw[k]
+    if c == 46 and k + 1 < end and raw[k + 1] == 46:
+        j = k
+        while j < end and raw[j] == 46:
+            j += 1
+        return j - k
+    if c == 0x2026 or flags[k] & ICON:
+        return 1
+    if k == start or k + 1 >= end:
+        return 0
+    before, after = flags[k - 1], flags[k + 1]
+    if (c == 43 or c == 45 or c == 42 or c == 94) and before & DIGIT and (after & DIGIT or raw[k + 1] == 45):
+        return 1
+    if c == 46 and before & (LOWER | QUOTE) and after & (UPPER | QUOTE):
+        return 1
+    if c == 44 and before & ALPHA and after & ALPHA:
+        return 1
+    if before & (ALPHA | DIGIT):
+        if c == 45 or c == 0x2014:  # dash runs: - -- --- and — ——
+            most = 3 if c == 45 else 2
+            j = k
+            while j < end and raw[j] == c and j - k < most:
+                j += 1
+            for run in range(j - k, 0, -1):
+                if k + run < end and flags[k + run] & ALPHA:
+                    return run
+            return 0
+        if (c == 0x2013 or c == 126 or c == 58 or c == 60 or c == 62 or c == 61 or c == 47) and after & ALPHA:
+            return 1
+    return 0
+
+
+@jit
+def _exception(raw: np.ndarray, start: int, end: int) -> int:  # pragma: no cover - compiled
+    """The index of ``raw[start:end]`` in the exceptions table (by its hash, then its code points), or -1."""
+    if end - start > _EXCEPTION_LONGEST:
+        return -1
+    h = np.uint64(0xCBF29CE484222325)
+    for k in range(start, end):
+        h = (h ^ np.uint64(raw[k])) * np.uint64(0x100000001B3)  # wraps: 64-bit FNV-1a
+    e = np.searchsorted(EXCEPTION_HASHES, h)
+    if e == len(EXCEPTION_HASHES) or EXCEPTION_HASHES[e] != h:
+        return -1
+    begin = EXCEPTION_ENDS[e - 1] if e else 0
+    if EXCEPTION_ENDS[e] - begin != end - start:
+        return -1
+    for k in range(end - start):
+        if EXCEPTION_CODES[begin + k] != raw[start + k]:
+            return -1
+    return e
+
+
+@jit
+def _special(raw: np.ndarray, start: int, end: int) -> bool:  # pragma: no cover - compiled
+    """Whether affixes stop coming off ``raw[start:end]``: it is an exception or a contraction."""
+    return _exception(raw, start, end) >= 0 or _contraction(raw, start, end, PRONOUN_CODES, PRONOUN_ENDS) != 0
+
+
+@jit
+def _contraction(raw: np.ndarray, start: int, end: int, pronoun_codes: np.ndarray,
+                 pronoun_ends: np.ndarray) -> int:  # pragma: no cover - compiled
+    """Where a contraction splits ``raw[start:end]`` (0: it does not)."""
+    size = end - start
+    apostrophe = -1
+    for k in range(start + 1, end):
+        if raw[k] == 39 or raw[k] == 0x2019:
+            apostrophe = k
+            break
+    if apostrophe < 0:
+        if size == 6 and (raw[start] | 32) == 99:  # cannot -> can not
+            word = (97, 110, 110, 111, 116)
+            for i in range(5):
+                if (raw[start + 1 + i] | 32) != word[i]:
+                    return 0
+            return start + 3
+        return 0
+    tail = end - apostrophe
+    if tail == 2 and apostrophe - start >= 2 and (raw[apostrophe - 1] | 32) == 110 and (raw[end - 1] | 32) == 116:
+        return apostrophe - 1  # n't off its verb
+    if _is_table_word(raw, start, apostrophe, pronoun_codes, pronoun_ends):
+        a = raw[apostrophe + 1] | 32 if tail > 1 else 0
+        b = raw[apostrophe + 2] | 32 if tail > 2 else 0
+        if (tail == 2 and (a == 109 or a == 100)) or (tail == 3 and ((a == 114 and b == 101) or (a == 118 and b == 101)
+                                                                     or (a == 108 and b == 108))):
+            return apostrophe
+    return 0
+
+
+@jit
+def _merge_exceptions(raw: np.ndarray, starts: np.ndarray, stops: np.ndarray, first: int,
+                      count: int) -> int:  # pragma: no cover - compiled
+    """Join the words ``first..count`` of one chunk where 2-4 neighbours spell an exception kept whole
+    (``12.9''`` gives ``12.9 ''``; ``a.C.`` gives ``a. C.``), as spaCy matches its exceptions again after
+    cutting; the new count."""
+    out = first
+    i = first
+    while i < count:
+        joined = 1
+        for m in range(min(4, count - i), 1, -1):
+            e = _exception(raw, starts[i], stops[i + m - 1])
+            if e >= 0 and EXCEPTION_CUTS[e] == 0:
+                joined = m
+                break
+        starts[out], stops[out] = starts[i], stops[i + joined - 1]
+        out += 1
+        i += joined
+    return out
+
+
+@jit
+def token_bounds(raw: np.ndarray, flags: np.ndarray, first: int, end: int, starts: np.ndarray,
+                 stops: np.ndarray) -> int:  # pragma: no cover - compiled by numba, tested through it
+    """Split characters ``first`` to ``end`` into words (the module's rules); their bounds; how many.
+
+    ``starts``/``stops`` need room for ``end - first`` words (a word is at least one character).
+    """
+    count = 0
+    j = first
+    suffix_starts = np.empty(64, np.int64)
+    while j < end:
+        if flags[j] & SPACE:
+            j += 1
+            continue
+        left = j
+        chunk_first = count
+        letters = True
+        while j < end and not flags[j] & SPACE:
+            letters = letters and (flags[j] & ALPHA) != 0
+            j += 1
+        right = j
+        if letters and (right - left > _EXCEPTION_LONGEST or _exception(raw, left, right) < 0):
+            starts[count], stops[count] = left, right  # the common case: a word of letters alone
+            count += 1
+            continue
+        suffixes = 0
+        last = -1
+        while left < right and right - left != last and not _special(raw, left, right):
+            last = right - left
+            pre = _prefix(raw, flags, left, right)
+            suf = _suffix(raw, flags, left + pre, right, UNIT_CODES, UNIT_ENDS, CURRENCY_CODES, CURRENCY_ENDS)
+            if pre and suf and pre + suf > right - left:
+                suf = 0
+            if pre:
+                starts[count], stops[count] = left, left + pre
+                count += 1
+                left += pre
+            if suf:
+                if suffixes == len(suffix_starts):
+                    grown = np.empty(2 * suffixes, np.int64)
+                    grown[:suffixes] = suffix_starts
+                    suffix_starts = grown
+                suffix_starts[suffixes] = right - suf
+                suffixes += 1
+                right -= suf
+            if pre and left < right and _special(raw, left, right):
+                break
+        if left < right:
+            e = _exception(raw, left, right)
+            cut = _contraction(raw, left, right, PRONOUN_CODES, PRONOUN_ENDS) if e < 0 else left + EXCEPTION_CUTS[e]
+            if e >= 0 and cut == left:
+                starts[count], stops[count] = left, right
+                count += 1
+            elif cut:
+                starts[count], stops[count] = left, cut
+                starts[count + 1], stops[count + 1] = cut, right
+                count += 2
+            elif _is_url(raw, flags, left, right):
+                starts[count], stops[count] = left, right
+                count += 1
+            else:
+                piece = left
+                k = left + 1
+                while k < right:
+                    size = _infix(raw, flags, left, right, k)
+                    if size == 0:
+                        k += 1
+                        continue
+                    if k > piece:
+                        starts[count], stops[count] = piece, k
+                        count += 1
+                    starts[count], stops[count] = k, k + size
+                    count += 1
+                    piece = k = k + size
+                if piece < right:
+                    starts[count], stops[count] = piece, right
+                    count += 1
+        stop = j
+        for s in range(suffixes - 1, -1, -1):  # the suffixes, innermost first
+            starts[count], stops[count] = suffix_starts[s], stop if s == 0 else suffix_starts[s - 1]
+            count += 1
+        if count - chunk_first > 1:
+            count = _merge_exceptions(raw, starts, stops, chunk_first, count)
+    return count
+
+
+def char_flags(raw: np.ndarray, terminals: str = "") -> np.ndarray:
+    """Flags of each code point of ``raw``: a table for ASCII, the few distinct others classified once each."""
+    flags = _ascii_flags(terminals)[np.minimum(raw, 127)]
+    high = raw >= 128
+    if high.any():
+        distinct, where = np.unique(raw[high], return_inverse=True)
+        flags[high] = np.array([char_flags_of(chr(c), terminals) for c in distinct.tolist()], np.uint16)[where]
+    return flags
+
+
+_ASCII: dict[str, np.ndarray] = {}
+
+
+def _ascii_flags(terminals: str) -> np.ndarray:
+    table = _ASCII.get(terminals)
+    if table is None:
+        table = _ASCII[terminals] = np.array([char_flags_of(chr(c), terminals) for c in range(128)], np.uint16)
+    return table
+
+
+def split_words(text: str) -> list[str]:
+    """The words of ``text`` (:func:`token_bounds` over it)."""
+    if not text:
+        return []
+    raw = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
+    starts = np.empty(len(text), np.int64)
+    stops = np.empty(len(text), np.int64)
+    count = token_bounds(raw, char_flags(raw), 0, len(text), starts, stops)
+    return [text[a:b] for a, b in zip(starts[:count].tolist(), stops[:count].tolist(), strict=True)]
+
+STOP_WORDS = frozenset({"the", "be", "to", "of", "and", "that", "have", "with"})
+_FNV_OFFSET, _FNV_PRIME = 0xCBF29CE484222325, 0x100000001B3
+#: Word-kernel output columns, in order.
+KERNEL_COLUMNS = (["words", "symbol_free_words", "symbol_free_chars", "alpha_words", "stop_words"]
+                  + [f"top_{n}" for n in TOP_NGRAMS] + [f"dup_{n}" for n in DUP_NGRAMS])
+
+
+def fnv1a(word: str) -> int:
+    """The word kernel's hash of one word (FNV-1a over its code points), for the stop-word table."""
+    value = _FNV_OFFSET
+    for ch in word:
+        value = ((value ^ ord(ch)) * _FNV_PRIME) & 0xFFFFFFFFFFFFFFFF
+    return value
+
+
+STOP_HASHES = np.array(sorted(fnv1a(w) for w in STOP_WORDS), np.uint64)
+
+
+@jit
+def _extend_grams(grams: np.ndarray, hashes: np.ndarray, n: int) -> np.ndarray:  # pragma: no cover - compiled
+    """The n-gram hashes from the (n-1)-gram hashes: each mixed with the word that follows it."""
+    out = np.empty(len(grams) - 1, np.uint64)
+    for i in range(len(out)):
+        out[i] = (grams[i] ^ hashes[i + n - 1]) * np.uint64(0x100000001B3) + np.uint64(0x9E3779B97F4A7C15)
+    return out
+
+
+@jit
+def _groups(grams: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """(group of each position, each group's count, each group's first position), groups numbered in
+    order of first appearance; equal hashes, one group (an open-addressing table: no sort)."""
+    size = 16
+    while size < 2 * len(grams):
+        size <<= 1
+    mask = np.uint64(size - 1)
+    slot_keys = np.empty(size, np.uint64)
+    slot_groups = np.full(size, -1, np.int64)
+    group = np.empty(len(grams), np.int64)
+    counts = np.zeros(len(grams), np.int64)
+    first = np.zeros(len(grams), np.int64)
+    groups = 0
+    for position in range(len(grams)):
+        key = grams[position]
+        slot = (key ^ (key >> np.uint64(31))) & mask
+        while True:
+            g = slot_groups[slot]
+            if g < 0:
+                slot_groups[slot] = groups
+                slot_keys[slot] = key
+                first[groups] = position
+                counts[groups] = 1
+                group[position] = groups
+                groups += 1
+                break
+            if slot_keys[slot] == key:
+                counts[g] += 1
+                group[position] = g
+                break
+            slot = (slot + np.uint64(1)) & mask
+    return group, counts[:groups], first[:groups]
+
+
+@jit
+def word_kernel(raw: np.ndarray, flags: np.ndarray, ends: np.ndarray, stop_hashes: np.ndarray,
+                 out: np.ndarray) -> None:  # pragma: no cover - compiled by numba, tested through it
+    """Fill ``out[i]`` with the word columns (:data:`KERNEL_COLUMNS`) of text ``i``.
+
+    Words as :func:`split_words` says. Each word is hashed (FNV-1a over its code points); an
+    n-gram's hash is its (n-1)-gram's mixed with its last word's, grouped by a hash table.
+    """
+    first = 0
+    for text in range(len(ends)):
+        end = ends[text]
+        size = end - first
+        starts = np.empty(size, np.int64)
+        stops = np.empty(size, np.int64)
+        count = token_bounds(raw, flags, first, end, starts, stops)
+        hashes = np.empty(count, np.uint64)
+        lengths = np.empty(count, np.int64)
+        symbol_free = symbol_free_chars = alpha_words = 0
+        stop_found = np.zeros(len(stop_hashes), np.bool_)
+        for w in range(count):
+            h = np.uint64(0xCBF29CE484222325)
+            alpha = False
+            all_punct = True
+            for j in range(starts[w], stops[w]):
+                f = flags[j]
+                h = (h ^ np.uint64(raw[j])) * np.uint64(0x100000001B3)
+                alpha = alpha or (f & ALPHA) != 0
+                all_punct = all_punct and (f & PUNCT) != 0
+            hashes[w] = h
+            lengths[w] = stops[w] - starts[w]
+            alpha_words += alpha
+            if not all_punct:
+                symbol_free += 1
+                symbol_free_chars += stops[w] - starts[w]
+            for s in range(len(stop_hashes)):
+                if stop_hashes[s] == h:
+                    stop_found[s] = True
+        out[text, 0] = count
+        out[text, 1] = symbol_free
+        out[text, 2] = symbol_free_chars
+        out[text, 3] = alpha_words
+        out[text, 4] = stop_found.sum()
+        cumulative = np.zeros(count + 1, np.int64)
+        for w in range(count):
+            cumulative[w + 1] = cumulative[w] + lengths[w]
+        column = 5
+        grams = (hashes[:count] ^ np.uint64(0x2545F4914F6CDD1D)) * np.uint64(0x100000001B3)  # mixed once more,
+        # so an n-gram's hash is not symmetric in its words (a XOR of two plain word hashes would be)
+        for n in range(2, 5):  # the most frequent n-gram's characters (words and spaces) times its count
+            best = 0
+            if count >= n:
+                grams = _extend_grams(grams, hashes, n)
+                _, counts, firsts = _groups(grams)
+                top = 0
+                start = 0
+                for g in range(len(counts)):  # groups in order of first appearance: the first seen wins a tie
+                    if counts[g] > top:
+                        top, start = counts[g], firsts[g]
+                best = (cumulative[start + n] - cumulative[start] + n - 1) * top
+            out[text, column] = best
+            column += 1
+        for n in range(5, 11):  # characters of n-grams seen before, jumping over each repeat
+            repeated = 0
+            if count >= n:
+                grams = _extend_grams(grams, hashes, n)
+                group, counts, _ = _groups(grams)
+                seen = np.zeros(len(counts), np.bool_)
+                i = 0
+                while i < count - n + 1:
+                    g = group[i]
+                    if seen[g]:
+                        repeated += cumulative[i + n] - cumulative[i]
+                        i += n
+                    else:
+                        seen[g] = True
+                        i += 1
+            out[text, column] = repeated
+            column += 1
+        first = end
