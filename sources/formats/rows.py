@@ -7,18 +7,18 @@ the file (plain, ``.gz``, ``.zst``, ``.bz2``, ``.xz``; format by name, or ``fmt`
 row numbers that name each record, skipping blank lines, the byte bound of a line or value, a
 row's skip and limit, and one drop for each fault, under one name whatever the source:
 
-====================  ==========================================================================
-``malformed_json``    a JSON line that is not JSON, not UTF-8, nested too deeply, or not an object
-``too_large``         a line (or Parquet value, CSV field) over the byte bound, skipped unread
-``invalid_utf8``      a Parquet or CSV row with bytes that are not UTF-8
-``malformed_csv``     a CSV row the csv module cannot parse
-``corrupt_row_group`` each row of a Parquet row group that cannot be decoded
-``missing_column``    each row of a Parquet file without a column the reader was told to read
-``unreadable_input``  a Parquet file whose footer cannot be read (one drop for the file)
-``truncated_input``   a compressed stream cut short: one drop after the last line read
-``skipped_row``       a row before ``skip`` (counted, never decoded)
-``row_limit``         one drop where the reader stopped after ``limit`` rows
-====================  ==========================================================================
+======================  ==========================================================================
+``malformed_json``      a JSON line that is not JSON, not UTF-8, nested too deeply, or not an object
+``too_large``           a line (or Parquet value, CSV field) over the byte bound, skipped unread
+``invalid_utf8``        a Parquet or CSV row with bytes that are not UTF-8
+``malformed_csv``       a CSV row the csv module cannot parse
+``corrupt_row_group``   each row of a Parquet row group that cannot be decoded
+``missing_column``      each row of a Parquet file without a column the reader was told to read
+``unreadable_input``    a Parquet file whose footer cannot be read (one drop for the file)
+``truncated_input``     a compressed stream cut short: one drop after the last line read
+``skipped_row``         a row before ``skip`` (counted, never decoded)
+``row_limit``           one drop where the reader stopped after ``limit`` rows
+======================  ==========================================================================
 
 The rows before and after a bad one are kept. The adapter decides about the row's content
 (a missing field is its ``malformed_row``, say) and never sees a row the reader dropped.
