@@ -3,6 +3,14 @@
     python benchmarks/commoncrawl.py                         # real CC/ClueWeb/wget WARCs from ../shared/realdata
     python benchmarks/commoncrawl.py --warc a.warc.gz --warc b.warc.gz --repeat 1
     python benchmarks/commoncrawl.py --legs ours,ours-resiliparse   # without datatrove installed
+    python benchmarks/commoncrawl.py --flow before=../cc_before,after=. --kind wet --size-mb 100 --work /tmp/cc
+    PYTHONPATH=<cc_net repo>:<func_argparse, bs4> python benchmarks/commoncrawl.py --leg ccnet-wet --folder DIR
+
+``--flow``: the whole flow as users run it (``python -m flows.commoncrawl``, default runner, 2
+workers) from each named checkout, interleaved, on generated WARC or WET files
+(``benchmarks/corpus_inputs/commoncrawl.py``): CPU-s per GB of the flow and all its processes, and
+whether the kept ids are the same. ``ccnet-wet``: cc_net's per-line pipeline on WET (see
+:func:`leg_ccnet`), the peer for WET as datatrove is for WARC.
 
 Legs, two of each kind so that settings and code are told apart:
 
@@ -124,6 +132,65 @@ def leg_datatrove(folder: Path, like_ours: bool = False) -> dict:
             "bytes": sum(f.stat().st_size for f in folder.glob("*.warc.gz"))}
 
 
+#: The WET header lines in the order cc_net's parser reads by position (Common Crawl's before 2018).
+CCNET_HEADERS = ("WARC-Type", "WARC-Target-URI", "WARC-Date", "WARC-Record-ID", "WARC-Refers-To",
+                 "WARC-Block-Digest", "Content-Type", "Content-Length")
+
+
+def ccnet_header_order(lines):  # type: ignore[no-untyped-def]
+    """Each record's header lines put in :data:`CCNET_HEADERS` order, others left out.
+
+    cc_net's ``parse_doc`` takes the URL, date, digest and length by line number, as Common Crawl
+    wrote them in 2019; later WET files add ``WARC-Identified-Content-Language`` before
+    ``Content-Type`` (and writers order headers freely), which makes it drop every document.
+    """
+    header: dict[str, str] | None = None
+    for line in lines:
+        if line.strip() == "WARC/1.0":
+            header = {}
+            yield line
+        elif header is not None:
+            if line.strip():
+                name = line.split(":", 1)[0]
+                if name in CCNET_HEADERS:
+                    header[name] = line
+                continue
+            yield from (header[name] for name in CCNET_HEADERS if name in header)
+            header = None
+            yield line
+        else:
+            yield line
+
+
+def leg_ccnet(folder: Path) -> dict:
+    """cc_net's per-line pipeline on WET files, in one process: its WET parser, its single-pass line
+    dedup (``DuplicatesRemover(collect=True)``: a line seen earlier is removed, as ours), its fastText
+    language ID (``split_by_lang.Classifier``, the same lid.176.ftz), English >= 0.5 and 300 chars kept.
+
+    cc_net is not installable from PyPI (its metadata names kenlm by a git URL, which pip refuses):
+    put the repository's ``cc_net`` folder and ``func_argparse`` + ``beautifulsoup4`` on ``PYTHONPATH``.
+    """
+    sys.path.insert(0, str(REPO))
+    from cc_net import dedup, jsonql, process_wet_file, split_by_lang
+
+    from core.filters.langid import bundled_lid_model
+
+    files = sorted(folder.glob("*.wet.gz"))
+    start, usage0 = time.perf_counter(), _usage()
+    docs = (doc for path in files
+            for doc in process_wet_file.parse_warc_file(ccnet_header_order(jsonql.open_read(path)), min_len=1))
+    deduped = dedup.DuplicatesRemover("raw_content", [], collect=True).map(docs)
+    classifier = split_by_lang.Classifier(Path(str(bundled_lid_model())), "raw_content", "language", top=1,
+                                          rounding=4)
+    kept = [doc["url"] for doc in classifier.map(deduped) if doc is not None
+            and doc.get("language") == "en" and doc.get("language_score", 0) >= 0.5 and doc["length"] >= 300]
+    usage1 = _usage()
+    return {"records": sum(1 for path in files
+                           for _ in process_wet_file.parse_warc_file(ccnet_header_order(jsonql.open_read(path)))),
+            "wall_s": time.perf_counter() - start, "cpu_s": usage1["cpu_s"] - usage0["cpu_s"],
+            "peak_rss_mb": usage1["peak_rss_mb"], "kept": kept, "bytes": sum(f.stat().st_size for f in files)}
+
+
 def leg_breakdown(folder: Path) -> dict:
     """Where our time goes: each stage run alone over the whole set, in this process, CPU seconds.
 
@@ -164,6 +231,62 @@ def leg_breakdown(folder: Path) -> dict:
             "bytes": sum(f.stat().st_size for f in files)}
 
 
+def flow_run(tree: Path, inputs: Path, out: Path) -> dict:
+    """``python -m flows.commoncrawl`` as users run it (default runner, 2 workers) from checkout ``tree``.
+
+    CPU is the run's and every process under it (the Prefect server, the worker pool, the
+    extraction helpers: ``os.wait4`` gives the rusage of the child and its reaped descendants).
+    The kept documents are the ids in the shards the run wrote.
+    """
+    import os
+
+    import pyarrow.parquet as pq
+
+    shutil.rmtree(out, ignore_errors=True)
+    command = [sys.executable, "-m", "flows.commoncrawl", "--inputs", str(inputs / "*.gz"), "--out", str(out),
+               "--workers", "2"]
+    started = time.perf_counter()
+    with open(out.with_suffix(".log"), "w") as log:
+        child = subprocess.Popen(command, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, stdout=log,
+                                 stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(child.pid, 0)
+    if status != 0:
+        raise RuntimeError(f"{tree}: flows.commoncrawl failed, see {out.with_suffix('.log')}")
+    ids = sorted(i for part in sorted((out / "docs").rglob("*.parquet"))
+                 for i in pq.read_table(part, columns=["id"]).column("id").to_pylist())
+    return {"cpu_s": usage.ru_utime + usage.ru_stime, "wall_s": time.perf_counter() - started,
+            "peak_rss_mb": usage.ru_maxrss / 1024, "kept": ids}
+
+
+def flow_benchmark(trees: dict[str, Path], kind: str, size_mb: float, rounds: int, work: Path) -> int:
+    """Interleaved rounds of the Common Crawl flow from each checkout on generated WET or WARC files."""
+    sys.path.insert(0, str(REPO))
+    from benchmarks.corpus_inputs.commoncrawl import write_commoncrawl
+
+    inputs = work / f"{kind}-{size_mb:g}mb"
+    if not inputs.exists():
+        write_commoncrawl(inputs, int(size_mb * 1e6), kind, seed=0, file_bytes=25_000_000)
+    size = sum(p.stat().st_size for p in inputs.glob("*.gz"))
+    found: dict[str, list[dict]] = {name: [] for name in trees}
+    for number in range(rounds):
+        for name, tree in trees.items():
+            found[name].append(flow_run(tree, inputs, work / f"out-{name}-{number}"))
+            print(f"round {number + 1} {name}: {found[name][-1]['cpu_s']:.1f} CPU-s", file=sys.stderr)
+    print(f"input: {size / 1e6:.0f} MB of generated {kind.upper()} (benchmarks/corpus_inputs/commoncrawl.py, seed 0), "
+          f"{rounds} interleaved rounds, CPU of the flow process and its children, min/median/max")
+    for name, runs in found.items():
+        cpus = [r["cpu_s"] for r in runs]
+        print(f"{name:<10} kept {len(runs[0]['kept']):>7}  CPU-s per GB {_mmm([c / size * 1e9 for c in cpus], '{:.0f}')}"
+              f"  wall {_mmm([r['wall_s'] for r in runs], '{:.0f}')} s  peak RSS {max(r['peak_rss_mb'] for r in runs):.0f} MB")
+    names = list(trees)
+    for name in names[1:]:
+        ratios = [a["cpu_s"] / b["cpu_s"] for a, b in zip(found[names[0]], found[name], strict=True)]
+        same = found[names[0]][0]["kept"] == found[name][0]["kept"]
+        print(f"{names[0]} / {name}: {_mmm(ratios)}x CPU; kept documents {'identical' if same else 'DIFFERENT'}")
+        print("RESULT " + json.dumps({"metric": f"flow {kind} {names[0]} / {name}", "values": ratios}))
+    return 0
+
+
 def prepare(warcs: list[Path], repeat: int, folder: Path) -> None:
     for copy in range(repeat):
         for path in warcs:
@@ -187,6 +310,7 @@ LEGS = {
     "ours-resiliparse": lambda folder: leg_ours(folder, use_prefilter=False, engine="resiliparse"),
     "datatrove": leg_datatrove,
     "datatrove-like": lambda folder: leg_datatrove(folder, like_ours=True),
+    "ccnet-wet": leg_ccnet,
 }
 #: Ratios the report prints: (label, peer leg, our leg).
 RATIOS = [("default settings, ours vs datatrove", "datatrove", "ours"),
@@ -234,9 +358,18 @@ def main() -> int:
     parser.add_argument("--legs", default=",".join(LEGS),
                         help="comma-separated, of: " + ", ".join(LEGS) + " (see the module docstring)")
     parser.add_argument("--no-breakdown", action="store_true", help="skip the per-stage breakdown of ours")
+    parser.add_argument("--flow", help="name=checkout,... : the Common Crawl flow from each checkout, interleaved, "
+                        "on generated files (e.g. before=../cc_before,after=.)")
+    parser.add_argument("--kind", choices=["wet", "warc"], default="wet", help="with --flow: generated file kind")
+    parser.add_argument("--size-mb", type=float, default=100, help="with --flow: gzip MB to generate")
+    parser.add_argument("--work", type=Path, help="with --flow: folder for inputs and outputs")
     parser.add_argument("--leg", choices=[*LEGS, "breakdown"], help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.flow:
+        trees = {name: Path(path).resolve() for name, path in (part.split("=", 1) for part in args.flow.split(","))}
+        work = args.work or Path(tempfile.mkdtemp(prefix="ccflow-"))
+        return flow_benchmark(trees, args.kind, args.size_mb, args.rounds, work)
     if args.leg:  # child process: one leg, JSON on stdout
         result = {**LEGS, "breakdown": leg_breakdown}[args.leg](args.folder)
         print(json.dumps(result))
