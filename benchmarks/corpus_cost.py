@@ -384,8 +384,18 @@ def _line(s: Stage) -> str:
 
 
 # -- efficiency -----------------------------------------------------------------------------
-def worker_efficiency(source: str, section: dict[str, Any], work: Path, log: Callable[[str], None]) -> dict[str, float]:
-    """Wall and CPU of ``source`` on 1 and on 2 workers (fresh output roots): the speed-up per worker."""
+def _efficiency_input(work: Path, size: int) -> dict[str, Any]:
+    """C4 of ``size`` bytes in 4 files: tasks are per input file, so one file would leave a worker idle."""
+    from benchmarks.corpus_inputs import c4
+
+    directory = work / "inputs" / "efficiency"
+    shutil.rmtree(directory, ignore_errors=True)
+    return {"inputs": c4.write(directory, size, per_file=max(size // 4, 100_000))}
+
+
+def worker_efficiency(section: dict[str, Any], work: Path, log: Callable[[str], None]) -> dict[str, float]:
+    """Wall and CPU of C4 on 1 and on 2 workers (fresh output roots): the speed-up per worker."""
+    source = "c4"
     from flows.llama import LlamaConfig
 
     found: dict[str, float] = {}
@@ -405,6 +415,7 @@ def worker_efficiency(source: str, section: dict[str, Any], work: Path, log: Cal
     found["speedup"] = found["wall_1"] / found["wall_2"]
     found["efficiency"] = found["speedup"] / 2
     found["load"] = os.getloadavg()[0]
+    found["files"] = len(section["inputs"])
     return found
 
 
@@ -531,9 +542,7 @@ def main(argv: list[str] | None = None) -> int:
         stages += run_size("full", full, args.work, args.workers, pile["full"], log)
         efficiency = None
         if not args.no_efficiency:
-            source = "c4" if "c4" in quarter else chosen[0]
-            section, _ = generate(source, args.work / "inputs" / "quarter" / source, quarter[source])
-            efficiency = worker_efficiency(source, section, args.work, log)
+            efficiency = worker_efficiency(_efficiency_input(args.work, quarter.get("c4", 2 * MB)), args.work, log)
         return stages, efficiency
 
     stages, efficiency = _with_prefect(everything)

@@ -40,12 +40,12 @@ def _results(stages: list[dict[str, Any]]) -> dict[str, Any]:
             "load": [2.0, 2.0, 2.0], "cpus": 2, "quick": False, "stages": stages}
 
 
-def test_projection_uses_the_marginal_cpu_per_gb_and_the_published_input_size() -> None:
+def test_projection_uses_the_full_size_cpu_per_gb_and_the_published_input_size() -> None:
     # 1/4 GB in 300 s, 1 GB in 1,050 s: 50 s of fixed cost, 1,000 s per GB at the margin
     results = _results([_stage("c4", "quarter", GB / 4, 300.0), _stage("c4", "full", GB, 1050.0)])
     assert projection.marginal(results)["c4"] == pytest.approx(1000.0)
     _, hours = projection.projection(results)
-    assert hours == {"c4": pytest.approx(1000.0 * 305 / 3600)}  # allenai/c4 en: 305 GB of json.gz
+    assert hours == {"c4": pytest.approx(1050.0 * 305 / 3600)}  # allenai/c4 en: 305 GB of json.gz
     text = projection.render(results)
     assert "| c4 | 305.0 GB |" in text and "not measured" in text  # the sources that did not run say so
 
