@@ -217,7 +217,8 @@ def _suffix(raw: np.ndarray, flags: np.ndarray, start: int, end: int, unit_codes
             if size >= 3 and before & UPPER and flags[end - 3] & UPPER:
                 return 1
             d = raw[end - 2] | 32
-            if size >= 3 and raw[end - 3] == 0xB0 and (d == 102 or d == 99 or d == 107):  # °F, °C, °K
+            # °F, °C, °K: spaCy's look-behind sees the degree sign even once it came off as a prefix
+            if end >= 3 and raw[end - 3] == 0xB0 and (d == 102 or d == 99 or d == 107):
                 return 1
     return 0
 
@@ -471,23 +472,27 @@ def token_bounds(raw: np.ndarray, flags: np.ndarray, first: int, end: int, start
 
 
 def char_flags(raw: np.ndarray, terminals: str = "") -> np.ndarray:
-    """Flags of each code point of ``raw``: a table for ASCII, the few distinct others classified once each."""
-    flags = _ascii_flags(terminals)[np.minimum(raw, 127)]
-    high = raw >= 128
-    if high.any():
-        distinct, where = np.unique(raw[high], return_inverse=True)
-        flags[high] = np.array([char_flags_of(chr(c), terminals) for c in distinct.tolist()], np.uint16)[where]
-    return flags
+    """Flags of each code point of ``raw`` from a table over all of Unicode, each code point classified
+    the first time a text of this process holds it (a scatter and a gather: no sort of the text)."""
+    table, known = _TABLES.get(terminals) or _TABLES.setdefault(terminals, _new_table(terminals))
+    present = np.zeros(len(table), np.bool_)
+    present[raw] = True
+    new = np.flatnonzero(present & ~known)
+    if len(new):
+        table[new] = [char_flags_of(chr(c), terminals) for c in new.tolist()]
+        known[new] = True
+    return table[raw]
 
 
-_ASCII: dict[str, np.ndarray] = {}
+#: Per set of extra punctuation: (flags of every code point, which of them are filled in yet).
+_TABLES: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
 
-def _ascii_flags(terminals: str) -> np.ndarray:
-    table = _ASCII.get(terminals)
-    if table is None:
-        table = _ASCII[terminals] = np.array([char_flags_of(chr(c), terminals) for c in range(128)], np.uint16)
-    return table
+def _new_table(terminals: str) -> tuple[np.ndarray, np.ndarray]:
+    table, known = np.zeros(0x110000, np.uint16), np.zeros(0x110000, np.bool_)
+    table[:128] = [char_flags_of(chr(c), terminals) for c in range(128)]
+    known[:128] = True
+    return table, known
 
 
 def split_words(text: str) -> list[str]:

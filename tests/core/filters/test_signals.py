@@ -162,6 +162,7 @@ def test_compiled_pass_agrees_with_the_oracle(texts: list[str]) -> None:
     ("see https://x.org/a-b, or |url=http://y.com/a", ["see", "https://x.org/a-b", ",", "or", "|url", "=", "http://y.com", "/", "a"]),
     ("end...start a…b", ["end", "...", "start", "a", "…", "b"]),
     ("USA. S. 85°C 3+4 x=y", ["USA", ".", "S.", "85", "°", "C", "3", "+", "4", "x", "=", "y"]),
+    ("at 91 °C. or °A.", ["at", "91", "°", "C", ".", "or", "°", "A."]),
     ("mail me@example.com now!", ["mail", "me@example.com", "now", "!"]),
     ("the  \u00a0 tab\tand\u2003space", ["the", "tab", "and", "space"]),
 ])
