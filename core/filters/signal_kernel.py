@@ -325,7 +325,7 @@ def _exception(raw: np.ndarray, start: int, end: int) -> int:  # pragma: no cove
     for k in range(end - start):
         if EXCEPTION_CODES[begin + k] != raw[start + k]:
             return -1
-    return e
+    return int(e)
 
 
 @jit
