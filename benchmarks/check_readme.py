@@ -120,6 +120,8 @@ CHECKS = [
 NOT_RERUN = {
     "record_bounds.py": "absolute overheads in µs per record, not a ratio to a peer: python benchmarks/record_bounds.py",
     "scale.py": "100 MB to 2 GB dumps, about an hour: python benchmarks/scale.py",
+    "signals.py": "agreement counts and a CPU ratio against datatrove in its own venv (benchmarks/requirements-dedup.txt): "
+                  "python benchmarks/signals.py --peer-python PEER_VENV/bin/python",
     "corpus_cost.py": "every LLaMA source at 1/4 and full size (1 GB), hours: python benchmarks/corpus_cost.py --work DIR",
     "orchestration.py": "the whole sample run, default runner vs sequential, 4+ runs of 1-2 min each: "
                         "python benchmarks/orchestration.py",
