@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -154,40 +154,32 @@ def replace_client_ssl_module(wrap: Callable[[Any], Any], wrapped: type) -> None
         orchestration.ssl = wrap(orchestration.ssl)
 
 
-# -- Prefect's embedded (ephemeral) API server (flows.runtime.runner.prefect_api) ---------------
-class _PopenWith:
-    """The ``subprocess`` module as one caller sees it, with a ``preexec_fn`` added to ``Popen``."""
+# -- the run's own API server (flows.runtime.api_server, flows.runtime.runner.prefect_api) -------
+@contextlib.contextmanager
+def global_settings() -> Iterator[None]:
+    """The current settings context made the process-global one for the block (the prior one back after).
 
-    def __init__(self, module: Any, preexec: Any) -> None:
-        self._module, self._preexec = module, preexec
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._module, name)
-
-    def Popen(self, *args: Any, **kwargs: Any) -> Any:  # the name it stands in for
-        return self._module.Popen(*args, preexec_fn=self._preexec, **kwargs)
-
-
-def linked_ephemeral_server(preexec: Callable[[], Any]) -> Any:
-    """Prefect's temporary server whose process runs ``preexec()``'s function before exec, registered as
-    Prefect's one ephemeral instance (``SubprocessASGIServer()`` in any thread returns it).
-
-    A stopped instance of an earlier run is forgotten first, so this one takes its place.
+    Prefect code running outside the run's context variables (threads it starts: the process pool's
+    message forwarder, the events and log workers) reads the process-global settings context; with
+    the run's API URL there it never asks for a temporary server of its own.
     """
-    from prefect.server.api import server as prefect_server
+    from prefect import context
 
-    class LinkedServer(prefect_server.SubprocessASGIServer):
-        def _run_uvicorn_command(self) -> Any:
-            # the one Popen of Prefect's own command line, with the death signal armed before exec
-            real = prefect_server.subprocess
-            prefect_server.subprocess = _PopenWith(real, preexec())  # type: ignore[assignment]
-            try:
-                return super()._run_uvicorn_command()
-            finally:
-                prefect_server.subprocess = real
+    with context._temporary_global_settings_context(context.SettingsContext.get()):
+        yield
 
-    prefect_server.SubprocessASGIServer._instances.pop(None, None)  # a stopped one of an earlier run
-    return LinkedServer()
+
+def ephemeral_server_switches() -> dict[str, str]:
+    """The environment Prefect's own temporary server runs its application under (no UI, the
+    ephemeral services, the final app), for :mod:`flows.runtime.api_server`'s server."""
+    return {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+
+
+def reload_global_settings() -> None:
+    """The process-global settings context built again from the environment (a forked server's, just set)."""
+    from prefect import context
+
+    context.refresh_global_settings_context()
 
 
 def drain_log_and_event_workers() -> None:
@@ -336,19 +328,30 @@ def _check_client_ssl() -> None:
         _source_says(client.__init__, "ssl.create_default_context(", f"{client.__name__}.__init__")
 
 
-def _check_ephemeral_server() -> None:
-    import subprocess
+def _check_global_settings() -> None:
+    from prefect import context
 
+    _has_parameters(context._temporary_global_settings_context, ["settings_context"],
+                    "prefect.context._temporary_global_settings_context")
+    _source_says(context._temporary_global_settings_context, "GLOBAL_SETTINGS_CONTEXT = settings_context",
+                 "prefect.context._temporary_global_settings_context")
+    _source_says(context.SettingsContext.get, "GLOBAL_SETTINGS_CONTEXT", "SettingsContext.get")
+
+
+def _check_ephemeral_server_app() -> None:
+    from prefect import context
     from prefect.server.api import server as prefect_server
 
-    server_class = prefect_server.SubprocessASGIServer
-    assert isinstance(server_class.__dict__.get("_instances"), dict), "SubprocessASGIServer._instances is not a dict"
-    _source_says(server_class.__new__, "cls._instances[port]", "SubprocessASGIServer.__new__")
-    _has_parameters(server_class._run_uvicorn_command, ["self"], "SubprocessASGIServer._run_uvicorn_command")
-    _source_says(server_class._run_uvicorn_command, "subprocess.Popen(", "SubprocessASGIServer._run_uvicorn_command")
-    assert prefect_server.subprocess is subprocess, "prefect.server.api.server no longer imports subprocess"
-    _source_says(server_class.__init__, "self.server_process", "SubprocessASGIServer.__init__")
-    _has_parameters(server_class.start, ["self", "timeout"], "SubprocessASGIServer.start")
+    _has_parameters(context.refresh_global_settings_context, [], "prefect.context.refresh_global_settings_context")
+    _source_says(context.refresh_global_settings_context, "GLOBAL_SETTINGS_CONTEXT = root_settings_context()",
+                 "prefect.context.refresh_global_settings_context")
+    for switch in ephemeral_server_switches():
+        _source_says(prefect_server.SubprocessASGIServer._run_uvicorn_command, f'"{switch}"',
+                     "SubprocessASGIServer._run_uvicorn_command")
+    _source_says(prefect_server.SubprocessASGIServer._run_uvicorn_command, '"prefect.server.api.server:create_app"',
+                 "SubprocessASGIServer._run_uvicorn_command")
+    for switch in ("PREFECT__SERVER_EPHEMERAL", "PREFECT__SERVER_FINAL"):
+        _source_says(prefect_server.create_app, f'os.getenv("{switch}")', "prefect.server.api.server.create_app")
 
 
 def _check_drain() -> None:
@@ -438,18 +441,30 @@ USES: tuple[Use, ...] = (
         "PrefectHQ/prefect#19106 (open): 'allow using custom SSL contexts', reusing one context across PrefectClient "
         "instances",
         "silently: each client reads the CA bundle again (~20 ms CPU, two clients per task run)", _check_client_ssl),
-    Use("linked-ephemeral-server", ("linked_ephemeral_server",),
-        "prefect.server.api.server.SubprocessASGIServer: _instances (the per-port singleton), "
-        "_run_uvicorn_command() and the module global subprocess; server_process",
-        ("_instances", "_run_uvicorn_command"),
+    Use("global-settings-context", ("global_settings",),
+        "prefect.context._temporary_global_settings_context(settings_context) (replaces the module global "
+        "GLOBAL_SETTINGS_CONTEXT that SettingsContext.get() falls back to)",
+        ("_temporary_global_settings_context",),
         PREFECT_CHECKED,
-        "none: SubprocessASGIServer (PrefectHQ/prefect#14722) stops its server only from an atexit hook, which a "
-        "kill -9 of the flow skips; a way to pass a preexec_fn or to tie the server to its parent's life would "
-        "replace this (no upstream issue yet). A persistent `prefect server start` with PREFECT_API_URL needs none "
+        "none: Prefect offers no public way to set the API URL for threads it starts outside a settings context "
+        "but the environment read at import; SubprocessASGIServer's per-port singleton (PrefectHQ/prefect#14722), "
+        "which this replaces, is private too. A persistent `prefect server start` with PREFECT_API_URL needs none "
         "of it",
-        "AttributeError at the start of every run without PREFECT_API_URL, or a server left running after kill -9 "
-        "(tests/faults/test_kill9.py), or a second server started by Prefect's own threads "
-        "(tests/flows/test_runtime_context.py)", _check_ephemeral_server),
+        "AttributeError at the start of every run without PREFECT_API_URL; or (the global no longer consulted) "
+        "Prefect's own threads start a second temporary server and send the workers' events there "
+        "(tests/flows/test_runtime_context.py)", _check_global_settings),
+    Use("ephemeral-server-app", ("ephemeral_server_switches", "reload_global_settings"),
+        "the environment switches SubprocessASGIServer._run_uvicorn_command gives Prefect's temporary server "
+        "(PREFECT_UI_ENABLED, PREFECT__SERVER_EPHEMERAL, PREFECT__SERVER_FINAL, read by "
+        "prefect.server.api.server:create_app) and prefect.context.refresh_global_settings_context()",
+        (),
+        PREFECT_CHECKED,
+        "none: SubprocessASGIServer (PrefectHQ/prefect#14722) starts a new interpreter that imports Prefect and "
+        "its server again and stops only from an atexit hook, which a kill -9 of the flow skips; an option to "
+        "serve a given socket from a forked process, or to tie the server to its parent's life, would replace "
+        "this (no upstream issue yet)",
+        "the run's server serves the UI or runs every service of a full server (more CPU per run), or keeps the "
+        "flow's settings instead of its own (tests/flows/test_runtime_server.py)", _check_ephemeral_server_app),
     Use("drain-log-and-event-workers", ("drain_log_and_event_workers",),
         "APILogWorker.drain_all(timeout=) and EventsWorker.drain_all(), defined in "
         "prefect._internal.concurrency.services.QueueService",

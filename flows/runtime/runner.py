@@ -4,7 +4,7 @@ Prefect without ``PREFECT_API_URL`` starts a temporary server per process, and w
 pool every worker process would start its own (seconds each). We start one embedded server up
 front and point every process at it through the environment; with ``PREFECT_API_URL`` set (a
 real ``prefect server`` or Prefect Cloud) nothing is started and runs show in that UI. The
-embedded server dies with the flow process (:mod:`core.lifeline`) and is reaped when it stops.
+embedded server (:mod:`flows.runtime.api_server`) dies with the flow process and is reaped when it stops.
 
 The process runner is one pool of worker processes per run, not per flow: a parent run
 (``flows.llama``) keeps it for all its stages (:func:`worker_pool`), so each worker imports the
@@ -40,16 +40,20 @@ log = logging.getLogger(__name__)
 
 @contextlib.contextmanager
 def prefect_api() -> Iterator[str]:
-    """Yield the API URL to use, starting an embedded server if none is configured.
+    """Yield the API URL to use, starting the run's own server if none is configured.
 
     It says what it does before each slow step (importing Prefect, starting the server: minutes
-    on a loaded machine, with no other output). The embedded server serves no UI and stops with
-    the run, so Prefect's ``View at http://127.0.0.1:<port>/runs/...`` links would point at nothing:
-    they are left out (an empty ``PREFECT_UI_URL``) unless the user set ``PREFECT_UI_URL``. With a
-    configured API (a real server, Prefect Cloud) the links stay: that UI outlives the run.
+    on a loaded machine, with no other output). The run's server (:mod:`flows.runtime.api_server`)
+    serves no UI and stops with the run, so Prefect's ``View at http://127.0.0.1:<port>/runs/...``
+    links would point at nothing: they are left out (an empty ``PREFECT_UI_URL``) unless the user
+    set ``PREFECT_UI_URL``. With a configured API (a real server, Prefect Cloud) the links stay:
+    that UI outlives the run. The URL is set for the run in the environment (worker processes),
+    the settings context and the process-global settings context (Prefect's own threads).
     """
     say("loading Prefect (seconds; a minute or more on a busy machine)...")
     from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL, temporary_settings
+
+    from flows.runtime.api_server import EmbeddedServer
 
     configured = os.environ.get("PREFECT_API_URL") or PREFECT_API_URL.value()
     if configured:
@@ -58,17 +62,17 @@ def prefect_api() -> Iterator[str]:
         return
     say("starting a temporary Prefect API server for this run (PREFECT_API_URL is not set)...")
     started = time.perf_counter()
-    server = _linked_server()
+    server = EmbeddedServer()
     ui_given = "PREFECT_UI_URL" in os.environ
     try:
-        server.start(timeout=180)  # a loaded machine can take minutes; the default gives up early
+        server.start(timeout_s=180)  # a loaded machine can take minutes
         say(f"Prefect API ready in {time.perf_counter() - started:.1f} s at {server.api_url} (it stops with "
             "this run, so no UI links; set PREFECT_API_URL to a `prefect server` for a UI: docs/operations.md)")
         os.environ["PREFECT_API_URL"] = server.api_url
         links = {} if ui_given else {PREFECT_UI_URL: ""}
         if not ui_given:
             os.environ["PREFECT_UI_URL"] = ""
-        with temporary_settings({PREFECT_API_URL: server.api_url, **links}):
+        with temporary_settings({PREFECT_API_URL: server.api_url, **links}), prefect_internals.global_settings():
             try:
                 yield server.api_url
             finally:  # a failed run's logs too, or the log worker retries a stopped server for minutes
@@ -77,31 +81,7 @@ def prefect_api() -> Iterator[str]:
         os.environ.pop("PREFECT_API_URL", None)
         if not ui_given:
             os.environ.pop("PREFECT_UI_URL", None)
-        _stop_server(server)
-
-
-def _linked_server() -> Any:
-    """Prefect's temporary server, started so that it dies with this process (``kill -9`` included).
-
-    It must be Prefect's own class, registered as its ephemeral instance (``_instances[None]``),
-    although importing it costs the flow process ~1.9 CPU-s (the server's whole application):
-    Prefect code running in threads that do not see this run's settings (the pool's message
-    forwarder, which creates the events and log workers) finds no API URL and asks
-    ``SubprocessASGIServer()`` for an ephemeral server, and gets this running one. A server
-    started outside the class (tried: its command line run directly) made those threads start
-    a second and third server, and send the workers' events there. (Reaches into Prefect's server
-    class: :mod:`flows.runtime.prefect_internals`, ``linked-ephemeral-server``.)
-    """
-    return prefect_internals.linked_ephemeral_server(lifeline.preexec)
-
-
-def _stop_server(server: Any) -> None:
-    """Stop the temporary server and reap it (no zombie), also when it never answered."""
-    process = server.server_process
-    with contextlib.suppress(Exception):
         server.stop()
-    if process is not None and process.poll() is None:
-        lifeline.reap(process)
 
 
 def _drain_workers() -> None:

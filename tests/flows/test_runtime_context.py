@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +57,21 @@ def test_settings_reach_workers_and_are_built_once_per_settings(tmp_path: Path) 
     assert prefect_reuse.stats["serialized"] - before["serialized"] >= 2  # the temporary settings, and back
 
 
-def test_prefects_ephemeral_server_is_the_embedded_one(prefect_api_url: str) -> None:
-    """Prefect code that sees no API URL (threads outside the run's settings context) asks for an
-    ephemeral server; it must get the embedded one, not start another (see ``_linked_server``)."""
-    from prefect.server.api.server import SubprocessASGIServer
+def test_prefects_own_threads_find_the_run_api(prefect_api_url: str) -> None:
+    """Prefect code in a thread outside the run's settings context (the pool's message forwarder, the
+    events and log workers) reads the process-global settings: it must find the run's API there and
+    talk to it, not ask for a temporary server of its own (see :mod:`flows.runtime.api_server`)."""
+    from prefect.client.orchestration import get_client
 
-    assert SubprocessASGIServer().api_url == prefect_api_url
+    seen: list[tuple[str, Any]] = []
+
+    def look() -> None:
+        with get_client(sync_client=True) as client:
+            seen.append((str(client.api_url).rstrip("/"), client.api_healthcheck()))
+
+    thread = threading.Thread(target=look)
+    thread.start()
+    thread.join()
+    assert seen == [(prefect_api_url, None)]  # None: healthy
+    server = sys.modules.get("prefect.server.api.server")
+    assert server is None or not server.SubprocessASGIServer._instances  # no temporary server was started
