@@ -36,6 +36,7 @@ script writes docs/cost.md (``--doc``): the measurements and the LLaMA-1 project
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import json
 import os
@@ -494,6 +495,22 @@ def render_kept(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Longest ``TMPDIR`` kept under ``--work``: multiprocessing's fork server binds an AF_UNIX socket
+#: in ``TMPDIR`` (``pymp-XXXXXXXX/listener-XXXXXXXX``), and a socket path is at most 107 bytes.
+SCRATCH_PATH_MAX = 64
+
+
+def _scratch_dir(work: Path) -> Path:
+    """This run's ``TMPDIR``: ``<work>/tmp``, or a short folder in the system's temp dir when that
+    path is too long for the fork server's socket (a deep ``--work``, such as a test's tmp_path)."""
+    scratch = work / "tmp"
+    if len(str(scratch.resolve())) > SCRATCH_PATH_MAX:
+        scratch = Path(tempfile.mkdtemp(prefix="kinda-cost-"))
+        atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    scratch.mkdir(exist_ok=True)
+    return scratch
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "kinda-corpus-cost",
@@ -513,8 +530,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="write --doc from the stages a run under --work measured so far (a run cut short)")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
-    scratch = args.work / "tmp"
-    scratch.mkdir(exist_ok=True)
+    scratch = _scratch_dir(args.work)
     os.environ["TMPDIR"] = str(scratch)
     tempfile.tempdir = str(scratch)
     started = time.perf_counter()
