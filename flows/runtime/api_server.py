@@ -64,7 +64,8 @@ class _Forked:
     """A forked child as much of ``subprocess.Popen`` as :func:`core.lifeline.reap` and :class:`EmbeddedServer` use."""
 
     def __init__(self, pid: int) -> None:
-        self.pid, self.returncode = pid, None
+        self.pid = pid
+        self.returncode: int | None = None
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -80,7 +81,8 @@ class _Forked:
             if deadline is not None and time.monotonic() > deadline:
                 raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout or 0)
             time.sleep(0.02)
-        return self.returncode  # type: ignore[return-value]  # set by poll
+        assert self.returncode is not None  # set by poll
+        return self.returncode
 
     def send_signal(self, sig: int) -> None:
         if self.poll() is None:

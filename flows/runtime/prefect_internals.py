@@ -165,7 +165,11 @@ def global_settings() -> Iterator[None]:
     """
     from prefect import context
 
-    with context._temporary_global_settings_context(context.SettingsContext.get()):
+    current = context.SettingsContext.get()
+    if current is None:  # before Prefect finished importing: nothing to make global
+        yield
+        return
+    with context._temporary_global_settings_context(current):
         yield
 
 
