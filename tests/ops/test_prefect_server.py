@@ -35,12 +35,18 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+#: One REST call's limit. A call waits behind the server's SQLite writes while a worker's run records
+#: its task runs and events on the same server: a second `make test` in one clone saw a POST take over
+#: 30 s at load ~3, so the limit is the work's, not a quiet machine's round trip.
+API_CALL_S = 180
+
+
 def api(url: str, path: str, body: dict[str, Any] | None = None) -> Any:
     """GET (no body) or POST JSON to the server's REST API."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(f"{url}{path}", data=data, headers={"Content-Type": "application/json"},
                                      method="GET" if body is None else "POST")
-    with urllib.request.urlopen(request, timeout=30) as response:
+    with urllib.request.urlopen(request, timeout=API_CALL_S) as response:
         return json.loads(response.read() or b"null")
 
 
