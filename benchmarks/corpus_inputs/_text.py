@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
+from sources.samples.scibooks import wrap as wrap_lines
+
 #: The real samples, beside the checkout (absent on a user's machine: the shipped prose is used);
 #: ``KINDA_REALDATA`` points elsewhere, as for the tests.
 REALDATA = Path(os.environ.get("KINDA_REALDATA", Path(__file__).resolve().parents[3] / "shared" / "realdata"))
@@ -115,17 +117,8 @@ def near_copy(rng: random.Random, text: str, changes: int = 2) -> str:
 
 
 def wrap(text: str, width: int = 70) -> str:
-    """Hard-wrap one paragraph at ``width`` columns (as Gutenberg eBooks are)."""
-    lines, line = [], ""
-    for word in text.split():
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    if line:
-        lines.append(line)
-    return "\n".join(lines)
+    """Hard-wrap one paragraph at ``width`` columns (as Gutenberg eBooks are): the sample's wrapper."""
+    return "\n".join(wrap_lines(text, width))
 
 
 class SizedFiles:
