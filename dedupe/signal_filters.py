@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from core.config import parse_set_option
 from core.filters.signal_schema import SIGNAL_NAMES, SIGNAL_SCHEMA
 
 #: Comparison -> (numpy function, its SQL spelling). Each keeps a document when it holds.
@@ -173,13 +174,23 @@ def failures(table: pa.Table, rules: Sequence[Rule]) -> dict[str, tuple[str, ...
 
 
 def set_threshold(section: Mapping[str, Any] | None, assignment: str) -> dict[str, Any]:
-    """``section`` with ``group.param=value`` applied (``gopher.words_min=80``; ``=null`` switches one off)."""
+    """``section`` with ``group.param=value`` applied (``gopher.words_min=80``; ``=null`` switches one off).
+
+    The value is read as every ``--set`` reads one (YAML: ``80`` an int, ``0.5`` a float), so a
+    threshold given here and the same one given to a flow (``--set filters.gopher.words_min=80``)
+    are one config, with one config hash: the class shards they write are the same bytes.
+    """
     key, sep, raw = assignment.partition("=")
     group, dot, param = key.strip().partition(".")
     if not sep or not dot or not group or not param:
         raise ValueError(f"{assignment!r}: expected group.param=value (gopher.words_min=80)")
     text = raw.strip()
-    value: float | None = None if text.lower() in ("null", "none", "") else float(text)
+    try:
+        value = None if text.lower() in ("null", "none", "") else parse_set_option([f"value={text}"])["value"]
+    except ValueError:
+        value = text
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise ValueError(f"{assignment!r}: the value must be a number or null")
     merged = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in (section or {}).items()}
     body = merged.get(group)
     if isinstance(body, list):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,13 +35,10 @@ from flows.runtime.cli import Flag, FlowCLI
 from flows.runtime.lazy import NO_CACHE, LazyImport, flow, task
 
 if TYPE_CHECKING:
-    from prefect import get_run_logger
-
     from core.manifest import Manifest, Statement
     from dedupe.labels import LabelJob, LabelResult, check_rules, label_shard, stale_labeled
     from flows.runtime.recorder import RunRecorder
 else:  # only a run needs them (Prefect, pyarrow, DuckDB): not --help or a refused command
-    get_run_logger = LazyImport("prefect", "get_run_logger")
     RunRecorder = LazyImport("flows.runtime.recorder", "RunRecorder")
     LabelJob = LazyImport("dedupe.labels", "LabelJob")
     LabelResult = LazyImport("dedupe.labels", "LabelResult")
@@ -148,6 +146,10 @@ def inline_groups(shards: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]
             for source, group in groups.items()}
 
 
+#: How a run labels its shards: (output root, the shards, the job) -> each shard's result, in order.
+Labeler = Callable[[Path, list[dict[str, Any]], "LabelJob"], list["LabelResult"]]
+
+
 def label_all(out: Path, shards: list[dict[str, Any]], job: LabelJob) -> list[LabelResult]:
     """Every shard's result, in manifest order: in this process for a small run, else on the runner."""
     groups = inline_groups(shards)
@@ -172,42 +174,71 @@ def record_releases(manifest: Manifest, run_id: str, results: list[LabelResult])
     return len(released)
 
 
+def label_root(config: LabelConfig, run: RunRecorder, label: Labeler) -> list[LabelResult]:
+    """Label every document shard of the output root with ``label``, recorded in ``run``: the label
+    stage's whole work, the same in the Prefect flow and outside Prefect (only ``label`` differs)."""
+    from dedupe.labels import CLASS_LABELS, LABELED
+
+    logger = run.logger
+    out = Path(config.out).resolve()
+    shards = run.manifest.final_shards()  # docs/ and released by an earlier run
+    results = label(out, shards, config.job())
+    written = [s for r in results for s in r.shards]
+    failed = any(r.error for r in results)
+    if not failed:  # a failed shard's earlier class shards may be its documents' only copy: keep them
+        for path in stale_labeled(out, {s["path"] for s in written}):
+            path.unlink()
+    run.manifest.record_shards(run.run_id, written, config.config_hash(), "label", code_version(),
+                               replace_prefix=None if failed else f"{LABELED}/")
+    released = record_releases(run.manifest, run.run_id, results)
+    totals: Counter[str] = Counter()
+    rules: Counter[str] = Counter()
+    for result in results:
+        totals.update(result.counts)
+        rules.update(result.rules)
+        if result.error:
+            logger.error("%s", result.error)
+    run.table("label-classes", [{"class": k, "documents": v, "labels": " ".join(CLASS_LABELS.get(k, []))}
+                                for k, v in sorted(totals.items())], "Documents per membership class")
+    if rules:
+        run.table("label-filters", [{"rule": k, "documents failing": v} for k, v in sorted(rules.items())],
+                  "Documents failing each filter rule (a document may fail several; each is filtered once)")
+        logger.info("filters: %s", dict(sorted(rules.items())))
+    logger.info("labels: %s; %d docs/ shards released into their class shards", dict(sorted(totals.items())),
+                released)
+    run.status = "partial" if failed else "completed"
+    return results
+
+
 @flow(name="label", log_prints=True)
 def label_flow(config: LabelConfig) -> list[LabelResult]:
     """Label every document shard of the output root (see the module docstring)."""
-    from dedupe.labels import CLASS_LABELS, LABELED
+    with RunRecorder(Path(config.out), "label", None, config) as run:
+        return label_root(config, run, label_all)
 
-    logger = get_run_logger()
-    out = Path(config.out).resolve()
-    with RunRecorder(out, "label", None, config) as run:
-        shards = run.manifest.final_shards()  # docs/ and released by an earlier run
-        job = config.job()
-        results = label_all(out, shards, job)
-        written = [s for r in results for s in r.shards]
-        failed = any(r.error for r in results)
-        if not failed:  # a failed shard's earlier class shards may be its documents' only copy: keep them
-            for path in stale_labeled(out, {s["path"] for s in written}):
-                path.unlink()
-        run.manifest.record_shards(run.run_id, written, config.config_hash(), "label", code_version(),
-                                   replace_prefix=None if failed else f"{LABELED}/")
-        released = record_releases(run.manifest, run.run_id, results)
-        totals: Counter[str] = Counter()
-        rules: Counter[str] = Counter()
-        for result in results:
-            totals.update(result.counts)
-            rules.update(result.rules)
-            if result.error:
-                logger.error("%s", result.error)
-        run.table("label-classes", [{"class": k, "documents": v, "labels": " ".join(CLASS_LABELS.get(k, []))}
-                                    for k, v in sorted(totals.items())], "Documents per membership class")
-        if rules:
-            run.table("label-filters", [{"rule": k, "documents failing": v} for k, v in sorted(rules.items())],
-                      "Documents failing each filter rule (a document may fail several; each is filtered once)")
-            logger.info("filters: %s", dict(sorted(rules.items())))
-        logger.info("labels: %s; %d docs/ shards released into their class shards", dict(sorted(totals.items())),
-                    released)
-        run.status = "partial" if failed else "completed"
-        return results
+
+def label_without_prefect(out: Path, shards: list[dict[str, Any]], job: LabelJob,
+                          workers: int = 0) -> list[LabelResult]:
+    """Every shard's result, in manifest order, with no Prefect task: in this process for a small
+    run (:func:`inline_groups`), else on a pool of ``workers`` processes (0: one per core)."""
+    if inline_groups(shards) is not None:
+        return [label_shard(out, shard, job) for shard in shards]
+    from concurrent.futures import ProcessPoolExecutor
+    from itertools import repeat
+
+    with ProcessPoolExecutor(max_workers=workers or None) as pool:
+        return list(pool.map(label_shard, repeat(out), shards, repeat(job)))
+
+
+def relabel(config: LabelConfig) -> list[LabelResult]:
+    """The label stage run outside Prefect (``kinda filters apply``), recorded in the manifest as a
+    ``label`` run like the flow's: a re-label after a changed threshold reads only Parquet the
+    pipeline wrote and labels in about a CPU-second on a sample, while a Prefect flow run costs
+    several (Prefect's imports, its API server, the flow and task runs: docs/curation.md). The
+    class shards are the flow's byte for byte: the same :func:`label_root` and ``label_shard``."""
+    with RunRecorder(Path(config.out), "label", None, config) as run:
+        return label_root(config, run, lambda out, shards, job: label_without_prefect(out, shards, job,
+                                                                                        config.workers))
 
 
 def report(results: list[LabelResult]) -> int:

@@ -8,6 +8,11 @@ Every flow (each source, dedup, label, tokenization, the Pile index) runs inside
 ``partial``, or ``failed`` when an exception escaped) *after* everything else was recorded, so
 nothing a run did lands outside its status and artifacts.
 
+A run may also be recorded outside Prefect (``kinda filters apply``: a re-label whose work is
+smaller than a Prefect run's fixed cost). Then Prefect is not imported at all: the run id is a
+fresh UUID with no Prefect flow run behind it, warnings go to the standard ``logging`` module,
+and the artifacts are left out (the command prints the same tables).
+
 Only the flow process writes the manifest, in short transactions (tasks return plain records).
 A reader holding the manifest never fails the run: writes that cannot get the file are queued
 (:mod:`core.manifest`); the run's last write waits longest for the reader, then the run ends
@@ -16,16 +21,13 @@ as it would have, saying how many writes wait.
 
 from __future__ import annotations
 
+import logging
 import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
-
-from prefect import get_run_logger
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
-from prefect.context import get_run_context
 
 from core.config import PipelineConfig
 from core.lock import OutputLock
@@ -37,12 +39,34 @@ from core.version import code_version
 _LIVE_RUNS: set[str] = set()
 
 
-def current_run_id() -> str:
-    """The Prefect flow run's id (the manifest's run id), or a fresh one outside a flow."""
+def prefect_flow_run_id() -> str | None:
+    """The id of the Prefect flow run this code runs in, or None outside one.
+
+    Without Prefect imported no flow run can be active, so a run recorded outside Prefect never
+    pays for importing it (~2 CPU-s) just to learn that.
+    """
+    if "prefect" not in sys.modules:
+        return None
+    from prefect.context import get_run_context
+
     try:
         return str(get_run_context().flow_run.id)  # type: ignore[union-attr]
     except Exception:
-        return str(uuid.uuid4())
+        return None
+
+
+def current_run_id() -> str:
+    """The Prefect flow run's id (the manifest's run id), or a fresh one outside a flow."""
+    return prefect_flow_run_id() or str(uuid.uuid4())
+
+
+def run_logger(in_prefect: bool, name: str) -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
+    """Prefect's logger of the current run inside one (its UI shows the lines), else ``kinda.<name>``."""
+    if in_prefect:
+        from prefect import get_run_logger
+
+        return get_run_logger()  # type: ignore[return-value]
+    return logging.getLogger(f"kinda.{name}")
 
 
 class RunRecorder:
@@ -53,7 +77,8 @@ class RunRecorder:
         self.flow = flow
         self.source = source
         self.config = config
-        self.run_id = current_run_id()
+        self.prefect_run_id = prefect_flow_run_id()
+        self.run_id = self.prefect_run_id or str(uuid.uuid4())
         self.manifest = Manifest.for_output(self.root)
         self.status: str | None = None
         self.records: list[InputRecord] = []
@@ -65,9 +90,9 @@ class RunRecorder:
             if not _LIVE_RUNS:  # the outermost run of this process: any other 'running' row is dead
                 abandoned = self.manifest.abandon_stale_runs()
                 if abandoned:
-                    get_run_logger().warning("%d earlier run(s) were killed mid-way; marked abandoned", abandoned)
+                    self.logger.warning("%d earlier run(s) were killed mid-way; marked abandoned", abandoned)
             self.manifest.start_run(self.run_id, self.flow, self.source, self.config.config_hash(),
-                                    self.config.output_fields(), code_version(), prefect_flow_run_id=self.run_id)
+                                    self.config.output_fields(), code_version(), prefect_flow_run_id=self.prefect_run_id)
         except BaseException:
             self._lock.release()
             raise
@@ -91,14 +116,19 @@ class RunRecorder:
                    f"of this run wait in {self.manifest.queue_dir} and are applied by the next write (any run, "
                    "any `kinda manifest` command); every read already includes them")
         try:
-            get_run_logger().warning(message)
-        except Exception:  # outside a flow run context
+            self.logger.warning(message)
+        except Exception:  # a task's context, not the flow's
             print(f"warning: {message}", file=sys.stderr)
 
     def _status_from_records(self) -> str:
         if any(r.status in ("failed", "partial") for r in self.records):
             return "partial"
         return "completed"
+
+    @property
+    def logger(self) -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
+        """Where the run's log lines go: Prefect's run logger in a flow run, else ``kinda.<flow>``."""
+        return run_logger(self.prefect_run_id is not None, self.flow)
 
     # -- what a run records -----------------------------------------------------------------
     def inputs(self, records: Sequence[InputRecord], recipe: str | None = None) -> None:
@@ -108,9 +138,15 @@ class RunRecorder:
                                     code_version=code_version())
 
     def table(self, key: str, rows: list[dict[str, Any]], description: str) -> None:
-        """A table artifact of this run."""
-        create_table_artifact(rows, key=key, description=description)
+        """A table artifact of this run (none outside Prefect: no UI holds it)."""
+        if self.prefect_run_id is not None:
+            from prefect.artifacts import create_table_artifact
+
+            create_table_artifact(rows, key=key, description=description)
 
     def markdown(self, key: str, text: str) -> None:
-        """A markdown artifact of this run."""
-        create_markdown_artifact(text, key=key)
+        """A markdown artifact of this run (none outside Prefect)."""
+        if self.prefect_run_id is not None:
+            from prefect.artifacts import create_markdown_artifact
+
+            create_markdown_artifact(text, key=key)
