@@ -39,6 +39,10 @@ EMAIL = re.compile(
 #: A dotted quad; what may stand around it is checked in Python (:func:`_standalone`): a lookbehind
 #: at every position of the text cost 40% of the scan.
 IPV4 = re.compile(r"\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}")
+#: What every dotted quad holds from its first full stop on. It starts with a literal, which ``re``
+#: finds by a fast scan: IPV4 alone tries its ``\d`` at every character (15 MB/s on Wikipedia text).
+#: No quad starts more than three characters before the first of these, so IPV4's scan starts there.
+_IPV4_HINT = re.compile(r"\.\d{1,3}\.\d{1,3}\.\d")
 
 
 #: Two colons with at most four hex digits between them, which every IPv6 address has (``::`` or
@@ -96,7 +100,8 @@ def email_spans(text: str) -> list[tuple[int, int]]:
 
 def ip_spans(text: str) -> list[tuple[int, int]]:
     """Where the public IPv4 and IPv6 addresses of ``text`` are (see the module's exclusions)."""
-    spans = [m.span() for m in IPV4.finditer(text) if _is_public_ip(text, m)] if "." in text else []
+    hint = _IPV4_HINT.search(text)
+    spans = [m.span() for m in IPV4.finditer(text, max(0, hint.start() - 3)) if _is_public_ip(text, m)] if hint else []
     if _IPV6_HINT.search(text):
         spans += [m.span() for m in IPV6.finditer(text) if _is_public_ip(text, m)]
     return sorted(spans)

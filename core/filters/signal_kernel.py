@@ -568,6 +568,62 @@ def _groups(grams: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # 
 
 
 @jit
+def _shared_groups(grams: np.ndarray, shared: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                    np.ndarray]:  # pragma: no cover - compiled
+    """Group the n-grams that can occur twice; ``shared`` becomes the n-grams' "occurs more than once".
+
+    An n-gram occurs twice only where both its (n-1)-grams (at ``i`` and ``i + 1``) do, which in
+    text is a small share for n >= 3: only those positions (``where``) are grouped (:func:`_groups`
+    over their hashes), every other n-gram is known to occur once. Returns ``where``, each one's
+    group, each group's count and its first index into ``where`` (groups in order of first appearance).
+    """
+    total = len(grams)
+    picked = 0
+    for i in range(total):
+        if shared[i] and shared[i + 1]:
+            picked += 1
+    where = np.empty(picked, np.int64)
+    picked = 0
+    for i in range(total):
+        if shared[i] and shared[i + 1]:
+            where[picked] = i
+            picked += 1
+    group, counts, firsts = _groups(grams[where])
+    shared[:] = False
+    for k in range(len(where)):
+        shared[where[k]] = counts[group[k]] > 1
+    return where, group, counts, firsts
+
+
+@jit
+def _repeated_chars(where: np.ndarray, group: np.ndarray, counts: np.ndarray, cumulative: np.ndarray,
+                    n: int) -> int:  # pragma: no cover - compiled
+    """Characters of the n-grams met again, walking left to right and jumping over each repeat (Gopher's
+    duplicate n-gram rule); an n-gram that occurs once (not in ``where``) is never a repeat."""
+    total = len(cumulative) - n  # n-grams in the text
+    seen = np.zeros(len(counts), np.bool_)
+    repeated = 0
+    i = 0
+    k = 0  # the first entry of ``where`` at or after i
+    while i < total:
+        while k < len(where) and where[k] < i:
+            k += 1
+        if k == len(where):
+            break
+        if where[k] != i:
+            i = where[k]  # the n-grams between occur once: seen for the first time, one step each
+            continue
+        g = group[k]
+        if seen[g]:
+            repeated += cumulative[i + n] - cumulative[i]
+            i += n
+        else:
+            seen[g] = True
+            i += 1
+    return repeated
+
+
+@jit
 def word_kernel(raw: np.ndarray, flags: np.ndarray, ends: np.ndarray, stop_hashes: np.ndarray,
                  out: np.ndarray) -> None:  # pragma: no cover - compiled by numba, tested through it
     """Fill ``out[i]`` with the word columns (:data:`KERNEL_COLUMNS`) of text ``i``.
@@ -615,34 +671,20 @@ def word_kernel(raw: np.ndarray, flags: np.ndarray, ends: np.ndarray, stop_hashe
         column = 5
         grams = (hashes[:count] ^ np.uint64(0x2545F4914F6CDD1D)) * np.uint64(0x100000001B3)  # mixed once more,
         # so an n-gram's hash is not symmetric in its words (a XOR of two plain word hashes would be)
-        for n in range(2, 5):  # the most frequent n-gram's characters (words and spaces) times its count
-            best = 0
+        shared = np.ones(count, np.bool_)  # the (n-1)-gram at each position occurs more than once
+        for n in range(2, 11):
+            value = 0
             if count >= n:
                 grams = _extend_grams(grams, hashes, n)
-                _, counts, firsts = _groups(grams)
-                top = 0
-                start = 0
-                for g in range(len(counts)):  # groups in order of first appearance: the first seen wins a tie
-                    if counts[g] > top:
-                        top, start = counts[g], firsts[g]
-                best = (cumulative[start + n] - cumulative[start] + n - 1) * top
-            out[text, column] = best
-            column += 1
-        for n in range(5, 11):  # characters of n-grams seen before, jumping over each repeat
-            repeated = 0
-            if count >= n:
-                grams = _extend_grams(grams, hashes, n)
-                group, counts, _ = _groups(grams)
-                seen = np.zeros(len(counts), np.bool_)
-                i = 0
-                while i < count - n + 1:
-                    g = group[i]
-                    if seen[g]:
-                        repeated += cumulative[i + n] - cumulative[i]
-                        i += n
-                    else:
-                        seen[g] = True
-                        i += 1
-            out[text, column] = repeated
+                where, group, counts, firsts = _shared_groups(grams, shared)
+                if n <= 4:  # the most frequent n-gram's characters (words and spaces) times its count
+                    top, start = 1, 0  # every n-gram once: the first one
+                    for g in range(len(counts)):  # groups in order of first appearance: the first seen wins a tie
+                        if counts[g] > top:
+                            top, start = counts[g], where[firsts[g]]
+                    value = (cumulative[start + n] - cumulative[start] + n - 1) * top
+                else:  # characters of n-grams seen before, jumping over each repeat
+                    value = _repeated_chars(where, group, counts, cumulative, n)
+            out[text, column] = value
             column += 1
         first = end
