@@ -68,11 +68,13 @@ CUT = tuple(
     ["i+m", "I+m", "i+ve", "I+ve", "i+d", "I+d", "you+re", "You+re", "they+re", "he+s", "she+s", "who+s", "that+s", "That+s", "what+s", "What+s", "gon+na", "Gon+na", "got+ta", "Got+ta", "can+not", "Can+not", "c'm+on", "c’m+on", "y'+all"]
 ) + tuple((v, "nt") for v in _NT_VERBS) + tuple((v.capitalize(), "nt") for v in _NT_VERBS)
 
-SPACE, ALPHA, PUNCT, LOWER, UPPER, AFFIX, PREFIX, QUOTE, DIGIT, ICON, DOT_AFTER = (1 << i for i in range(11))
+SPACE, ALPHA, PUNCT, LOWER, UPPER, AFFIX, PREFIX, QUOTE, DIGIT, ICON, DOT_AFTER, TERMINAL, BREAK = (
+    1 << i for i in range(13))
 
 
 def char_flags_of(ch: str, terminals: str = "") -> int:
-    """The kernel's flags of one character (``terminals``: more characters that count as punctuation)."""
+    """The kernel's flags of one character (``terminals``: more characters that count as punctuation,
+    flagged TERMINAL as well: FineWeb's sentence ends)."""
     flags = 0
     if ch.isspace():
         flags |= SPACE
@@ -82,6 +84,10 @@ def char_flags_of(ch: str, terminals: str = "") -> int:
         flags |= LOWER if not ch.isupper() else 0  # spaCy's lower class holds the scripts without case too
     if ch in PUNCTUATION or ch in terminals:
         flags |= PUNCT
+    if ch in terminals:
+        flags |= TERMINAL
+    if len(f"a{ch}b".splitlines()) == 2:  # a line break to str.splitlines
+        flags |= BREAK
     if ch in _AFFIX_MARKS:
         flags |= AFFIX
     if ch in _PREFIX_MARKS:
@@ -509,7 +515,13 @@ STOP_WORDS = frozenset({"the", "be", "to", "of", "and", "that", "have", "with"})
 _FNV_OFFSET, _FNV_PRIME = 0xCBF29CE484222325, 0x100000001B3
 #: Word-kernel output columns, in order.
 KERNEL_COLUMNS = (["words", "symbol_free_words", "symbol_free_chars", "alpha_words", "stop_words"]
-                  + [f"top_{n}" for n in TOP_NGRAMS] + [f"dup_{n}" for n in DUP_NGRAMS])
+                  + [f"top_{n}" for n in TOP_NGRAMS] + [f"dup_{n}" for n in DUP_NGRAMS]
+                  + ["lines", "bullet_lines", "ellipsis_lines", "nonblank_lines", "punct_lines", "short_lines",
+                     "dup_nonblank_chars", "gopher_lines", "dup_gopher_lines", "dup_gopher_chars", "paragraphs",
+                     "dup_paragraphs", "dup_paragraph_chars"])
+_WORD_COLUMNS = 5 + len(TOP_NGRAMS) + len(DUP_NGRAMS)
+#: FineWeb's short line: at most this many characters.
+SHORT_LINE = 30
 
 
 def fnv1a(word: str) -> int:
@@ -624,6 +636,147 @@ def _repeated_chars(where: np.ndarray, group: np.ndarray, counts: np.ndarray, cu
 
 
 @jit
+def _same_span(raw: np.ndarray, a: int, b: int, c: int, d: int) -> bool:  # pragma: no cover - compiled
+    """Whether ``raw[a:b]`` and ``raw[c:d]`` hold the same characters."""
+    if b - a != d - c:
+        return False
+    for k in range(b - a):  # noqa: SIM110 - a loop numba compiles; all() over a generator it does not
+        if raw[a + k] != raw[c + k]:
+            return False
+    return True
+
+
+@jit
+def _span_hash(raw: np.ndarray, start: int, stop: int) -> np.uint64:  # pragma: no cover - compiled
+    h = np.uint64(0xCBF29CE484222325)
+    for k in range(start, stop):
+        h = (h ^ np.uint64(raw[k])) * np.uint64(0x100000001B3)
+    return h
+
+
+@jit
+def _repeats(raw: np.ndarray, starts: np.ndarray, stops: np.ndarray, count: int) -> tuple[int, int]:  # pragma: no cover
+    """(spans equal to an earlier one, their characters) among the first ``count`` spans: Python's
+    ``seen`` set over strings, as a hash table whose equal hashes are compared character by character
+    (so the counts are exact, collisions or not)."""
+    size = 16
+    while size < 2 * count:
+        size <<= 1
+    mask = np.uint64(size - 1)
+    slots = np.full(size, -1, np.int64)
+    hashes = np.empty(count, np.uint64)
+    repeated = chars = 0
+    for i in range(count):
+        key = _span_hash(raw, starts[i], stops[i])
+        hashes[i] = key
+        slot = (key ^ (key >> np.uint64(31))) & mask
+        while True:
+            j = slots[slot]
+            if j < 0:
+                slots[slot] = i
+                break
+            if hashes[j] == key and _same_span(raw, starts[j], stops[j], starts[i], stops[i]):
+                repeated += 1
+                chars += stops[i] - starts[i]
+                break
+            slot = (slot + np.uint64(1)) & mask
+    return repeated, chars
+
+
+@jit
+def _splitlines_counts(raw: np.ndarray, flags: np.ndarray, first: int, end: int) -> tuple[int, int, int]:  # pragma: no cover
+    """(lines, bullet lines, ellipsis lines) of ``str.splitlines`` over ``raw[first:end]``: a line is a
+    bullet when its first non-space character is ``•`` or ``-``, an ellipsis line when what is left of
+    it without trailing space ends in ``...`` or ``…`` (Gopher's rules)."""
+    lines = bullets = ellipses = 0
+    start = first
+    j = first
+    while j <= end:
+        if j < end and not flags[j] & BREAK:
+            j += 1
+            continue
+        if j == end and start == end:
+            break
+        lines += 1
+        a = start
+        while a < j and flags[a] & SPACE:
+            a += 1
+        if a < j:
+            bullets += raw[a] == 0x2022 or raw[a] == 45
+            b = j - 1
+            while flags[b] & SPACE:
+                b -= 1
+            ellipses += raw[b] == 0x2026 or (b - 2 >= a and raw[b] == 46 and raw[b - 1] == 46 and raw[b - 2] == 46)
+        if j < end - 1 and raw[j] == 13 and raw[j + 1] == 10:
+            j += 1  # \r\n: one break
+        start = j = j + 1
+    return lines, bullets, ellipses
+
+
+@jit
+def line_columns(raw: np.ndarray, flags: np.ndarray, first: int, end: int, out: np.ndarray) -> None:  # pragma: no cover
+    """Fill ``out`` with the line and paragraph columns of ``raw[first:end]`` (:data:`KERNEL_COLUMNS`
+    from ``lines``), as :mod:`core.filters.signals` defines them over Python strings: lines of
+    ``str.splitlines``; the pieces of ``text.split("\\n")`` that are not blank (FineWeb); the pieces of
+    ``re.split("\\n+", text)`` (Gopher's lines); the paragraphs of ``re.split("\\n{2,}", text.strip())``."""
+    lines, bullets, ellipses = _splitlines_counts(raw, flags, first, end)
+    pieces = 1
+    for j in range(first, end):
+        pieces += raw[j] == 10
+    starts = np.empty(pieces, np.int64)
+    stops = np.empty(pieces, np.int64)
+    blank_starts = np.empty(pieces, np.int64)  # the nonblank pieces (named for reuse below)
+    blank_stops = np.empty(pieces, np.int64)
+    nonblank = punct = short = gopher = 0
+    start = first
+    piece = 0
+    for j in range(first, end + 1):
+        if j < end and raw[j] != 10:
+            continue
+        blank = True
+        for k in range(start, j):
+            if not flags[k] & SPACE:
+                blank = False
+                break
+        if not blank:
+            blank_starts[nonblank], blank_stops[nonblank] = start, j
+            nonblank += 1
+            punct += (flags[j - 1] & TERMINAL) != 0
+            short += j - start <= SHORT_LINE
+        if j > start or piece == 0 or piece == pieces - 1:  # Gopher keeps the empty first and last pieces
+            starts[gopher], stops[gopher] = start, j
+            gopher += 1
+        piece += 1
+        start = j + 1
+    dup_gopher, dup_gopher_chars = _repeats(raw, starts, stops, gopher)
+    dup_nonblank_chars = _repeats(raw, blank_starts, blank_stops, nonblank)[1]
+    a, b = first, end
+    while a < b and flags[a] & SPACE:
+        a += 1
+    while b > a and flags[b - 1] & SPACE:
+        b -= 1
+    paragraphs = 0
+    start = a
+    j = a
+    while j <= b:
+        if j < b and not (raw[j] == 10 and j + 1 < b and raw[j + 1] == 10):
+            j += 1
+            continue
+        starts[paragraphs], stops[paragraphs] = start, j
+        paragraphs += 1
+        while j < b and raw[j] == 10:
+            j += 1
+        start = j
+        if j == b:
+            break
+    dup_paragraphs, dup_paragraph_chars = _repeats(raw, starts, stops, paragraphs)
+    values = (lines, bullets, ellipses, nonblank, punct, short, dup_nonblank_chars, gopher, dup_gopher,
+              dup_gopher_chars, paragraphs, dup_paragraphs, dup_paragraph_chars)
+    for c in range(len(values)):
+        out[c] = values[c]
+
+
+@jit
 def word_kernel(raw: np.ndarray, flags: np.ndarray, ends: np.ndarray, stop_hashes: np.ndarray,
                  out: np.ndarray) -> None:  # pragma: no cover - compiled by numba, tested through it
     """Fill ``out[i]`` with the word columns (:data:`KERNEL_COLUMNS`) of text ``i``.
@@ -687,4 +840,5 @@ def word_kernel(raw: np.ndarray, flags: np.ndarray, ends: np.ndarray, stop_hashe
                     value = _repeated_chars(where, group, counts, cumulative, n)
             out[text, column] = value
             column += 1
+        line_columns(raw, flags, first, end, out[text, _WORD_COLUMNS:])
         first = end

@@ -25,15 +25,17 @@ Words are split as spaCy's English tokenizer cuts them, which datatrove's rules 
 compiled loop (:mod:`core.filters.signal_kernel`, whose docstring states the rules), not spaCy:
 ``benchmarks/signals.py`` measures the agreement of each rule's decisions and lists the differences.
 N-grams are compared by 64-bit hashes of word hashes, not by joined strings (a collision needs
-about 2^32 distinct n-grams in one document). One compiled pass (numba,
-:func:`core.filters.signal_kernel.word_kernel`) splits, hashes and counts a whole batch; every
+about 2^32 distinct n-grams in one document); only the n-grams whose two (n-1)-grams both occur
+twice are grouped, as only those can repeat. Lines and paragraphs are compared exactly (equal hashes
+compared character by character). One compiled pass (numba,
+:func:`core.filters.signal_kernel.word_kernel`) splits, hashes and counts a whole batch, words,
+lines and paragraphs (Python's per-line loops had cost as much as the word pass); every
 compiled function lives in that one module, so numba's on-disk cache, which is checked against the
 module's own file only, never pairs a changed splitter with a kernel compiled against the old one.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -73,10 +75,6 @@ _SENTENCE_TERMINALS = (
     "\U0001BC9F\U0001DA88"
 )
 TERMINAL_PUNCTUATION = tuple(_SENTENCE_TERMINALS)
-BULLETS = ("•", "-")
-ELLIPSES = ("...", "…")
-SHORT_LINE = 30
-_PARAGRAPH_BREAK = re.compile(r"\n{2,}")
 
 
 def _word_columns(texts: Sequence[str]) -> np.ndarray:
@@ -96,55 +94,25 @@ def _ratio(part: float, whole: float) -> float:
     return part / whole if whole else 0.0
 
 
-def _duplicates(parts: Sequence[str]) -> tuple[int, int]:
-    """(parts seen before, their characters): the second and later copies of each part count."""
-    seen: set[str] = set()
-    count = chars = 0
-    for part in parts:
-        if part in seen:
-            count += 1
-            chars += len(part)
-        else:
-            seen.add(part)
-    return count, chars
-
-
-def _line_signals(text: str) -> dict[str, float]:
-    lines = text.splitlines()
-    nonblank = [line for line in text.split("\n") if line.strip()]
-    line_count = len(lines)
+def _line_signals(text: str, words: dict[str, int]) -> dict[str, float]:
+    """The line and paragraph rules from the kernel's counts (:func:`core.filters.signal_kernel.line_columns`
+    says which split of the text each counts over)."""
+    lines, nonblank, gopher_lines = words["lines"], words["nonblank_lines"], words["gopher_lines"]
     return {
-        "lines": line_count,
-        "bullet_lines_frac": _ratio(sum(line.lstrip().startswith(BULLETS) for line in lines), line_count),
-        "ellipsis_lines_frac": _ratio(sum(line.rstrip().endswith(ELLIPSES) for line in lines), line_count),
-        "line_punct_ratio": _ratio(sum(line.endswith(TERMINAL_PUNCTUATION) for line in nonblank), len(nonblank)),
-        "short_line_ratio": _ratio(sum(len(line) <= SHORT_LINE for line in nonblank), len(nonblank)),
-        "char_dup_ratio": _ratio(_duplicates(nonblank)[1], len(text) - text.count("\n")),
+        "lines": lines,
+        "bullet_lines_frac": _ratio(words["bullet_lines"], lines),
+        "ellipsis_lines_frac": _ratio(words["ellipsis_lines"], lines),
+        "line_punct_ratio": _ratio(words["punct_lines"], nonblank),
+        "short_line_ratio": _ratio(words["short_lines"], nonblank),
+        "char_dup_ratio": _ratio(words["dup_nonblank_chars"], len(text) - text.count("\n")),
+        "dup_para_frac": _ratio(words["dup_paragraphs"], words["paragraphs"]),
+        "dup_para_char_frac": _ratio(words["dup_paragraph_chars"], len(text)),
+        "dup_line_frac": _ratio(words["dup_gopher_lines"], gopher_lines),
+        "dup_line_char_frac": _ratio(words["dup_gopher_chars"], len(text)),
     }
 
 
-def _gopher_lines(text: str) -> list[str]:
-    """``re.split(r"\n+", text)`` without the regular expression: the empty pieces between breaks
-    dropped, the empty first and last kept (what the pattern gives at the text's ends)."""
-    pieces = text.split("\n")
-    inner = [piece for piece in pieces[1:-1] if piece]
-    return [pieces[0], *inner, pieces[-1]] if len(pieces) > 1 else pieces
-
-
-def _repetition_signals(text: str) -> dict[str, float]:
-    stripped = text.strip()
-    paragraphs = _PARAGRAPH_BREAK.split(stripped) if "\n\n" in stripped else [stripped]
-    para_dups, para_chars = _duplicates(paragraphs)
-    lines = _gopher_lines(text)
-    line_dups, line_chars = _duplicates(lines)
-    return {
-        "dup_para_frac": _ratio(para_dups, len(paragraphs)), "dup_para_char_frac": _ratio(para_chars, len(text)),
-        "dup_line_frac": _ratio(line_dups, len(lines)), "dup_line_char_frac": _ratio(line_chars, len(text)),
-    }
-
-
-def _word_signals(text: str, row: Sequence[int]) -> dict[str, float]:
-    words = dict(zip(KERNEL_COLUMNS, row, strict=True))
+def _word_signals(text: str, words: dict[str, int]) -> dict[str, float]:
     total = words["words"]
     signals: dict[str, float] = {
         "words": total, "symbol_free_words": words["symbol_free_words"],
@@ -163,8 +131,9 @@ def _word_signals(text: str, row: Sequence[int]) -> dict[str, float]:
 
 
 def _signals(text: str, row: Sequence[int]) -> dict[str, float]:
+    words = dict(zip(KERNEL_COLUMNS, row, strict=True))
     return {"chars": len(text), "emails": count_emails(text), "ips": count_ips(text),
-            **_line_signals(text), **_repetition_signals(text), **_word_signals(text, row)}
+            **_line_signals(text, words), **_word_signals(text, words)}
 
 
 def document_signals(text: str) -> dict[str, float]:

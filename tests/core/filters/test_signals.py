@@ -15,7 +15,13 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from core.filters.signal_schema import SIGNAL_NAMES, SIGNAL_SCHEMA
-from core.filters.signals import STOP_WORDS, document_signals, signals_table, split_words
+from core.filters.signals import (
+    STOP_WORDS,
+    TERMINAL_PUNCTUATION,
+    document_signals,
+    signals_table,
+    split_words,
+)
 
 PROSE = ("The river was wide and the water was cold. We walked to the bridge with the dog.\n"
          "It had rained for a week, and the fields that we crossed were soft.\n\n"
@@ -145,6 +151,56 @@ def test_compiled_pass_agrees_with_the_oracle(texts: list[str]) -> None:
         for n in range(5, 11):
             expected = _oracle_dup(words, n) / len(text) if text else 0.0
             assert row[f"dup_{n}gram_char_frac"] == pytest.approx(expected, rel=1e-6), (n, text)
+
+
+
+def _oracle_repeats(parts: list[str]) -> tuple[int, int]:
+    seen: set[str] = set()
+    count = chars = 0
+    for part in parts:
+        if part in seen:
+            count, chars = count + 1, chars + len(part)
+        seen.add(part)
+    return count, chars
+
+
+def _oracle_lines(text: str) -> dict[str, float]:
+    """The line and paragraph rules over Python strings, as datatrove writes them (splitlines, split, re)."""
+    def ratio(part: float, whole: float) -> float:
+        return part / whole if whole else 0.0
+
+    lines = text.splitlines()
+    nonblank = [line for line in text.split("\n") if line.strip()]
+    stripped = text.strip()
+    paragraphs = re.split(r"\n{2,}", stripped)
+    gopher = re.split(r"\n+", text)
+    return {
+        "lines": len(lines),
+        "bullet_lines_frac": ratio(sum(line.lstrip().startswith(("•", "-")) for line in lines), len(lines)),
+        "ellipsis_lines_frac": ratio(sum(line.rstrip().endswith(("...", "…")) for line in lines), len(lines)),
+        "line_punct_ratio": ratio(sum(line.endswith(TERMINAL_PUNCTUATION) for line in nonblank), len(nonblank)),
+        "short_line_ratio": ratio(sum(len(line) <= 30 for line in nonblank), len(nonblank)),
+        "char_dup_ratio": ratio(_oracle_repeats(nonblank)[1], len(text) - text.count("\n")),
+        "dup_para_frac": ratio(_oracle_repeats(paragraphs)[0], len(paragraphs)),
+        "dup_para_char_frac": ratio(_oracle_repeats(paragraphs)[1], len(text)),
+        "dup_line_frac": ratio(_oracle_repeats(gopher)[0], len(gopher)),
+        "dup_line_char_frac": ratio(_oracle_repeats(gopher)[1], len(text)),
+    }
+
+
+_LINES = st.lists(st.sampled_from(["\n", "\n\n", "\r", "\r\n", "\x0b", "\x85", "\u2028", " ", "\t", "•", "-",
+                                   ".", "...", "…", "!", "。", "a", "bb", "日", "x" * 31]), max_size=60).map("".join)
+
+
+@given(st.lists(_LINES, min_size=1, max_size=6))
+@example(["\n\na\n\n\na\n\n"])
+@example(["  \n  "])
+@example(["a\r\n- b...  \r\n\r\n• c…\t"])
+def test_line_rules_of_the_compiled_pass_agree_with_the_string_oracle(texts: list[str]) -> None:
+    table = signals_table([str(i) for i in range(len(texts))], texts).to_pylist()
+    for text, row in zip(texts, table, strict=True):
+        for name, expected in _oracle_lines(text).items():
+            assert row[name] == pytest.approx(expected, rel=1e-6), (name, text)
 
 
 #: Each case is one of the splitter's rules (docstring of core.filters.signal_kernel); the expected words
