@@ -13,15 +13,50 @@ save instead (the next process compiles again).
 
 Modules with kernels import this (and so numba, ~0.3 CPU-s) at their top; their users import
 them on first use, so no command's ``--help`` pays for numba.
+
+The first kernel of a process, even one loaded from the cache, makes numba load its CPU target
+(its typing and lowering registries), and with them it probes two optional integrations by
+importing them: scipy's BLAS (``scipy.linalg``, for ``np.dot`` and ``np.linalg``: ~0.2 CPU-s) and
+cffi (C functions as kernel arguments: ~0.15 CPU-s, pycparser compiling its lexer's patterns).
+No kernel of ours uses either, and a worker pays this once per process, per input file of a small
+source, so :func:`_load_target` loads the target when this module is imported with both hidden:
+numba then records them as absent for this process (a kernel using ``np.dot`` would fail to
+compile with numba's "scipy 0.16+ is required for linear algebra"; :data:`UNUSED_INTEGRATIONS`
+is the list to shorten if one ever does). Where a module of them is already imported, it is
+not hidden (it costs nothing more).
 """
 
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import numba
+
+#: Modules numba imports to probe an integration no kernel here uses (see the module's docstring).
+UNUSED_INTEGRATIONS = ("scipy.linalg", "cffi")
+
+
+def _load_target() -> None:
+    """Load numba's CPU target now, the :data:`UNUSED_INTEGRATIONS` hidden (an import of a name
+    mapped to ``None`` in ``sys.modules`` fails at once), then unhide them for everyone else."""
+    hidden = [name for name in UNUSED_INTEGRATIONS if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]
+    try:
+        from numba.core.registry import cpu_target
+        from numba.core.typing import cffi_utils  # noqa: F401  probes cffi once, on its first import
+
+        cpu_target.target_context.refresh()
+    finally:
+        for name in hidden:
+            if sys.modules.get(name, False) is None:
+                del sys.modules[name]
+
+
+_load_target()
 
 
 def jit(func: Callable[..., Any]) -> Any:

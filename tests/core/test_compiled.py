@@ -1,0 +1,36 @@
+"""core.compiled loads numba's target without the integrations no kernel uses, and leaves them importable."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+_CHILD = r"""
+import importlib, importlib.util, json, sys
+import core.compiled
+from core.compiled import UNUSED_INTEGRATIONS, jit
+
+@jit
+def twice(x):
+    return 2 * x
+
+loaded = {name: name in sys.modules for name in (*UNUSED_INTEGRATIONS, "pycparser")}
+later = {}
+for name in UNUSED_INTEGRATIONS:  # importable again (where installed at all)
+    installed = importlib.util.find_spec(name.split(".")[0]) is not None
+    later[name] = not installed or importlib.import_module(name).__name__ == name
+print(json.dumps({"twice": twice(21), "loaded": loaded, "later": later}))
+"""
+
+
+def test_target_loads_without_blas_or_cffi_and_both_import_afterwards() -> None:
+    done = subprocess.run([sys.executable, "-c", _CHILD], cwd=REPO, capture_output=True, text=True, check=True,
+                          timeout=300)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["twice"] == 42
+    assert result["loaded"] == {"scipy.linalg": False, "cffi": False, "pycparser": False}
+    assert result["later"] == {"scipy.linalg": True, "cffi": True}
