@@ -135,6 +135,19 @@ EXCEPTION_HASHES, EXCEPTION_CODES, EXCEPTION_ENDS, EXCEPTION_CUTS = _exception_t
 _EXCEPTION_LONGEST = int(np.diff(EXCEPTION_ENDS, prepend=0).max())
 
 
+def _exception_filter() -> np.ndarray:
+    """``[length, (first * 31 + last) % 1024]``: whether an exception of that length, first and last
+    code point may exist. Nearly every word of a text is no exception; this says so in two reads,
+    before the word is hashed and searched for (a third of the splitter's time on Wikipedia text)."""
+    table = np.zeros((_EXCEPTION_LONGEST + 1, 1024), np.bool_)
+    for word in [*WHOLE, *(left + right for left, right in CUT)]:
+        table[len(word), (ord(word[0]) * 31 + ord(word[-1])) % 1024] = True
+    return table
+
+
+_EXCEPTION_FILTER = _exception_filter()
+
+
 @jit
 def _ends_with(raw: np.ndarray, flags: np.ndarray, start: int, end: int, codes: np.ndarray,
                ends: np.ndarray) -> int:  # pragma: no cover - compiled
@@ -317,7 +330,7 @@ def _infix(raw: np.ndarray, flags: np.ndarray, start: int, end: int, k: int) -> 
 @jit
 def _exception(raw: np.ndarray, start: int, end: int) -> int:  # pragma: no cover - compiled
     """The index of ``raw[start:end]`` in the exceptions table (by its hash, then its code points), or -1."""
-    if end - start > _EXCEPTION_LONGEST:
+    if end - start > _EXCEPTION_LONGEST or not _EXCEPTION_FILTER[end - start, (raw[start] * 31 + raw[end - 1]) % 1024]:
         return -1
     h = np.uint64(0xCBF29CE484222325)
     for k in range(start, end):
