@@ -21,9 +21,11 @@ other document changed class; after (3) every class shard is the one (1) wrote, 
 the same load. With ``PREFECT_API_URL`` set, the flows use that server (its CPU is then not the
 commands'); unset, each starts its own temporary one (:mod:`flows.runtime.api_server`).
 
-Measured 2026-11-29 (2-core machine, shared, two rounds after a warm-up round): see docs/curation.md.
-Before ``kinda filters apply`` the documented path was (4): (1) 66.5-70.0 CPU-s, (4) 10.5-12.9
-(15.0-19.4%), mostly a Prefect command's fixed cost.
+Measured 2026-11-29 (2-core machine shared at load 6-20, ``--rounds 3`` in a fresh checkout, round 0
+with cold caches): (1) 119.9 / 61.2 / 59.0 CPU-s, (2) 3.4 / 2.3 / 2.4 (2.8 / 3.8 / 4.1%), (3) 2.4 /
+2.3 / 2.5, (4) 10.4 / 9.7 / 10.0 (8.7 / 15.8 / 17.0%), (5) 10.4 / 9.2 / 9.9; 111 documents moved
+each time, every check true. Before ``kinda filters apply`` the documented path was (4): 10.5-12.9
+CPU-s, 15.0-19.4% of the whole run, mostly a Prefect command's fixed cost (docs/curation.md).
 """
 
 from __future__ import annotations

@@ -15,6 +15,11 @@ every shard, but reads only Parquet it wrote itself): on the G.2 sample its 44 s
 :data:`INLINE_SHARDS` shards and :data:`INLINE_TEXT_BYTES` of text labels in the flow's process,
 one task per source (:func:`inline_groups`), and only a larger one submits one task per shard to
 the configured runner. Either way every shard is a resumable unit of its own (its marker).
+
+The flow's whole body is :func:`label_root`; :func:`relabel` runs it without Prefect
+(``kinda filters apply``, what a user runs after changing a threshold): on the G.2 sample the
+re-label is then about 2.5 CPU-s in all instead of about 10 for a Prefect flow run (imports, its
+API server, flow and task runs), with the same class shards byte for byte.
 """
 
 from __future__ import annotations
