@@ -128,7 +128,8 @@ def _quantized(reader: _Reader, dim: int) -> np.ndarray | None:
     sub = np.arange(nsubq)[None, :, None]
     index = (sub * ksub + codes[:, :, None]) * dsub + np.arange(dsub)[None, None, :]
     decoded = centroids[index].reshape(rows, dim).astype(np.float32)
-    return (norms[:, None] * decoded).astype(np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN/inf propagate as in fastText's own arithmetic
+        return (norms[:, None] * decoded).astype(np.float32)
 
 
 def _huffman(counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
