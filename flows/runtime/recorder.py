@@ -65,7 +65,7 @@ def run_logger(in_prefect: bool, name: str) -> logging.Logger | logging.LoggerAd
     if in_prefect:
         from prefect import get_run_logger
 
-        return get_run_logger()  # type: ignore[return-value]
+        return get_run_logger()
     return logging.getLogger(f"kinda.{name}")
 
 
