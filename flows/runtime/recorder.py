@@ -117,7 +117,7 @@ class RunRecorder:
                    "any `kinda manifest` command); every read already includes them")
         try:
             self.logger.warning(message)
-        except Exception:  # a task's context, not the flow's
+        except Exception:  # Prefect's run logger with no run context left to log to
             print(f"warning: {message}", file=sys.stderr)
 
     def _status_from_records(self) -> str:
