@@ -17,7 +17,8 @@ so every block runs with its own relative paths and nothing is substituted; the 
 in the same folder, on the same build. The README's set-up (``. .venv/bin/activate``) is this
 interpreter's ``bin/`` first on ``PATH``. A block fails the test on a non-zero exit. Runtime:
 about 3.5 minutes on a loaded 2-core machine (the build ~1.5 min, dominated by Prefect start-ups;
-the blocks ~2 min), so it is marked ``prefect``.
+the blocks ~2 min), so it is marked ``prefect``. The build is also ``make demo``'s main job, so it
+and every block run under the offline guard (:mod:`tests.offline_guard`), checked last.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.offline_guard import attempts, guarded_env, user_env
 
 pytestmark = [pytest.mark.prefect, pytest.mark.timeout(900)]
 
@@ -101,10 +104,13 @@ def test_commands_are_fenced_as_code() -> None:
 
 
 def readme_env(home: Path) -> dict[str, str]:
-    """After ``. .venv/bin/activate``: this interpreter's bin/ first; caches in the test's folder."""
+    """A user's shell after ``. .venv/bin/activate``: this interpreter's bin/ first, none of the suite's
+    Prefect settings (the defaults come from the code), caches in the test's folder, and the offline
+    guard on (:mod:`tests.offline_guard`: every connection beyond loopback is refused and logged)."""
     bindir = str(Path(sys.executable).parent)
-    return {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}",
-            "VIRTUAL_ENV": str(Path(bindir).parent), "HF_HOME": str(home / "hf-home")}
+    env = {**user_env(home, dict(os.environ)), "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}",
+           "VIRTUAL_ENV": str(Path(bindir).parent), "HF_HOME": str(home / "hf-home")}
+    return guarded_env(home, env)[0]
 
 
 @pytest.fixture(scope="module")
@@ -136,9 +142,12 @@ def test_block_runs_as_written(block: Block, workdir: Path) -> None:
         script.parent.mkdir(exist_ok=True)
         script.write_text(commands(block), encoding="utf-8")
         argv = [sys.executable, str(script)]
+    before = len(attempts(workdir / "net.log"))
     done = subprocess.run(argv, cwd=workdir, env=readme_env(workdir), capture_output=True, text=True,
                           timeout=300, check=False)
     assert done.returncode == 0, f"{block.name} exited {done.returncode}:\n{(done.stdout + done.stderr)[-4000:]}"
+    refused = attempts(workdir / "net.log")[before:]
+    assert refused == [], f"{block.name} tried to reach the network: {refused[:5]}"
 
 
 @pytest.mark.parametrize("argv", [["manifest", "summary", "--out", "data"], ["--out", "data", "manifest", "summary"]],
@@ -153,3 +162,14 @@ def test_kinda_takes_out_in_either_place(argv: list[str], workdir: Path) -> None
                           text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert re.search(r"wikipedia\s+en\s+1\s+\d+", done.stdout), done.stdout
+
+
+def test_the_main_job_and_every_block_ran_offline(workdir: Path) -> None:
+    """``make demo``'s job (the README's build: every LLaMA source, the Pile index, dedup, labels and
+    tokens) and every block after it, with no connection beyond loopback in any process they started."""
+    labeled = workdir / "data" / "labeled" / "llama"
+    assert {p.relative_to(labeled).parts[0] for p in labeled.rglob("*.parquet")} == {
+        "commoncrawl", "c4", "github", "wikipedia", "books", "arxiv", "stackexchange"}
+    assert list((workdir / "data" / "tensors" / "g1").rglob("*.tokens"))
+    refused = attempts(workdir / "net.log")
+    assert refused == [], f"outbound attempts: {refused[:5]}"
