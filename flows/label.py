@@ -25,6 +25,7 @@ API server, flow and task runs), with the same class shards byte for byte.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -231,7 +232,12 @@ def label_without_prefect(out: Path, shards: list[dict[str, Any]], job: LabelJob
     from concurrent.futures import ProcessPoolExecutor
     from itertools import repeat
 
-    with ProcessPoolExecutor(max_workers=workers or None) as pool:
+    from core import lifeline
+
+    # the workers die with this command (a kill -9 of it leaves none writing into the root) and
+    # count as writers of it, as the flow's pool workers do
+    with ProcessPoolExecutor(max_workers=workers or None, initializer=lifeline.start_worker,
+                             initargs=(os.getpid(), str(out.resolve()))) as pool:
         return list(pool.map(label_shard, repeat(out), shards, repeat(job)))
 
 
