@@ -1,4 +1,4 @@
-"""fastText's supervised prediction (lid.176), compiled: the same label and score, about 4x less CPU.
+"""fastText's supervised prediction (lid.176), compiled: the same label and score, 3.5-12x less CPU.
 
 Language ID was half of the Common Crawl WET path's CPU (issue 33), and none of it was the
 model's arithmetic: fastText 0.9.2 reads each word from a stream, builds a ``std::string`` per
@@ -13,20 +13,24 @@ does the same steps in one numba kernel over the UTF-8 bytes of a batch of texts
 - a word's rows: its id if in the vocabulary, then each character n-gram (``minn``..``maxn``
   UTF-8 characters of ``<word>``) hashed with fastText's FNV-1a (bytes sign-extended) modulo
   ``bucket``, kept only where the pruned model keeps it;
-- the hidden vector: the rows added one after the other in float32, times ``float32(1/n)``;
+- the hidden vector: the rows added one after the other in float32, times ``float32(1/n)``; a
+  token's rows are kept in a bounded :class:`TokenCache`, so a repeated word is one lookup;
 - the hierarchical softmax's depth-first search for the top label (Huffman tree built from the
   label counts as fastText builds it; sigmoid with ``expf``, ``log(x + 1e-5)`` in double, the
   same pruning and tie rule), and the probability ``expf(score)``.
 
 Agreement is tested against the fastText package on real and random text (every label and score
-identical, bit for bit). Models this does not cover (word n-grams, softmax loss, a quantized
+identical, bit for bit). 48 MB of generated WET page text: fastText 10-15 CPU-s, this 1.2 (12x);
+16 MB of real C4, Wikipedia (ja/uk/vi) and StackExchange text: 6.0 vs 1.7-1.9 (3.5x; long
+unspaced Japanese runs repeat less). Models this does not cover (word n-grams, softmax loss, a quantized
 output) return None from :func:`load`, and the caller uses fastText itself.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import BinaryIO
@@ -63,20 +67,51 @@ class Lid176:
     output: np.ndarray  # float32 output rows (one per inner tree node)
     left: np.ndarray  # int32 Huffman tree
     right: np.ndarray
+    cache: TokenCache = field(default_factory=lambda: TokenCache())
 
     def predict(self, texts: list[str]) -> list[tuple[str, float]]:
-        """Top label (without ``__label__``, ``und`` if none) and its probability (<= 1) per text."""
+        """Top label (without ``__label__``, ``und`` if none) and its probability (<= 1) per text.
+
+        One batch at a time per model (a lock): the kernel releases the GIL and fills :attr:`cache`.
+        """
         encoded = [text.encode("utf-8") for text in texts]
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(b) for b in encoded], out=offsets[1:])
         data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
         best = np.empty(len(texts), dtype=np.int32)
         score = np.empty(len(texts), dtype=np.float32)
-        _predict_batch(data, offsets, self.vocab_hash, self.vocab_bytes, self.vocab_offsets, self.table,
-                       self.nwords, self.minn, self.maxn, self.bucket, self.ngram_row, self.rows, self.output,
-                       self.left, self.right, best, score)
+        cache = self.cache
+        with cache.lock:
+            _predict_batch(data, offsets, self.vocab_hash, self.vocab_bytes, self.vocab_offsets, self.table,
+                           self.nwords, self.minn, self.maxn, self.bucket, self.ngram_row, self.rows, self.output,
+                           self.left, self.right, cache.slots, cache.entries, cache.token_bytes, cache.token_rows,
+                           cache.used, best, score)
         return [(self.labels[b], min(float(s), 1.0)) if b >= 0 else ("und", 0.0)
                 for b, s in zip(best.tolist(), score.tolist(), strict=True)]
+
+
+class TokenCache:
+    """The input rows of tokens already met, so a repeated word costs a lookup instead of hashing
+    its character n-grams again (words repeat: most of a page's tokens were seen before).
+
+    Only speed depends on it: a token's rows are the same whether computed or looked up, and they
+    are added in the same order. Bounded (about 40 MB): when a table or arena is full it is emptied.
+    """
+
+    SLOTS = 1 << 20
+    ENTRIES = 1 << 19
+    BYTES = 8 << 20
+    ROWS = 4 << 20
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.slots = np.full(self.SLOTS, -1, dtype=np.int32)
+        #: per entry: FNV hash, first byte, byte length, first row, row count
+        self.entries = np.zeros((self.ENTRIES, 5), dtype=np.int64)
+        self.token_bytes = np.zeros(self.BYTES, dtype=np.uint8)
+        self.token_rows = np.zeros(self.ROWS, dtype=np.int32)
+        #: entries, bytes and rows in use
+        self.used = np.zeros(3, dtype=np.int64)
 
 
 # -- reading the model file ------------------------------------------------------------------
@@ -248,11 +283,72 @@ def _add_row(hidden: np.ndarray, rows: np.ndarray, row: int) -> None:  # pragma:
 
 
 @jit
-def _add_ngrams(data: np.ndarray, start: int, end: int, minn: int, maxn: int, bucket: int, ngram_row: np.ndarray,
-                rows: np.ndarray, hidden: np.ndarray) -> int:  # pragma: no cover - compiled
-    """fastText's computeSubwords over ``<`` + data[start:end] + ``>``; returns the rows added."""
+def _is_label(data: np.ndarray, start: int, end: int) -> bool:  # pragma: no cover - compiled
+    prefix = (95, 95, 108, 97, 98, 101, 108, 95, 95)  # __label__
+    if end - start < 9:
+        return False
+    for k in range(9):  # noqa: SIM110 - a loop numba compiles
+        if data[start + k] != prefix[k]:
+            return False
+    return True
+
+
+@jit
+def _is_eos(data: np.ndarray, start: int, end: int) -> bool:  # pragma: no cover - compiled
+    return end - start == 4 and data[start] == 60 and data[start + 1] == 47 and data[start + 2] == 115 \
+        and data[start + 3] == 62
+
+
+@jit
+def _cache_find(data: np.ndarray, start: int, end: int, h: int, slots: np.ndarray, entries: np.ndarray,
+                token_bytes: np.ndarray) -> int:  # pragma: no cover - compiled
+    mask = slots.shape[0] - 1
+    slot = h & mask
+    while slots[slot] >= 0:
+        entry = slots[slot]
+        if entries[entry, 0] == h and entries[entry, 2] == end - start:
+            base = entries[entry, 1]
+            same = True
+            for k in range(end - start):
+                if token_bytes[base + k] != data[start + k]:
+                    same = False
+                    break
+            if same:
+                return entry
+        slot = (slot + 1) & mask
+    return -1
+
+
+@jit
+def _cache_put(data: np.ndarray, start: int, end: int, h: int, found: np.ndarray, count: int, slots: np.ndarray,
+               entries: np.ndarray, token_bytes: np.ndarray, token_rows: np.ndarray,
+               used: np.ndarray) -> None:  # pragma: no cover - compiled
+    length = end - start
+    if length > token_bytes.shape[0] // 64 or count > token_rows.shape[0] // 64:
+        return  # a very long token: not worth a place
+    if used[0] >= entries.shape[0] or used[1] + length > token_bytes.shape[0] or used[2] + count > token_rows.shape[0]:
+        slots[:] = -1  # full: start again
+        used[:] = 0
+    entry = used[0]
+    entries[entry, 0], entries[entry, 1], entries[entry, 2] = h, used[1], length
+    entries[entry, 3], entries[entry, 4] = used[2], count
+    token_bytes[used[1]:used[1] + length] = data[start:end]
+    token_rows[used[2]:used[2] + count] = found[:count]
+    used[0] += 1
+    used[1] += length
+    used[2] += count
+    mask = slots.shape[0] - 1
+    slot = h & mask
+    while slots[slot] >= 0:
+        slot = (slot + 1) & mask
+    slots[slot] = entry
+
+
+@jit
+def _ngram_rows(data: np.ndarray, start: int, end: int, minn: int, maxn: int, bucket: int, ngram_row: np.ndarray,
+                found: np.ndarray, count: int) -> int:  # pragma: no cover - compiled
+    """fastText's computeSubwords over ``<`` + data[start:end] + ``>``: rows appended to ``found`` from ``count``."""
     length = end - start + 2
-    added = 0
     for i in range(length):
         first = 60 if i == 0 else (62 if i == length - 1 else data[start + i - 1])
         if (first & 0xC0) == 0x80:
@@ -272,39 +368,22 @@ def _add_ngrams(data: np.ndarray, start: int, end: int, minn: int, maxn: int, bu
             if n >= minn and not (n == 1 and (i == 0 or j == length)):
                 row = ngram_row[h % bucket]
                 if row >= 0:
-                    _add_row(hidden, rows, row)
-                    added += 1
+                    found[count] = row
+                    count += 1
             n += 1
-    return added
-
-
-@jit
-def _is_label(data: np.ndarray, start: int, end: int) -> bool:  # pragma: no cover - compiled
-    prefix = (95, 95, 108, 97, 98, 101, 108, 95, 95)  # __label__
-    if end - start < 9:
-        return False
-    for k in range(9):  # noqa: SIM110 - a loop numba compiles
-        if data[start + k] != prefix[k]:
-            return False
-    return True
-
-
-@jit
-def _is_eos(data: np.ndarray, start: int, end: int) -> bool:  # pragma: no cover - compiled
-    return end - start == 4 and data[start] == 60 and data[start + 1] == 47 and data[start + 2] == 115 \
-        and data[start + 3] == 62
+    return count
 
 
 @jit
 def _hidden(data: np.ndarray, begin: int, stop: int, vocab_hash: np.ndarray, vocab_bytes: np.ndarray,
             vocab_offsets: np.ndarray, table: np.ndarray, nwords: int, minn: int, maxn: int, bucket: int,
-            ngram_row: np.ndarray, rows: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+            ngram_row: np.ndarray, rows: np.ndarray, slots: np.ndarray, entries: np.ndarray,
+            token_bytes: np.ndarray, token_rows: np.ndarray, used: np.ndarray) -> np.ndarray:  # pragma: no cover
     """The averaged input vector of one text, as fastText's getLine + averageRowsToVector make it."""
     hidden = np.zeros(rows.shape[1], dtype=np.float32)
     count = 0
     position = begin
-    ended = False
-    while position < stop and not ended:
+    while position < stop:
         byte = data[position]
         if byte == 32 or byte == 9 or byte == 11 or byte == 12 or byte == 0 or byte == 10 or byte == 13:
             position += 1
@@ -317,19 +396,29 @@ def _hidden(data: np.ndarray, begin: int, stop: int, vocab_hash: np.ndarray, voc
                 break
             h = _fnv_step(h, byte)
             position += 1
-        if _is_eos(data, start, position):  # fastText's getLine stops at the end-of-line token
-            ended = True
+        if _is_eos(data, start, position):  # fastText's getLine stops at the end-of-line token (its row: 0)
+            break
+        cached = _cache_find(data, start, position, h, slots, entries, token_bytes)
+        if cached >= 0:
+            for k in range(entries[cached, 3], entries[cached, 3] + entries[cached, 4]):
+                _add_row(hidden, rows, token_rows[k])
+            count += entries[cached, 4]
+            continue
         entry = _word_id(data, start, position, h, vocab_hash, vocab_bytes, vocab_offsets, table)
         if entry >= nwords or (entry < 0 and _is_label(data, start, position)):
-            continue  # a label, not a word
+            continue  # a label, not a word (never cached: looked up again, as cheap)
+        found = np.empty((position - start + 2) * maxn + 1, dtype=np.int32)
+        n = 0
         if entry >= 0:
-            _add_row(hidden, rows, entry)
-            count += 1
-        if not ended:
-            count += _add_ngrams(data, start, position, minn, maxn, bucket, ngram_row, rows, hidden)
-    if not ended:  # the newline fastText's predict appends: the end-of-line token, row 0 ("</s>")
-        _add_row(hidden, rows, 0)
-        count += 1
+            found[0] = entry
+            n = 1
+        n = _ngram_rows(data, start, position, minn, maxn, bucket, ngram_row, found, n)
+        for k in range(n):
+            _add_row(hidden, rows, found[k])
+        count += n
+        _cache_put(data, start, position, h, found, n, slots, entries, token_bytes, token_rows, used)
+    _add_row(hidden, rows, 0)  # "</s>": read in the text, or the newline fastText's predict appends
+    count += 1
     scale = np.float32(1.0 / count)
     for j in range(hidden.shape[0]):
         hidden[j] *= scale
@@ -375,10 +464,11 @@ def _top_label(hidden: np.ndarray, output: np.ndarray, left: np.ndarray, right: 
 def _predict_batch(data: np.ndarray, offsets: np.ndarray, vocab_hash: np.ndarray, vocab_bytes: np.ndarray,
                    vocab_offsets: np.ndarray, table: np.ndarray, nwords: int, minn: int, maxn: int, bucket: int,
                    ngram_row: np.ndarray, rows: np.ndarray, output: np.ndarray, left: np.ndarray, right: np.ndarray,
-                   best: np.ndarray, score: np.ndarray) -> None:  # pragma: no cover - compiled
+                   slots: np.ndarray, entries: np.ndarray, token_bytes: np.ndarray, token_rows: np.ndarray,
+                   used: np.ndarray, best: np.ndarray, score: np.ndarray) -> None:  # pragma: no cover - compiled
     for t in range(offsets.shape[0] - 1):
         hidden = _hidden(data, offsets[t], offsets[t + 1], vocab_hash, vocab_bytes, vocab_offsets, table, nwords,
-                         minn, maxn, bucket, ngram_row, rows)
+                         minn, maxn, bucket, ngram_row, rows, slots, entries, token_bytes, token_rows, used)
         leaf, top = _top_label(hidden, output, left, right)
         best[t] = leaf
         score[t] = np.float32(math.exp(top)) if leaf >= 0 else np.float32(0.0)

@@ -121,3 +121,22 @@ def test_a_model_kind_not_covered_is_predicted_by_fasttext(tmp_path: Path) -> No
     assert lid176.read_model(other) is None
     texts = ["The committee will meet on Thursday.", "Der Ausschuss trifft sich am Donnerstag."]
     assert predict_languages(str(other), texts) == predict_top1(load_fasttext(str(other)), texts)
+
+
+class TinyCache(lid176.TokenCache):
+    """Room for 8 tokens: full, and emptied, many times per text."""
+
+    SLOTS, ENTRIES, BYTES, ROWS = 16, 8, 4096, 2048
+
+
+def test_token_cache_emptied_when_full_changes_nothing(realdata: Path) -> None:
+    import dataclasses
+
+    path = lid_path()
+    model = lid176.load(path)
+    assert model is not None
+    with gzip.open(realdata / "c4" / "c4-format-00000-of-00001.DERIVED.json.gz", "rt") as lines:
+        texts = [one_line(json.loads(line)["text"]) for line in lines][:100]
+    tiny = dataclasses.replace(model, cache=TinyCache())
+    assert tiny.predict(texts) == predict_top1(load_fasttext(path), texts) == model.predict(texts)
+    assert 0 < tiny.cache.used[0] <= TinyCache.ENTRIES
