@@ -1,8 +1,10 @@
-"""A real ``prefect server start`` (SQLite) on 127.0.0.1: a flow run and its artifacts over REST, then
-``prefect work-pool create`` / ``prefect --no-prompt deploy --all`` / ``prefect worker start`` /
-``prefect deployment run`` of the sample deployment on the default process-pool runner, seen to
-complete, and of g1 with its defaults, seen to fail with one line. About 3 minutes (real server,
-worker and flow-run processes)."""
+"""A real ``prefect server start`` (SQLite) on 127.0.0.1: ``prefect work-pool create`` / ``prefect
+--no-prompt deploy --all`` / ``prefect worker start`` / ``prefect deployment run`` of the sample
+deployment on the default process-pool runner, seen to complete with a child flow run per stage and
+their artifacts over REST (as the UI reads them), and of g1 with its defaults, seen to fail with one
+line. About 2 minutes (real server, worker and flow-run processes). One sample run serves both the
+deployment and the REST checks: a second run (with the thread runner, tested in test_llama.py) cost
+the suite ~45 s."""
 
 from __future__ import annotations
 
@@ -109,31 +111,6 @@ def sample_sources() -> list[str]:
     return [s.name for s in SOURCES.specs("llama") if s.name == "wikipedia" or s.sample is not None]
 
 
-def test_flow_run_and_artifacts_over_rest(server: tuple[str, dict[str, str]], tmp_path: Path) -> None:
-    url, env = server
-    out = tmp_path / "data"
-    result = subprocess.run([sys.executable, "-m", "flows.llama", "--sample", "--sample-pages", "30", "--out", str(out),
-                             "--runner", "thread", "--workers", "2"], cwd=REPO, env=env, capture_output=True, text=True,
-                            timeout=600)  # every LLaMA source and the Pile stage, on a loaded machine
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "Starting temporary server" not in result.stdout + result.stderr  # it used ours
-    parents = flow_runs(url, "llama")
-    assert len(parents) == 1 and parents[0]["state_type"] == "COMPLETED"
-    children = api(url, "/flow_runs/filter", {"flow_runs": {"parent_flow_run_id": {"any_": [parents[0]["id"]]}}})
-    expected = [*sample_sources(), "pile_index", "dedup", "decontaminate", "labels", "tokenize"]  # a child flow run per stage
-    assert len(children) == len(expected) and {c["state_type"] for c in children} == {"COMPLETED"}
-    artifacts = api(url, "/artifacts/filter", {"artifacts": {"flow_run_id": {"any_": [parents[0]["id"]]}}})
-    by_key = {a["key"]: a for a in artifacts if a["key"]}
-    assert {"llama-stages", "llama-sources", "llama-totals", "llama-output"} <= set(by_key)
-    stages = json.loads(by_key["llama-stages"]["data"]) if isinstance(by_key["llama-stages"]["data"], str) \
-        else by_key["llama-stages"]["data"]
-    assert [row["stage"] for row in stages] == expected
-    assert any(a["type"] == "progress" for a in artifacts)
-    child_artifacts = api(url, "/artifacts/filter", {"artifacts": {"flow_run_id": {"any_": [c["id"] for c in children]}}})
-    assert {"source-counts", "source-output", "dedup-shards", "label-classes", "tokenize-counts"} <= {
-        a["key"] for a in child_artifacts}
-
-
 def deployment_run(url: str, env: dict[str, str], name: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
     """``prefect deployment run NAME`` (the UI's Run button), then wait for a final state over REST."""
     command = [*PREFECT, "deployment", "run", name] + (["--params", json.dumps(params)] if params else [])
@@ -174,7 +151,7 @@ def test_deploy_all_then_a_worker_runs_the_sample_and_refuses_g1_defaults(
     try:
         refused = deployment_run(url, env, "llama/g1")  # default parameters: out: data, no raw/, no tokenizer.json
         completed = deployment_run(url, env, "llama/sample",
-                                   {"config": {**sample, "out": str(tmp_path / "out"), "sample_pages": 20}})
+                                   {"config": {**sample, "out": str(tmp_path / "out"), "sample_pages": 10}})
     finally:
         stop(worker)
         worker_log.close()
@@ -195,6 +172,14 @@ def test_deploy_all_then_a_worker_runs_the_sample_and_refuses_g1_defaults(
         ("pile_index", "completed"), ("dedup", "completed"), ("decontaminate", "completed"),
         ("labels", "completed"), ("tokenize", "completed")]
     assert (tmp_path / "out" / "tensors" / "g1" / "metadata.json").is_file()
+    # over REST, as the UI reads it: a child flow run per stage, each with its artifacts
+    expected = [*sample_sources(), "pile_index", "dedup", "decontaminate", "labels", "tokenize"]
+    children = api(url, "/flow_runs/filter", {"flow_runs": {"parent_flow_run_id": {"any_": [completed["id"]]}}})
+    assert len(children) == len(expected) and {c["state_type"] for c in children} == {"COMPLETED"}
+    assert any(a["type"] == "progress" for a in artifacts)
+    child_artifacts = api(url, "/artifacts/filter", {"artifacts": {"flow_run_id": {"any_": [c["id"] for c in children]}}})
+    assert {"source-counts", "source-output", "dedup-shards", "label-classes", "tokenize-counts"} <= {
+        a["key"] for a in child_artifacts}
 
 
 def test_source_deployments_match_their_configs() -> None:
