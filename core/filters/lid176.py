@@ -426,13 +426,13 @@ def _hidden(data: np.ndarray, begin: int, stop: int, vocab_hash: np.ndarray, voc
 
 
 @jit
-def _std_log(x: float) -> float:  # pragma: no cover - compiled
+def _std_log(x: float) -> np.float32:  # pragma: no cover - compiled
     """fastText's ``std_log``: ``log(x + 1e-5)`` in double, of a float32 argument, returned as float32."""
     return np.float32(math.log(np.float64(np.float32(x)) + 1e-5))
 
 
 @jit
-def _top_label(hidden: np.ndarray, output: np.ndarray, left: np.ndarray, right: np.ndarray) -> tuple[int, float]:  # pragma: no cover
+def _top_label(hidden: np.ndarray, output: np.ndarray, left: np.ndarray, right: np.ndarray) -> tuple[int, np.float32]:  # pragma: no cover
     """HierarchicalSoftmaxLoss::dfs with k=1, threshold 0: (leaf, score), leaf -1 when every path is below log(1e-5)."""
     osz = output.shape[0]
     floor = _std_log(0.0)
