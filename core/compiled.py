@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -39,21 +40,33 @@ import numba
 UNUSED_INTEGRATIONS = ("scipy.linalg", "cffi")
 
 
+class _HiddenFromOneThread:
+    """A meta-path finder that refuses ``names`` to one thread only: the thread loading numba's
+    target sees them as absent while any other thread (a task importing datasketch, which imports
+    scipy, in the thread runner) imports them as usual. A ``None`` entry in ``sys.modules`` would
+    hide them from every thread at once, and such an import would fail there."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names, self.thread = names, threading.get_ident()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name in self.names and threading.get_ident() == self.thread:
+            raise ModuleNotFoundError(f"{name} hidden while numba loads its target", name=name)
+        return None
+
+
 def _load_target() -> None:
-    """Load numba's CPU target now, the :data:`UNUSED_INTEGRATIONS` hidden (an import of a name
-    mapped to ``None`` in ``sys.modules`` fails at once), then unhide them for everyone else."""
-    hidden = [name for name in UNUSED_INTEGRATIONS if name not in sys.modules]
-    for name in hidden:
-        sys.modules[name] = None  # type: ignore[assignment]
+    """Load numba's CPU target now with the :data:`UNUSED_INTEGRATIONS` hidden from this thread
+    (where not imported already), then unhide them."""
+    hider = _HiddenFromOneThread(tuple(n for n in UNUSED_INTEGRATIONS if n not in sys.modules))
+    sys.meta_path.insert(0, hider)
     try:
         from numba.core.registry import cpu_target
         from numba.core.typing import cffi_utils  # noqa: F401  probes cffi once, on its first import
 
         cpu_target.target_context.refresh()
     finally:
-        for name in hidden:
-            if sys.modules.get(name, False) is None:
-                del sys.modules[name]
+        sys.meta_path.remove(hider)
 
 
 _load_target()

@@ -34,3 +34,34 @@ def test_target_loads_without_blas_or_cffi_and_both_import_afterwards() -> None:
     assert result["twice"] == 42
     assert result["loaded"] == {"scipy.linalg": False, "cffi": False, "pycparser": False}
     assert result["later"] == {"scipy.linalg": True, "cffi": True}
+
+
+_THREADS = r"""
+import json, sys, threading
+from core.compiled import _HiddenFromOneThread
+
+hider = _HiddenFromOneThread(("scipy.linalg",))
+sys.meta_path.insert(0, hider)
+seen = {}
+
+def other():
+    import scipy.linalg  # another thread (a task importing datasketch) imports it as usual
+    seen["other"] = scipy.linalg.__name__
+
+try:
+    import scipy.linalg
+    seen["this"] = "imported"
+except ModuleNotFoundError:
+    seen["this"] = "hidden"
+worker = threading.Thread(target=other)
+worker.start()
+worker.join()
+sys.meta_path.remove(hider)
+print(json.dumps(seen))
+"""
+
+
+def test_the_integrations_are_hidden_from_the_loading_thread_only() -> None:
+    done = subprocess.run([sys.executable, "-c", _THREADS], cwd=REPO, capture_output=True, text=True, check=True,
+                          timeout=300)
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"this": "hidden", "other": "scipy.linalg"}
