@@ -89,10 +89,26 @@ def test_no_wait_outlives_its_test() -> None:
     assert not found, "subprocess limits the test's pytest-timeout cuts short:\n" + "\n".join(found)
 
 
+#: The issue's case as it was written (test_offline.py's main job, before that job moved to the README's
+#: build): a 600 s subprocess under the 300 s default, then the same test with its mark.
+_CASE = """
+import subprocess, sys
+from tests.time_limits import timeout_for
+
+MAIN_JOB_S = 600
+
+
+@timeout_for(MAIN_JOB_S)
+def test_main_job() -> None:
+    subprocess.run([sys.executable, "-m", "flows.llama", "--sample"], timeout=MAIN_JOB_S)
+"""
+
+
 def test_the_check_sees_a_wait_longer_than_its_test(tmp_path: Path) -> None:
-    """test_offline.py without its mark is the case of the issue: 600 s under the 300 s default."""
-    case = TESTS / "ops" / "test_offline.py"
-    text = case.read_text(encoding="utf-8").replace("@timeout_for(MAIN_JOB_S)\n", "")
+    """The case of the issue without its mark: 600 s under the 300 s default; with it, nothing."""
     broken = tmp_path / "case.py"
-    broken.write_text(text, encoding="utf-8")
+    broken.write_text(_CASE.replace("@timeout_for(MAIN_JOB_S)\n", ""), encoding="utf-8")
     assert [line.split(": ", 1)[1] for line in too_long_waits(broken)] == [f"timeout=600 s > {DEFAULT_S} s"]
+    marked = tmp_path / "marked.py"
+    marked.write_text(_CASE, encoding="utf-8")
+    assert list(too_long_waits(marked)) == []
