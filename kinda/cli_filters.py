@@ -30,15 +30,31 @@ from kinda.command import KindaError, first_line, open_manifest
 EXAMPLES = 3
 
 
+def dataset_labels(config: Path | None) -> dict[str, Any]:
+    """The ``labels`` section of a dataset file (``extends`` resolved); {} without one.
+
+    A file that is not a dataset file (no ``dataset:`` key, such as the stage's own
+    ``configs/labels.yaml``, read always) is refused: its keys would otherwise be ignored in silence."""
+    from core.config import load_layered
+
+    if config is None:
+        return {}
+    try:
+        loaded = load_layered(config)
+    except (OSError, ValueError) as exc:
+        raise KindaError(f"--config {config}: {first_line(exc)}", 2) from None
+    if "dataset" not in loaded:
+        raise KindaError(f"--config {config}: not a dataset file (no 'dataset:' key); give one such as "
+                         "configs/g2.yaml (configs/labels.yaml, the label stage's own file, is read always)", 2)
+    return dict(loaded.get("labels") or {})
+
+
 def configured_filters(config: Path | None) -> dict[str, Any]:
     """``labels.yaml``'s filters with a dataset file's ``labels.filters`` over them."""
-    from core.config import deep_merge, load_layered, stage_yaml
+    from core.config import deep_merge, stage_yaml
 
     filters = dict(stage_yaml("labels.yaml").get("filters") or {})
-    if config is not None:
-        section = (load_layered(config).get("labels") or {}).get("filters") or {}
-        filters = deep_merge(filters, section)
-    return filters
+    return deep_merge(filters, dataset_labels(config).get("filters") or {})
 
 
 def filters_with(config: Path | None, assignments: list[str] | None) -> dict[str, Any]:
@@ -88,11 +104,11 @@ def label_config(root: Path, config: Path | None, filters: dict[str, Any], worke
     """The label stage's config for ``root``: ``labels.yaml``, the dataset file's ``labels`` section, the filters."""
     from pydantic import ValidationError
 
-    from core.config import deep_merge, load_layered, stage_yaml
+    from core.config import deep_merge, stage_yaml
     from flows.label import LabelConfig
     from flows.runtime.cli import one_line
 
-    section = dict((load_layered(config).get("labels") or {}) if config is not None else {})
+    section = dataset_labels(config)
     section["filters"] = filters
     overrides: dict[str, Any] = {"out": str(root)} | ({"workers": workers} if workers is not None else {})
     try:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from core.config import CONFIG_DIR
 from core.manifest import Manifest
 from flows import label
 from kinda.cli import main as kinda_main
@@ -93,4 +94,9 @@ def test_apply_refuses_a_bad_threshold_and_a_root_without_a_manifest(tmp_path: P
     assert "no_such_signal" in capsys.readouterr().err
     assert kinda_main(["filters", "apply", "--out", str(tmp_path / "empty")]) == 2
     assert "no manifest" in capsys.readouterr().err
+    labels_yaml = str(CONFIG_DIR / "labels.yaml")  # the stage's own file, not a dataset file: not ignored in silence
+    for command in ("apply", "preview"):
+        assert kinda_main(["filters", command, "--out", str(out), "--config", labels_yaml,
+                           "--set", "gopher.words_min=80"]) == 2
+        assert "not a dataset file (no 'dataset:' key)" in capsys.readouterr().err
     assert not (out / "labeled").exists()  # nothing labeled by a refused command
