@@ -100,10 +100,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict
         log.close()
 
 
-def flow_runs(url: str, flow_name: str) -> list[dict[str, Any]]:
-    return api(url, "/flow_runs/filter", {"flows": {"name": {"any_": [flow_name]}}, "sort": "START_TIME_DESC"})
-
-
 def sample_sources() -> list[str]:
     """The LLaMA sources the offline sample runs, in the parent flow's stage order."""
     from flows.registry import SOURCES
