@@ -251,21 +251,25 @@ def load(path: str) -> Lid176 | None:
 
 # -- the kernel --------------------------------------------------------------------------------
 @jit
+def _same_bytes(data: np.ndarray, start: int, end: int, stored: np.ndarray, base: int) -> bool:  # pragma: no cover
+    """``data[start:end]`` equals ``stored[base:base + end - start]`` (the vocabulary's and the token
+    cache's hash tables both confirm a hash hit this way)."""
+    for k in range(end - start):  # noqa: SIM110 - a loop numba compiles
+        if stored[base + k] != data[start + k]:
+            return False
+    return True
+
+
+@jit
 def _word_id(data: np.ndarray, start: int, end: int, h: int, vocab_hash: np.ndarray, vocab_bytes: np.ndarray,
              vocab_offsets: np.ndarray, table: np.ndarray) -> int:  # pragma: no cover - compiled
     mask = table.shape[0] - 1
     slot = h & mask
     while table[slot] >= 0:
         entry = table[slot]
-        if vocab_hash[entry] == h and vocab_offsets[entry + 1] - vocab_offsets[entry] == end - start:
-            base = vocab_offsets[entry]
-            same = True
-            for k in range(end - start):
-                if vocab_bytes[base + k] != data[start + k]:
-                    same = False
-                    break
-            if same:
-                return entry
+        if vocab_hash[entry] == h and vocab_offsets[entry + 1] - vocab_offsets[entry] == end - start \
+                and _same_bytes(data, start, end, vocab_bytes, vocab_offsets[entry]):
+            return entry
         slot = (slot + 1) & mask
     return -1
 
@@ -306,15 +310,9 @@ def _cache_find(data: np.ndarray, start: int, end: int, h: int, slots: np.ndarra
     slot = h & mask
     while slots[slot] >= 0:
         entry = slots[slot]
-        if entries[entry, 0] == h and entries[entry, 2] == end - start:
-            base = entries[entry, 1]
-            same = True
-            for k in range(end - start):
-                if token_bytes[base + k] != data[start + k]:
-                    same = False
-                    break
-            if same:
-                return entry
+        if entries[entry, 0] == h and entries[entry, 2] == end - start \
+                and _same_bytes(data, start, end, token_bytes, entries[entry, 1]):
+            return entry
         slot = (slot + 1) & mask
     return -1
 
