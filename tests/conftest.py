@@ -45,11 +45,12 @@ from tests.toy import toy_texts, train_toy_tokenizer  # noqa: E402
 #: (``--no-loadscope-reorder``: xdist's default reorders by test count, a 1-test file last); the
 #: longest go first so that the many short ones fill in at the end, and neither worker is left
 #: alone with a long file when the other runs out. The longest files, longest first (a serial run's
-#: durations, 2026-11-25), then the other files that start a Prefect API, then the rest.
-SLOWEST_FILES = ("ops/test_install.py", "test_readme.py", "ops/test_prefect_server.py", "loader/test_exit.py",
-                 "ops/test_offline.py", "ops/test_dask.py", "ops/test_slurm.py", "sources/test_wikipedia.py",
-                 "ops/test_ray.py", "sources/test_wikipedia_multistream.py", "flows/test_llama.py",
-                 "sources/test_scibooks.py", "dedupe/test_pile_workers.py")
+#: durations, 2026-11-25; re-ranked 2026-11-29 from make test's), then the other files that start a Prefect API, then the rest.
+SLOWEST_FILES = ("ops/test_install.py", "test_readme.py", "flows/test_adding_a_source.py", "ops/test_prefect_server.py",
+                 "flows/test_llama.py", "benchmarks/test_corpus_cost.py", "ops/test_ray.py", "faults/test_kill9.py",
+                 "flows/test_llama_g2_sample.py", "loader/test_exit.py", "ops/test_dask.py", "ops/test_slurm.py",
+                 "sources/test_wikipedia.py", "sources/test_wikipedia_multistream.py", "sources/test_scibooks.py",
+                 "dedupe/test_pile_workers.py")
 TESTS = Path(__file__).resolve().parent
 
 
