@@ -32,7 +32,7 @@ import unicodedata
 
 import numpy as np
 
-from core.compiled import jit
+from core.compiled import jit, leaf_jit
 from core.filters.signal_schema import DUP_NGRAMS, TOP_NGRAMS
 
 #: datatrove's PUNCTUATION_SET: a word of only these is a symbol, not a word (Gopher's word count and
@@ -113,6 +113,8 @@ def _encode(words: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
 UNIT_CODES, UNIT_ENDS = _encode(tuple(sorted(UNITS, key=len, reverse=True)))  # longest first: it wins
 CURRENCY_CODES, CURRENCY_ENDS = _encode(tuple(sorted(CURRENCY, key=len, reverse=True)))
 PRONOUN_CODES, PRONOUN_ENDS = _encode(PRONOUNS)
+#: The longest unit or currency sign: a digit this far before a word's end at most lets one come off.
+_AFTER_DIGIT_LONGEST = max(map(len, UNITS + CURRENCY))
 
 
 def _fnv(codes: list[int]) -> int:
@@ -148,7 +150,7 @@ def _exception_filter() -> np.ndarray:
 _EXCEPTION_FILTER = _exception_filter()
 
 
-@jit
+@leaf_jit
 def _ends_with(raw: np.ndarray, flags: np.ndarray, start: int, end: int, codes: np.ndarray,
                ends: np.ndarray) -> int:  # pragma: no cover - compiled
     """Length of the first table entry (longest first) that ``raw[start:end]`` ends with, a digit before it."""
@@ -167,7 +169,7 @@ def _ends_with(raw: np.ndarray, flags: np.ndarray, start: int, end: int, codes: 
     return 0
 
 
-@jit
+@leaf_jit
 def _is_table_word(raw: np.ndarray, start: int, end: int, codes: np.ndarray, ends: np.ndarray) -> bool:  # pragma: no cover
     """Whether ``raw[start:end]``, ASCII capitals folded, is an entry of the table."""
     begin = 0
@@ -187,7 +189,7 @@ def _is_table_word(raw: np.ndarray, start: int, end: int, codes: np.ndarray, end
     return False
 
 
-@jit
+@leaf_jit
 def _prefix(raw: np.ndarray, flags: np.ndarray, start: int, end: int) -> int:  # pragma: no cover - compiled
     """Length of the prefix at ``start`` (0: none)."""
     c = raw[start]
@@ -205,7 +207,7 @@ def _prefix(raw: np.ndarray, flags: np.ndarray, start: int, end: int) -> int:  #
     return 1 if flags[start] & (AFFIX | PREFIX | ICON) else 0
 
 
-@jit
+@leaf_jit
 def _suffix(raw: np.ndarray, flags: np.ndarray, start: int, end: int, unit_codes: np.ndarray, unit_ends: np.ndarray,
             currency_codes: np.ndarray, currency_ends: np.ndarray) -> int:  # pragma: no cover - compiled
     """Length of the suffix ending at ``end`` (0: none); the one starting furthest left wins, as a regex search."""
@@ -215,12 +217,16 @@ def _suffix(raw: np.ndarray, flags: np.ndarray, start: int, end: int, unit_codes
         k -= 1
     if end - k >= 2:  # a run of full stops
         return end - k
-    n = _ends_with(raw, flags, start, end, unit_codes, unit_ends)
-    if n:
-        return n
-    n = _ends_with(raw, flags, start, end, currency_codes, currency_ends)
-    if n:
-        return n
+    digit = False  # units and currency signs come off after a digit only: none, no table to search
+    for k in range(max(start, end - 1 - _AFTER_DIGIT_LONGEST), end - 1):
+        digit = digit or (flags[k] & DIGIT) != 0
+    if digit:
+        n = _ends_with(raw, flags, start, end, unit_codes, unit_ends)
+        if n:
+            return n
+        n = _ends_with(raw, flags, start, end, currency_codes, currency_ends)
+        if n:
+            return n
     if size >= 2 and (raw[end - 2] == 39 or raw[end - 2] == 0x2019) and (raw[end - 1] == 115 or raw[end - 1] == 83):
         return 2  # 's
     c = raw[end - 1]
@@ -242,7 +248,7 @@ def _suffix(raw: np.ndarray, flags: np.ndarray, start: int, end: int, unit_codes
     return 0
 
 
-@jit
+@leaf_jit
 def _is_url(raw: np.ndarray, flags: np.ndarray, start: int, end: int) -> bool:  # pragma: no cover - compiled
     """Whether ``raw[start:end]`` is a URL as spaCy's pattern reads one: an optional ``scheme://``, a
     host of dotted labels ending in a lower-case top-level domain of 2+ letters, an optional port, an
@@ -292,7 +298,7 @@ def _is_url(raw: np.ndarray, flags: np.ndarray, start: int, end: int) -> bool:  
     return j == end or raw[j] == 47 or raw[j] == 63 or raw[j] == 35
 
 
-@jit
+@leaf_jit
 def _infix(raw: np.ndarray, flags: np.ndarray, start: int, end: int, k: int) -> int:  # pragma: no cover - compiled
     """Length of the infix at ``k`` (0: none) inside ``raw[start:end]``."""
     c = raw[k]
@@ -327,7 +333,7 @@ def _infix(raw: np.ndarray, flags: np.ndarray, start: int, end: int, k: int) -> 
     return 0
 
 
-@jit
+@leaf_jit
 def _exception(raw: np.ndarray, start: int, end: int) -> int:  # pragma: no cover - compiled
     """The index of ``raw[start:end]`` in the exceptions table (by its hash, then its code points), or -1."""
     if end - start > _EXCEPTION_LONGEST or not _EXCEPTION_FILTER[end - start, (raw[start] * 31 + raw[end - 1]) % 1024]:
@@ -347,13 +353,13 @@ def _exception(raw: np.ndarray, start: int, end: int) -> int:  # pragma: no cove
     return int(e)
 
 
-@jit
+@leaf_jit
 def _special(raw: np.ndarray, start: int, end: int) -> bool:  # pragma: no cover - compiled
     """Whether affixes stop coming off ``raw[start:end]``: it is an exception or a contraction."""
     return _exception(raw, start, end) >= 0 or _contraction(raw, start, end, PRONOUN_CODES, PRONOUN_ENDS) != 0
 
 
-@jit
+@leaf_jit
 def _contraction(raw: np.ndarray, start: int, end: int, pronoun_codes: np.ndarray,
                  pronoun_ends: np.ndarray) -> int:  # pragma: no cover - compiled
     """Where a contraction splits ``raw[start:end]`` (0: it does not)."""
@@ -383,7 +389,7 @@ def _contraction(raw: np.ndarray, start: int, end: int, pronoun_codes: np.ndarra
     return 0
 
 
-@jit
+@leaf_jit
 def _merge_exceptions(raw: np.ndarray, starts: np.ndarray, stops: np.ndarray, first: int,
                       count: int) -> int:  # pragma: no cover - compiled
     """Join the words ``first..count`` of one chunk where 2-4 neighbours spell an exception kept whole
@@ -648,7 +654,7 @@ def _repeated_chars(where: np.ndarray, group: np.ndarray, counts: np.ndarray, cu
     return repeated
 
 
-@jit
+@leaf_jit
 def _same_span(raw: np.ndarray, a: int, b: int, c: int, d: int) -> bool:  # pragma: no cover - compiled
     """Whether ``raw[a:b]`` and ``raw[c:d]`` hold the same characters."""
     if b - a != d - c:
@@ -659,7 +665,7 @@ def _same_span(raw: np.ndarray, a: int, b: int, c: int, d: int) -> bool:  # prag
     return True
 
 
-@jit
+@leaf_jit
 def _span_hash(raw: np.ndarray, start: int, stop: int) -> np.uint64:  # pragma: no cover - compiled
     h = np.uint64(0xCBF29CE484222325)
     for k in range(start, stop):
@@ -696,7 +702,7 @@ def _repeats(raw: np.ndarray, starts: np.ndarray, stops: np.ndarray, count: int)
     return repeated, chars
 
 
-@jit
+@leaf_jit
 def _splitlines_counts(raw: np.ndarray, flags: np.ndarray, first: int, end: int) -> tuple[int, int, int]:  # pragma: no cover
     """(lines, bullet lines, ellipsis lines) of ``str.splitlines`` over ``raw[first:end]``: a line is a
     bullet when its first non-space character is ``•`` or ``-``, an ellipsis line when what is left of
