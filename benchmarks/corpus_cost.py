@@ -4,6 +4,7 @@
     python benchmarks/corpus_cost.py --quick --work /tmp/cc-quick               # a few MB; a few minutes
     python benchmarks/corpus_cost.py --scale 0.05 --work /work/scale/cost       # every size x 0.05
     python benchmarks/corpus_cost.py --check --work /tmp/cc-check               # re-measure 1/4, compare with docs/cost.md
+    nice -n 5 python benchmarks/corpus_cost.py --resume --work /work/scale/cost # go on where a run was cut short
 
 Inputs are generated offline in each source's real format by ``benchmarks/corpus_inputs/``
 (each module states its layout, length law and duplicate rates, and where they come from):
@@ -290,13 +291,21 @@ def written_since(roots: list[Path], since: float) -> int:
 
 # -- one size -------------------------------------------------------------------------------
 def run_size(label: str, sizes: dict[str, int], work: Path, workers: int, pile_bytes: int,
-             log: Callable[[str], None]) -> list[Stage]:
-    """Every source, then pile index, dedup, labels and tokens, into ``work/out-<label>``; a Stage each."""
+             log: Callable[[str], None], done: dict[tuple[str, str], Stage] | None = None) -> list[Stage]:
+    """Every source, then pile index, dedup, labels and tokens, into ``work/out-<label>``; a Stage each.
+
+    ``done`` (``--resume``): stages already measured, by (stage, size); they are not run again, and
+    the output root is taken back to where the last measured stage left it (:func:`restore_root`).
+    """
     from flows.llama import LlamaConfig, label_lists, tensors_dir
 
     inputs, out = work / "inputs" / label, work / f"out-{label}"
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
+    done = done or {}
+    if not any(size == label for _, size in done) or not restore_root(out):
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(_snapshot_of(out), ignore_errors=True)
+        done = {}
+    out.mkdir(parents=True, exist_ok=True)
     tmp = Path(os.environ["TMPDIR"])
     sections, files = {}, {}
     for source, size in sizes.items():
@@ -312,13 +321,18 @@ def run_size(label: str, sizes: dict[str, int], work: Path, workers: int, pile_b
         "dedup": {"within_sources": True}, "labels": {}, "tokenize": {"tokenizer": str(tokenizer)}})
     stages: list[Stage] = []
     for source in sizes:
+        if (source, label) in done:
+            stages.append(done[(source, label)])
+            log(f"{_line(done[(source, label)])} (measured before: resumed)")
+            continue
         stage = Stage(source, label, _bytes_of(files[source]))
         flow = config.stage_flow(source)
+        snapshot_root(out)
         with measured(stage, [out, tmp]):
             flow.run(config.stage_config(source, sections[source]))
         stage.output_bytes, stage.docs_out = shard_text(out, _document_source(source))
         stages.append(stage)
-        _keep(work, stage)
+        _keep(work, stage, out)
         log(_line(stage))
     registry = _registry()
     forced: dict[str, dict[str, Any]] = {
@@ -328,22 +342,98 @@ def run_size(label: str, sizes: dict[str, int], work: Path, workers: int, pile_b
         "tokenize": {"out": str(tensors_dir(config)), "data": str(out), "labels": ["G1"]},
     }
     for name in AFTER:
+        if (name, label) in done:
+            stages.append(done[(name, label)])
+            log(f"{_line(done[(name, label)])} (measured before: resumed)")
+            continue
         read = _bytes_of(pile) if name == "pile_index" else shard_text(out)[0]
         stage = Stage(name, label, read)
-        flow, since = config.stage_flow(name), time.time() - 1
+        flow = config.stage_flow(name)
+        snapshot_root(out)
+        since = time.time() - 1
         with measured(stage, [out, tmp]):
             flow.run(config.stage_config(name, dict(getattr(config, name) or {}), forced[name]))
         stage.output_bytes = written_since([out], since)
         stages.append(stage)
-        _keep(work, stage)
+        _keep(work, stage, out)
         log(_line(stage))
     return stages
 
 
-def _keep(work: Path, stage: Stage) -> None:
-    """Append ``stage`` to ``work/stages.jsonl`` as soon as it is measured (``--render`` reads them back)."""
+def _keep(work: Path, stage: Stage, out: Path | None = None) -> None:
+    """Append ``stage`` to ``work/stages.jsonl`` as soon as it is measured (``--render`` and ``--resume``
+    read them back), then drop the snapshot of ``out`` taken before it: the root is now its own restore point."""
     with open(work / "stages.jsonl", "a", encoding="utf-8") as handle:
         handle.write(json.dumps(_row(stage)) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    if out is not None:
+        shutil.rmtree(_snapshot_of(out), ignore_errors=True)
+
+
+# -- resuming a run cut short (--resume) ------------------------------------------------------
+#: Files written in place (DuckDB's manifest and its log): a snapshot copies them. Every other file
+#: of an output root is written to a temporary name and renamed, so a hard link keeps its old bytes.
+IN_PLACE = (".duckdb", ".wal")
+
+
+def _snapshot_of(out: Path) -> Path:
+    return out.with_name(out.name + ".before-stage")
+
+
+def snapshot_root(out: Path) -> None:
+    """Keep ``out`` as it is before a stage runs (hard links, copies of in-place files), so that a run
+    cut short during the stage can be taken back to this point and the stage measured whole again.
+
+    A stage that resumed its own partial work would measure only the rest of it: the flows skip
+    finished inputs, which is what a user wants and what a measurement must not see.
+    """
+    snapshot = _snapshot_of(out)
+    shutil.rmtree(snapshot, ignore_errors=True)
+    partial = snapshot.with_name(snapshot.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    for folder, _, names in os.walk(out):
+        target = partial / Path(folder).relative_to(out)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            source = Path(folder) / name
+            if name.endswith(IN_PLACE) or source.is_symlink():
+                shutil.copy2(source, target / name, follow_symlinks=False)
+            else:
+                os.link(source, target / name)
+    partial.rename(snapshot)  # complete, or absent: a cut during the snapshot leaves the root untouched
+
+
+def restore_root(out: Path) -> bool:
+    """Take ``out`` back to its snapshot, where a stage was cut short; False when there is no root to resume."""
+    snapshot = _snapshot_of(out)
+    if snapshot.is_dir():
+        shutil.rmtree(out, ignore_errors=True)
+        snapshot.rename(out)
+    return out.is_dir()
+
+
+def recorded_stages(work: Path, sizes: dict[str, Any]) -> dict[tuple[str, str], Stage]:
+    """The stages ``work/stages.jsonl`` holds, when ``work/sizes.json`` says they were measured with
+    the same sizes and workers as this run (``--resume``); none otherwise."""
+    try:
+        before = json.loads((work / "sizes.json").read_text())
+        rows = (work / "stages.jsonl").read_text().splitlines()
+    except (OSError, ValueError):
+        return {}
+    same = ("sizes", "pile_bytes", "workers", "quick")
+    if any(before.get(key) != sizes.get(key) for key in same):
+        return {}
+    stages: dict[tuple[str, str], Stage] = {}
+    fields = set(Stage.__dataclass_fields__)
+    for line in rows:
+        try:
+            row = json.loads(line)
+        except ValueError:
+            break  # a line cut by the crash: that stage is measured again
+        stage = Stage(**{k: v for k, v in row.items() if k in fields})
+        stages[(stage.stage, stage.size)] = stage
+    return stages
 
 
 def _row(stage: Stage) -> dict[str, Any]:
@@ -417,6 +507,16 @@ def worker_efficiency(section: dict[str, Any], work: Path, log: Callable[[str], 
     found["efficiency"] = found["speedup"] / 2
     found["load"] = os.getloadavg()[0]
     found["files"] = len(section["inputs"])
+    return found
+
+
+def measured_efficiency(work: Path, quarter: dict[str, int], log: Callable[[str], None]) -> dict[str, float]:
+    """:func:`worker_efficiency`, kept in ``work/efficiency.json`` so that ``--resume`` does not measure it twice."""
+    kept = work / "efficiency.json"
+    if kept.is_file():
+        return json.loads(kept.read_text())  # type: ignore[no-any-return]
+    found = worker_efficiency(_efficiency_input(work, quarter.get("c4", 2 * MB)), work, log)
+    kept.write_text(json.dumps(found))
     return found
 
 
@@ -526,6 +626,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--doc", type=Path, default=DOC,
                         help="where the projection is written, and what --check reads (default: docs/cost.md)")
     parser.add_argument("--json", type=Path, help="also write the measurements here")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the stages a run cut short under --work measured (same sizes and workers) and "
+                             "measure the rest; the stage it was in is measured again from its start")
     parser.add_argument("--render", action="store_true",
                         help="write --doc from the stages a run under --work measured so far (a run cut short)")
     args = parser.parse_args(argv)
@@ -548,18 +651,22 @@ def main(argv: list[str] | None = None) -> int:
     quarter = {k: max(v // 4, 200_000) for k, v in full.items()}
     pile = {"quarter": max(sum(quarter.values()) // 8, 500_000), "full": max(sum(full.values()) // 8, 500_000)}
 
-    (args.work / "stages.jsonl").unlink(missing_ok=True)
-    (args.work / "sizes.json").write_text(json.dumps({
-        "sizes": {"quarter": quarter, "full": full}, "pile_bytes": pile, "workers": args.workers, "efficiency": None,
-        "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "quick": args.quick}))
+    planned = {"sizes": {"quarter": quarter, "full": full}, "pile_bytes": pile, "workers": args.workers,
+               "efficiency": None, "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "quick": args.quick}
+    done = recorded_stages(args.work, planned) if args.resume else {}
+    if args.resume:
+        log(f"resuming: {len(done)} stage(s) measured before" if done else "resuming: nothing measured before "
+            "with these sizes and workers, starting afresh")
+    if not done:
+        (args.work / "stages.jsonl").unlink(missing_ok=True)
+        (args.work / "efficiency.json").unlink(missing_ok=True)
+        (args.work / "sizes.json").write_text(json.dumps(planned))
 
     def everything() -> tuple[list[Stage], dict[str, float] | None]:
-        stages = [] if args.full_only else run_size("quarter", quarter, args.work, args.workers, pile["quarter"], log)
-        stages += run_size("full", full, args.work, args.workers, pile["full"], log)
-        efficiency = None
-        if not args.no_efficiency:
-            efficiency = worker_efficiency(_efficiency_input(args.work, quarter.get("c4", 2 * MB)), args.work, log)
-        return stages, efficiency
+        stages = [] if args.full_only else run_size("quarter", quarter, args.work, args.workers, pile["quarter"],
+                                                    log, done)
+        stages += run_size("full", full, args.work, args.workers, pile["full"], log, done)
+        return stages, None if args.no_efficiency else measured_efficiency(args.work, quarter, log)
 
     stages, efficiency = _with_prefect(everything)
     results = {"sizes": {"quarter": quarter, "full": full}, "pile_bytes": pile, "workers": args.workers,

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -72,18 +75,70 @@ def test_goals_name_what_is_not_met() -> None:
 
 @pytest.mark.prefect
 @pytest.mark.timeout(900)  # ~1.5 min on a quiet 2-core machine; 5+ min at load 30 (Prefect's API alone took 100 s)
-def test_quick_mode_measures_every_stage(tmp_path: Path) -> None:
-    out = tmp_path / "results.json"
+def test_quick_mode_measures_every_stage_and_resumes_after_a_kill(tmp_path: Path) -> None:
+    """The run is killed (-9, its whole session) once its first stage is measured; ``--resume`` keeps
+    that stage's figures, takes the output root back to where it left it, and measures the rest."""
+    out, log = tmp_path / "results.json", tmp_path / "first.log"
     command = [sys.executable, str(ROOT / "benchmarks" / "corpus_cost.py"), "--quick", "--full-only", "--sources", "c4",
-               "--no-efficiency", "--work", str(tmp_path / "work"), "--json", str(out), "--doc", str(tmp_path / "x.md")]
+               "--no-efficiency", "--resume", "--work", str(tmp_path / "work"), "--json", str(out),
+               "--doc", str(tmp_path / "x.md")]
+    kept = tmp_path / "work" / "stages.jsonl"
+    with open(log, "wb") as handle:
+        first = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 840
+    while first.poll() is None and time.monotonic() < deadline and not (kept.is_file() and kept.read_text().strip()):
+        time.sleep(0.2)
+    killed = first.poll() is None
+    if killed:
+        os.killpg(first.pid, signal.SIGKILL)
+    first.wait(timeout=60)
+    assert killed or first.returncode == 0, log.read_text()[-3000:]
+    before = [json.loads(line) for line in kept.read_text().splitlines()]
+    assert before and before[0]["stage"] == "c4", log.read_text()[-3000:]
+
     done = subprocess.run(command, capture_output=True, text=True, timeout=840, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"resuming: {len(before)} stage(s) measured before" in done.stdout
     results = json.loads(out.read_text())
     stages = {s["stage"]: s for s in results["stages"]}
     assert list(stages) == ["c4", "pile_index", "dedup", "labels", "tokenize"]
+    assert stages["c4"] == before[0]  # kept, not measured again
     for stage in stages.values():
         assert stage["cpu_s"] > 0 and stage["input_bytes"] > 0 and stage["peak_rss"] > 50e6, stage
     assert stages["c4"]["output_bytes"] > 0 and stages["tokenize"]["output_bytes"] > 0
     assert stages["c4"]["docs_out"] > 0
     assert not (tmp_path / "x.md").exists()  # --quick writes no projection
     assert "peak RSS" in done.stdout
+    assert not list((tmp_path / "work").glob("out-*.before-stage*"))  # no snapshot left behind
+
+
+def test_a_restored_root_is_the_root_before_the_stage(tmp_path: Path) -> None:
+    """A snapshot survives what a stage does to its root: files renamed over, new files, the manifest
+    written in place; restoring it gives back the bytes from before the stage."""
+    out = tmp_path / "out-full"
+    (out / "docs" / "c4").mkdir(parents=True)
+    (out / "docs" / "c4" / "a.parquet").write_bytes(b"shard a")
+    (out / "manifest.duckdb").write_bytes(b"manifest before")
+    cost.snapshot_root(out)
+    replacement = out / "docs" / "c4" / "a.parquet.tmp"
+    replacement.write_bytes(b"shard a, rewritten")
+    replacement.rename(out / "docs" / "c4" / "a.parquet")  # the atomic write of a stage
+    with open(out / "manifest.duckdb", "r+b") as handle:  # DuckDB writes in place
+        handle.write(b"MANIFEST")
+    (out / "docs" / "c4" / "b.parquet").write_bytes(b"a stage's new shard")
+    assert cost.restore_root(out)
+    assert {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()} == {
+        "docs/c4/a.parquet": b"shard a", "manifest.duckdb": b"manifest before"}
+    assert not (tmp_path / "out-full.before-stage").exists()
+    assert not cost.restore_root(tmp_path / "out-quarter")  # nothing to resume there
+
+
+def test_resume_ignores_stages_measured_with_other_sizes(tmp_path: Path) -> None:
+    planned = _results([]) | {"quick": False}
+    (tmp_path / "sizes.json").write_text(json.dumps(planned))
+    row = _stage("c4", "full", GB, 100.0)
+    (tmp_path / "stages.jsonl").write_text(json.dumps(row) + "\n" + '{"stage": "pile_')  # the last line cut
+    assert list(cost.recorded_stages(tmp_path, planned)) == [("c4", "full")]
+    assert cost.recorded_stages(tmp_path, planned)[("c4", "full")].cpu_s == 100.0
+    assert cost.recorded_stages(tmp_path, planned | {"workers": 1}) == {}
+    assert cost.recorded_stages(tmp_path, planned | {"sizes": {"full": {"c4": GB / 2}}}) == {}
