@@ -47,6 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != REPO / "benchmarks"]
 sys.path.insert(0, str(REPO))
 OFF = "KINDA_BENCH_SIGNALS_OFF"
+SIGNALS_PRELOAD = "core.filters.signals_preload"
 
 
 def _switchable_signals() -> None:
@@ -100,9 +101,12 @@ def flow_once(section: dict[str, Any], out: Path, mode: str) -> tuple[float, flo
 
     from benchmarks.corpus_cost import Stage, measured
     from flows.llama import LlamaConfig
+    from flows.runtime import runner
 
     shutil.rmtree(out, ignore_errors=True)
     os.environ[OFF] = "1" if mode == "off" else ""
+    # off: without signals, so the pool's fork server (a fresh one per run) does not load their kernels either
+    runner.PRELOAD = tuple(m for m in runner.PRELOAD if m != SIGNALS_PRELOAD) + ((SIGNALS_PRELOAD,) if mode == "on" else ())
     config = LlamaConfig.model_validate({"out": str(out), "workers": 2, "progress": False,
                                          "sources": {"wikipedia": section}})
     stage = Stage("wikipedia", mode, 0)

@@ -256,9 +256,11 @@ def _pool_closed() -> None:
 #: What a pool's fork server imports once, so that each worker forked from it does not
 #: (Prefect's task engine and the pipeline's tasks: about 1.6 CPU-s per worker otherwise;
 #: ``prefect_dask``: Prefect imports every installed collection, Dask's distributed included,
-#: the first time a worker builds a block, ~0.5 CPU-s; a module that is not installed is skipped).
+#: the first time a worker builds a block, ~0.5 CPU-s; a module that is not installed is skipped;
+#: ``core.filters.signals_preload``: numba and the signals kernels every staging worker runs,
+#: ~0.7 CPU-s per worker, and compiled once, not per worker, where numba's cache is empty).
 PRELOAD = ("__main__", "prefect.task_engine", "prefect.task_runners", "tasks.pipeline", "flows.runtime.runner",
-           "prefect_dask")
+           "prefect_dask", "core.filters.signals_preload")
 
 
 def _worker_context() -> Any:
