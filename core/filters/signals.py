@@ -36,7 +36,7 @@ module's own file only, never pairs a changed splitter with a kernel compiled ag
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -51,7 +51,7 @@ from core.filters.signal_kernel import (
     split_words,
     word_kernel,
 )
-from core.filters.signal_schema import DUP_NGRAMS, SIGNAL_NAMES, SIGNAL_SCHEMA, TOP_NGRAMS
+from core.filters.signal_schema import DUP_NGRAMS, SIGNAL_SCHEMA, TOP_NGRAMS
 
 __all__ = ["STOP_WORDS", "document_signals", "signals_table", "split_words"]
 
@@ -89,62 +89,77 @@ def _word_columns(texts: Sequence[str]) -> np.ndarray:
     return out
 
 
-def _ratio(part: float, whole: float) -> float:
-    """``part / whole``, 0 for an empty whole (an empty text has no repetition, no bullets)."""
-    return part / whole if whole else 0.0
+def _ratio(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
+    """``part / whole`` per document, 0.0 where the whole is 0 (an empty text has no repetition, no
+    bullets). Counts are below 2**53, so each is exactly a double and the quotient is the one Python's
+    ``int / int`` gives, bit for bit."""
+    out = np.zeros(len(part))
+    np.divide(part, whole, out=out, where=whole != 0)
+    return out
 
 
-def _line_signals(text: str, words: dict[str, int]) -> dict[str, float]:
+def _text_counts(texts: Sequence[str]) -> dict[str, np.ndarray]:
+    """What each text's string holds besides its words: characters, newlines, ``#``, ellipses, PII."""
+    def counted(count: Callable[[str], int]) -> np.ndarray:
+        return np.fromiter(map(count, texts), np.int64, len(texts))
+
+    return {"chars": counted(len), "newlines": counted(lambda t: t.count("\n")), "hashes": counted(lambda t: t.count("#")),
+            "ellipses": counted(lambda t: t.count("...") + t.count("…")), "emails": counted(count_emails),
+            "ips": counted(count_ips)}
+
+
+def _line_signals(text: dict[str, np.ndarray], words: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The line and paragraph rules from the kernel's counts (:func:`core.filters.signal_kernel.line_columns`
     says which split of the text each counts over)."""
-    lines, nonblank, gopher_lines = words["lines"], words["nonblank_lines"], words["gopher_lines"]
+    lines, nonblank, gopher_lines, chars = words["lines"], words["nonblank_lines"], words["gopher_lines"], text["chars"]
     return {
         "lines": lines,
         "bullet_lines_frac": _ratio(words["bullet_lines"], lines),
         "ellipsis_lines_frac": _ratio(words["ellipsis_lines"], lines),
         "line_punct_ratio": _ratio(words["punct_lines"], nonblank),
         "short_line_ratio": _ratio(words["short_lines"], nonblank),
-        "char_dup_ratio": _ratio(words["dup_nonblank_chars"], len(text) - text.count("\n")),
+        "char_dup_ratio": _ratio(words["dup_nonblank_chars"], chars - text["newlines"]),
         "dup_para_frac": _ratio(words["dup_paragraphs"], words["paragraphs"]),
-        "dup_para_char_frac": _ratio(words["dup_paragraph_chars"], len(text)),
+        "dup_para_char_frac": _ratio(words["dup_paragraph_chars"], chars),
         "dup_line_frac": _ratio(words["dup_gopher_lines"], gopher_lines),
-        "dup_line_char_frac": _ratio(words["dup_gopher_chars"], len(text)),
+        "dup_line_char_frac": _ratio(words["dup_gopher_chars"], chars),
     }
 
 
-def _word_signals(text: str, words: dict[str, int]) -> dict[str, float]:
+def _word_signals(text: dict[str, np.ndarray], words: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     total = words["words"]
-    signals: dict[str, float] = {
+    signals = {
         "words": total, "symbol_free_words": words["symbol_free_words"],
         "mean_word_length": _ratio(words["symbol_free_chars"], words["symbol_free_words"]),
-        "hash_word_ratio": _ratio(text.count("#"), total),
-        "ellipsis_word_ratio": _ratio(text.count("...") + text.count("…"), total),
+        "hash_word_ratio": _ratio(text["hashes"], total),
+        "ellipsis_word_ratio": _ratio(text["ellipses"], total),
         "alpha_words_frac": _ratio(words["alpha_words"], total),
         "stop_words": words["stop_words"],
-        "newline_word_ratio": _ratio(text.count("\n"), total),
+        "newline_word_ratio": _ratio(text["newlines"], total),
     }
     for n in TOP_NGRAMS:
-        signals[f"top_{n}gram_char_frac"] = _ratio(words[f"top_{n}"], len(text))
+        signals[f"top_{n}gram_char_frac"] = _ratio(words[f"top_{n}"], text["chars"])
     for n in DUP_NGRAMS:
-        signals[f"dup_{n}gram_char_frac"] = _ratio(words[f"dup_{n}"], len(text))
+        signals[f"dup_{n}gram_char_frac"] = _ratio(words[f"dup_{n}"], text["chars"])
     return signals
 
 
-def _signals(text: str, row: Sequence[int]) -> dict[str, float]:
-    words = dict(zip(KERNEL_COLUMNS, row, strict=True))
-    return {"chars": len(text), "emails": count_emails(text), "ips": count_ips(text),
+def _signal_columns(texts: Sequence[str]) -> dict[str, np.ndarray]:
+    """Every signal of each text, by name: a column per signal (whole-batch array arithmetic, no row
+    built in Python); counts as int64, ratios as float64."""
+    kernel = _word_columns(texts)
+    words = {name: kernel[:, c] for c, name in enumerate(KERNEL_COLUMNS)}
+    text = _text_counts(texts)
+    return {"chars": text["chars"], "emails": text["emails"], "ips": text["ips"],
             **_line_signals(text, words), **_word_signals(text, words)}
 
 
 def document_signals(text: str) -> dict[str, float]:
     """Every signal of one text, by name (:data:`SIGNAL_NAMES`)."""
-    return _signals(text, _word_columns([text])[0].tolist())
+    return {name: values.tolist()[0] for name, values in _signal_columns([text]).items()}
 
 
 def signals_table(ids: Sequence[str], texts: Sequence[str]) -> pa.Table:
     """The signals of a batch of documents, one row each, in :data:`SIGNAL_SCHEMA` (one kernel call)."""
-    rows = [_signals(text, row) for text, row in zip(texts, _word_columns(texts).tolist(), strict=True)]
-    columns: dict[str, list[object]] = {"id": list(ids)}
-    for name in SIGNAL_NAMES:
-        columns[name] = [row[name] for row in rows]
+    columns: dict[str, object] = {"id": list(ids), **_signal_columns(texts)}
     return arrow_table(columns, SIGNAL_SCHEMA)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+import numpy as np
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -201,6 +202,27 @@ def test_line_rules_of_the_compiled_pass_agree_with_the_string_oracle(texts: lis
     for text, row in zip(texts, table, strict=True):
         for name, expected in _oracle_lines(text).items():
             assert row[name] == pytest.approx(expected, rel=1e-6), (name, text)
+
+
+@given(st.lists(st.one_of(_TEXT, _LINES), min_size=1, max_size=6))
+@example(["", "a\n\na", ""])
+@example(["# x ... …\n\n# x ... …", "\n", "日本。"])
+def test_signals_are_python_divisions_of_the_counts_bit_for_bit_in_any_batch(texts: list[str]) -> None:
+    """The columns are computed over the whole batch as arrays: each ratio must still be exactly the
+    Python ``int / int`` of its counts (0.0 over an empty whole), counts Python ints, and a text's row
+    the same whatever else is in its batch."""
+    table = signals_table([str(i) for i in range(len(texts))], texts).to_pylist()
+    for text, row in zip(texts, table, strict=True):
+        single = document_signals(text)
+        total = len(split_words(text))
+        assert single["hash_word_ratio"] == (text.count("#") / total if total else 0.0)
+        assert single["ellipsis_word_ratio"] == ((text.count("...") + text.count("…")) / total if total else 0.0)
+        assert single["newline_word_ratio"] == (text.count("\n") / total if total else 0.0)
+        assert {name: single[name] for name in _oracle_lines(text)} == _oracle_lines(text)
+        assert all(type(single[name]) is int for name in ("chars", "words", "symbol_free_words", "stop_words",
+                                                           "lines", "emails", "ips"))
+        assert row == {"id": row["id"], **{name: float(np.float32(value)) if type(value) is float else value
+                                           for name, value in single.items()}}
 
 
 #: Each case is one of the splitter's rules (docstring of core.filters.signal_kernel); the expected words
