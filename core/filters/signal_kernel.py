@@ -419,7 +419,9 @@ def token_bounds(raw: np.ndarray, flags: np.ndarray, first: int, end: int, start
     """
     count = 0
     j = first
-    suffix_starts = np.empty(64, np.int64)
+    # a chunk has fewer suffixes than characters; never regrown: an array variable a loop may rebind costs
+    # numba's reference counting (~20 ns) on every pass through that loop
+    suffix_starts = np.empty(end - first, np.int64)
     while j < end:
         if flags[j] & SPACE:
             j += 1
@@ -448,10 +450,6 @@ def token_bounds(raw: np.ndarray, flags: np.ndarray, first: int, end: int, start
                 count += 1
                 left += pre
             if suf:
-                if suffixes == len(suffix_starts):
-                    grown = np.empty(2 * suffixes, np.int64)
-                    grown[:suffixes] = suffix_starts
-                    suffix_starts = grown
                 suffix_starts[suffixes] = right - suf
                 suffixes += 1
                 right -= suf
@@ -496,16 +494,32 @@ def token_bounds(raw: np.ndarray, flags: np.ndarray, first: int, end: int, start
     return count
 
 
+@jit
+def _unknown(raw: np.ndarray, known: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """The code points of ``raw`` not ``known`` yet, each once, in order of first appearance (one pass;
+    marked known here: the caller fills in their flags)."""
+    new = np.empty(len(raw), np.int64)
+    count = 0
+    for i in range(len(raw)):
+        c = raw[i]
+        if not known[c]:
+            known[c] = True
+            new[count] = c
+            count += 1
+    return new[:count]
+
+
 def char_flags(raw: np.ndarray, terminals: str = "") -> np.ndarray:
     """Flags of each code point of ``raw`` from a table over all of Unicode, each code point classified
-    the first time a text of this process holds it (a scatter and a gather: no sort of the text)."""
+    the first time a text of this process holds it (one compiled pass finds those, then a gather)."""
     table, known = _TABLES.get(terminals) or _TABLES.setdefault(terminals, _new_table(terminals))
-    present = np.zeros(len(table), np.bool_)
-    present[raw] = True
-    new = np.flatnonzero(present & ~known)
+    new = _unknown(raw, known)
     if len(new):
-        table[new] = [char_flags_of(chr(c), terminals) for c in new.tolist()]
-        known[new] = True
+        try:
+            table[new] = [char_flags_of(chr(c), terminals) for c in new.tolist()]
+        except BaseException:
+            known[new] = False  # not classified after all (an interrupt): classify them next time
+            raise
     return table[raw]
 
 

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from core.filters.signal_kernel import char_flags, char_flags_of
 from core.filters.signal_schema import SIGNAL_NAMES, SIGNAL_SCHEMA
 from core.filters.signals import (
     STOP_WORDS,
@@ -223,6 +224,15 @@ def test_signals_are_python_divisions_of_the_counts_bit_for_bit_in_any_batch(tex
                                                            "lines", "emails", "ips"))
         assert row == {"id": row["id"], **{name: float(np.float32(value)) if type(value) is float else value
                                            for name, value in single.items()}}
+
+
+def test_char_flags_classify_each_new_code_point_once_as_char_flags_of() -> None:
+    """The table fills in as texts bring code points: a first batch (every code point new but ASCII, some
+    twice), then one mixing known and new ones, each flagged as :func:`char_flags_of` says."""
+    terminals = "\u0964!"  # a table of its own, empty but for ASCII
+    for text in ("é日é\U0001F600\u2028x!\u0964日", "日a\udc80\u00a0é\u0964\n"):
+        raw = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
+        assert char_flags(raw, terminals).tolist() == [char_flags_of(ch, terminals) for ch in text]
 
 
 #: Each case is one of the splitter's rules (docstring of core.filters.signal_kernel); the expected words
