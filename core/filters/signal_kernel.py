@@ -569,15 +569,6 @@ STOP_HASHES = np.array(sorted(fnv1a(w) for w in STOP_WORDS), np.uint64)
 
 
 @jit
-def _extend_grams(grams: np.ndarray, hashes: np.ndarray, n: int) -> np.ndarray:  # pragma: no cover - compiled
-    """The n-gram hashes from the (n-1)-gram hashes: each mixed with the word that follows it."""
-    out = np.empty(len(grams) - 1, np.uint64)
-    for i in range(len(out)):
-        out[i] = (grams[i] ^ hashes[i + n - 1]) * np.uint64(0x100000001B3) + np.uint64(0x9E3779B97F4A7C15)
-    return out
-
-
-@jit
 def _groups(grams: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """(group of each position, each group's count, each group's first position), groups numbered in
     order of first appearance; equal hashes, one group (an open-addressing table: no sort)."""
@@ -612,32 +603,59 @@ def _groups(grams: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # 
     return group, counts[:groups], first[:groups]
 
 
-@jit
-def _shared_groups(grams: np.ndarray, shared: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                                    np.ndarray]:  # pragma: no cover - compiled
-    """Group the n-grams that can occur twice; ``shared`` becomes the n-grams' "occurs more than once".
+@leaf_jit
+def _narrow(grams: np.ndarray, hashes: np.ndarray, n: int, where: np.ndarray, candidates: int,
+            shared: np.ndarray) -> int:  # pragma: no cover - compiled
+    """Narrow ``where[:candidates]``, the (n-1)-grams' positions (ascending), in place to the n-grams that
+    can occur twice, and extend their hashes in ``grams`` to n words; how many are left.
 
-    An n-gram occurs twice only where both its (n-1)-grams (at ``i`` and ``i + 1``) do, which in
-    text is a small share for n >= 3: only those positions (``where``) are grouped (:func:`_groups`
-    over their hashes), every other n-gram is known to occur once. Returns ``where``, each one's
-    group, each group's count and its first index into ``where`` (groups in order of first appearance).
+    An n-gram occurs twice only where both its (n-1)-grams (at ``i`` and ``i + 1``) do (``shared``),
+    which in text is a small share for n >= 3, and those are among the (n-1)-grams that could: so each
+    n only walks the positions left by the one before, not every word. The n-gram hash is the
+    (n-1)-gram's mixed with the word that follows it. ``shared`` is cleared of the (n-1)-grams
+    (position ``i + 1`` is read before it is cleared).
     """
-    total = len(grams)
-    picked = 0
-    for i in range(total):
+    kept = 0
+    for k in range(candidates):
+        i = where[k]
         if shared[i] and shared[i + 1]:
-            picked += 1
-    where = np.empty(picked, np.int64)
-    picked = 0
-    for i in range(total):
-        if shared[i] and shared[i + 1]:
-            where[picked] = i
-            picked += 1
-    group, counts, firsts = _groups(grams[where])
-    shared[:] = False
-    for k in range(len(where)):
-        shared[where[k]] = counts[group[k]] > 1
-    return where, group, counts, firsts
+            where[kept] = i
+            grams[i] = (grams[i] ^ hashes[i + n - 1]) * np.uint64(0x100000001B3) + np.uint64(0x9E3779B97F4A7C15)
+            kept += 1
+        shared[i] = False
+    return kept
+
+
+@jit
+def _ngram_columns(hashes: np.ndarray, cumulative: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
+    """Fill ``out`` with the n-gram columns of one text's words (:data:`KERNEL_COLUMNS` ``top_2`` to ``dup_10``).
+
+    Only the n-grams that can occur twice (:func:`_narrow`) are grouped (:func:`_groups` over their
+    hashes), every other n-gram is known to occur once.
+    """
+    count = len(hashes)
+    grams = (hashes ^ np.uint64(0x2545F4914F6CDD1D)) * np.uint64(0x100000001B3)  # mixed once more,
+    # so an n-gram's hash is not symmetric in its words (a XOR of two plain word hashes would be)
+    where = np.arange(count)  # the positions whose (n-1)-gram may occur twice: every word, to begin with
+    shared = np.ones(count + 1, np.bool_)  # which of those (n-1)-grams occur more than once
+    shared[count] = False
+    candidates = count
+    for n in range(2, 11):
+        value = 0
+        if count >= n:
+            candidates = _narrow(grams, hashes, n, where, candidates, shared)
+            group, counts, firsts = _groups(grams[where[:candidates]])
+            for k in range(candidates):
+                shared[where[k]] = counts[group[k]] > 1
+            if n <= 4:  # the most frequent n-gram's characters (words and spaces) times its count
+                top, start = 1, 0  # every n-gram once: the first one
+                for g in range(len(counts)):  # groups in order of first appearance: the first seen wins a tie
+                    if counts[g] > top:
+                        top, start = counts[g], where[firsts[g]]
+                value = (cumulative[start + n] - cumulative[start] + n - 1) * top
+            else:  # characters of n-grams seen before, jumping over each repeat
+                value = _repeated_chars(where[:candidates], group, counts, cumulative, n)
+        out[n - 2] = value
 
 
 @jit
@@ -854,24 +872,6 @@ def word_kernel(raw: np.ndarray, flags: np.ndarray, ends: np.ndarray, stop_hashe
         cumulative = np.zeros(count + 1, np.int64)
         for w in range(count):
             cumulative[w + 1] = cumulative[w] + lengths[w]
-        column = 5
-        grams = (hashes[:count] ^ np.uint64(0x2545F4914F6CDD1D)) * np.uint64(0x100000001B3)  # mixed once more,
-        # so an n-gram's hash is not symmetric in its words (a XOR of two plain word hashes would be)
-        shared = np.ones(count, np.bool_)  # the (n-1)-gram at each position occurs more than once
-        for n in range(2, 11):
-            value = 0
-            if count >= n:
-                grams = _extend_grams(grams, hashes, n)
-                where, group, counts, firsts = _shared_groups(grams, shared)
-                if n <= 4:  # the most frequent n-gram's characters (words and spaces) times its count
-                    top, start = 1, 0  # every n-gram once: the first one
-                    for g in range(len(counts)):  # groups in order of first appearance: the first seen wins a tie
-                        if counts[g] > top:
-                            top, start = counts[g], where[firsts[g]]
-                    value = (cumulative[start + n] - cumulative[start] + n - 1) * top
-                else:  # characters of n-grams seen before, jumping over each repeat
-                    value = _repeated_chars(where, group, counts, cumulative, n)
-            out[text, column] = value
-            column += 1
+        _ngram_columns(hashes[:count], cumulative, out[text, 5:_WORD_COLUMNS])
         line_columns(raw, flags, first, end, out[text, _WORD_COLUMNS:])
         first = end
