@@ -24,9 +24,11 @@ wikipedia.py``, written once under ``--work`` and reused), signals on and off, i
 alternating which goes first. CPU is this process's and every descendant's (workers, fork server,
 Prefect's API server) while the flow runs (``benchmarks/corpus_cost.py``'s ``measured``). Off is
 the same no-op flush, switched by an environment variable that the pool's fork server inherits
-(it imports this file as ``__main__``, see ``flows/runtime/runner.py``'s ``PRELOAD``); each run's
-signals rows are counted to show the switch took. The two sizes split the on-off difference into
-a fixed part (per run: numba in each worker) and a part per MB of bz2.
+(it imports this file as ``__main__``, see ``flows/runtime/runner.py``'s ``PRELOAD``), and a fork
+server that does not preload the signals kernels (``core.filters.signals_preload`` left out of
+``PRELOAD`` for that run: a product without signals would not load numba); each run's signals
+rows are counted to show the switch took. The two sizes split the on-off difference into a fixed
+part (per run: numba and the kernels, loaded once in the fork server) and a part per MB of bz2.
 """
 
 from __future__ import annotations
