@@ -472,7 +472,7 @@ def token_bounds(raw: np.ndarray, flags: np.ndarray, first: int, end: int, start
                 piece = left
                 k = left + 1
                 while k < right:
-                    size = _infix(raw, flags, left, right, k)
+                    size = 0 if flags[k] & ALPHA else _infix(raw, flags, left, right, k)  # no infix is a letter
                     if size == 0:
                         k += 1
                         continue
