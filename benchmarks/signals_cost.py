@@ -40,6 +40,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != REPO / "benchmarks"]
 sys.path.insert(0, str(REPO))
 OFF = "KINDA_BENCH_SIGNALS_OFF"
+OWN_CPU = "KINDA_BENCH_SIGNALS_CPU"  # a file each worker's flushes append their CPU seconds to
 SIGNALS_PRELOAD = "core.filters.signals_preload"
 
 
@@ -64,8 +66,12 @@ def _switchable_signals() -> None:
         if os.environ.get(OFF):
             self._ids.clear()
             self._texts.clear()
-        else:
-            flush(self)
+            return
+        began = time.thread_time()
+        flush(self)
+        if os.environ.get(OWN_CPU):  # the flush's own CPU, appended per flush (short appends: one write each)
+            with open(os.environ[OWN_CPU], "a") as handle:
+                handle.write(f"{time.thread_time() - began}\n")
 
     maybe.switchable = True  # type: ignore[attr-defined]
     core.pipeline.SignalSink._flush = maybe  # type: ignore[method-assign]
@@ -97,8 +103,9 @@ def once(dumps: list[Path], mode: str) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def flow_once(section: dict[str, Any], out: Path, mode: str) -> tuple[float, float, int]:
-    """CPU and wall seconds of one Wikipedia source flow run (2 workers) into a fresh ``out``; its signals rows."""
+def flow_once(section: dict[str, Any], out: Path, mode: str) -> tuple[float, float, int, float]:
+    """CPU and wall seconds of one Wikipedia source flow run (2 workers) into a fresh ``out``; its signals
+    rows; the CPU seconds its workers spent in the signals sink's flushes (computing and writing them)."""
     import pyarrow.parquet as pq
 
     from benchmarks.corpus_cost import Stage, measured
@@ -106,6 +113,9 @@ def flow_once(section: dict[str, Any], out: Path, mode: str) -> tuple[float, flo
     from flows.runtime import runner
 
     shutil.rmtree(out, ignore_errors=True)
+    own = out.parent / "signals-flush-cpu.txt"
+    own.unlink(missing_ok=True)
+    os.environ[OWN_CPU] = str(own)
     os.environ[OFF] = "1" if mode == "off" else ""
     # off: without signals, so the pool's fork server (a fresh one per run) does not load their kernels either
     runner.PRELOAD = tuple(m for m in runner.PRELOAD if m != SIGNALS_PRELOAD) + ((SIGNALS_PRELOAD,) if mode == "on" else ())
@@ -116,7 +126,16 @@ def flow_once(section: dict[str, Any], out: Path, mode: str) -> tuple[float, flo
         config.stage_flow("wikipedia").run(config.stage_config("wikipedia", section))
     rows = sum(pq.ParquetFile(p).metadata.num_rows for p in (out / "attributes" / "wikipedia").glob("*.signals.parquet"))
     shutil.rmtree(out, ignore_errors=True)
-    return stage.cpu_s, stage.wall_s, rows
+    flushes = sum(map(float, own.read_text().split())) if own.is_file() else 0.0
+    return stage.cpu_s, stage.wall_s, rows, flushes
+
+
+def _preload_cpu() -> float:
+    """CPU seconds of importing the fork server's signals preload in a fresh interpreter (numba, its target, the kernels)."""
+    code = ("import time; began = time.process_time(); import core.filters.signals_preload; "
+            "print(time.process_time() - began)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, capture_output=True, text=True)
+    return float(done.stdout.split()[-1])
 
 
 def flow_main(sizes_mb: list[int], rounds: int, work: Path) -> int:
@@ -128,15 +147,21 @@ def flow_main(sizes_mb: list[int], rounds: int, work: Path) -> int:
         sections[size], files = generate("wikipedia", work / "inputs" / f"wikipedia-{size}mb", size * MB)
         print(f"input {size} MB: {_bytes_of(files) / MB:.1f} MB of bz2 in {len(files)} dumps", flush=True)
     cpu: dict[tuple[int, str], list[float]] = {(size, m): [] for size in sizes_mb for m in ("on", "off")}
+    own: dict[int, list[float]] = {size: [] for size in sizes_mb}
+    preload = statistics.median(_preload_cpu() for _ in range(3))
+    print(f"preloading the signals kernels (the fork server's import of {SIGNALS_PRELOAD}): {preload:.2f} CPU-s")
 
     def rounds_() -> None:
         for round_ in range(rounds):
             for size in sizes_mb:
                 for mode in ("on", "off") if round_ % 2 == 0 else ("off", "on"):
-                    used, wall, rows = flow_once(sections[size], work / "out", mode)
+                    used, wall, rows, flushes = flow_once(sections[size], work / "out", mode)
                     cpu[(size, mode)].append(used)
+                    if mode == "on":
+                        own[size].append(flushes)
                     print(f"round {round_ + 1} {size} MB signals {mode}: {used:.2f} CPU-s, wall {wall:.1f} s, "
-                          f"{rows} signals rows, load {os.getloadavg()[0]:.1f}", flush=True)
+                          f"{rows} signals rows, {flushes:.2f} CPU-s in the signals flushes, "
+                          f"load {os.getloadavg()[0]:.1f}", flush=True)
 
     _with_prefect(rounds_)
     delta = {}
@@ -144,6 +169,9 @@ def flow_main(sizes_mb: list[int], rounds: int, work: Path) -> int:
         on, off = cpu[(size, "on")], cpu[(size, "off")]
         ratios = [a / b for a, b in zip(on, off, strict=True)]
         delta[size] = statistics.median(on) - statistics.median(off)
+        direct = statistics.median(own[size]) + preload
+        print(f"{size} MB: the signals' own CPU (flushes in the workers, median, + the preload) {direct:.2f} CPU-s, "
+              f"{direct / statistics.median(off):+.1%} of the median run without them")
         print(f"{size} MB: with signals {statistics.median(on):.2f} CPU-s {[round(x, 2) for x in on]}, without "
               f"{statistics.median(off):.2f} {[round(x, 2) for x in off]}; on/off per round "
               f"{[f'{r - 1:+.1%}' for r in ratios]}, medians {statistics.median(on) / statistics.median(off) - 1:+.1%}")
