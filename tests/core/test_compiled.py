@@ -65,3 +65,34 @@ def test_the_integrations_are_hidden_from_the_loading_thread_only() -> None:
     done = subprocess.run([sys.executable, "-c", _THREADS], cwd=REPO, capture_output=True, text=True, check=True,
                           timeout=300)
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"this": "hidden", "other": "scipy.linalg"}
+
+
+def test_a_kernel_calls_a_leaf_helper_compiled_without_reference_counting() -> None:
+    """``leaf_jit``: a helper taking arrays, called per element from a ``jit`` kernel, gives the same
+    result as the loop written out; one that creates an array is refused when compiled."""
+    import numba
+    import numpy as np
+    import pytest
+
+    from core.compiled import jit, leaf_jit
+
+    @leaf_jit
+    def above(values: np.ndarray, limits: np.ndarray, k: int) -> bool:
+        return bool(values[k] > limits[k])
+
+    @jit
+    def count_above(values: np.ndarray, limits: np.ndarray) -> int:
+        n = 0
+        for k in range(len(values)):
+            n += above(values, limits, k)
+        return n
+
+    values, limits = np.arange(10), np.array([4, 0, 9, 1, 8, 2, 7, 3, 6, 5])
+    assert count_above(values, limits) == int((values > limits).sum()) == 6
+
+    @leaf_jit
+    def makes_an_array(n: int) -> np.ndarray:
+        return np.zeros(n)
+
+    with pytest.raises(numba.core.errors.TypingError):
+        makes_an_array(3)
