@@ -43,6 +43,9 @@ demo: $(STAMP)
 test: $(STAMP) $(TORCH_STAMP) $(ENGINES_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m mypy
+	# the signals kernels compiled into numba's cache once, here: otherwise the fork server of every pool
+	# the tests start in a fresh clone compiles them before forking a worker (~15 CPU-s each, core/filters/signals_preload.py)
+	$(PY) -c "import core.filters.signals_preload"
 	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
 lint: $(STAMP)
