@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import fcntl
 import importlib
 import json
 import os
@@ -77,17 +78,37 @@ MARKER = "corpus_cost-results"
 
 # -- inputs ---------------------------------------------------------------------------------
 def generate(source: str, directory: Path, size: int) -> tuple[dict[str, Any], list[str]]:
-    """Write ``source``'s scale input (kept when already there for this size); its config section and files."""
-    stamp = directory / f".done-{size}"
-    listing = directory / ".files.json"
-    if stamp.is_file() and listing.is_file():
-        files = json.loads(listing.read_text())
-    else:
-        shutil.rmtree(directory, ignore_errors=True)
-        files = [str(p) for p in _writer(source)(directory, size)]
-        listing.write_text(json.dumps(files))
-        stamp.write_text("")
+    """Write ``source``'s scale input (kept when already there for this size); its config section and files.
+
+    Two runs (or a run and a pre-generation script) may share a ``--work``: the folder is written under
+    an exclusive lock, so one waits for the other and then reuses its files. The stamp names every file
+    with its size, and a folder whose files do not all match is written again: a stamp alone once
+    vouched for a folder another run had half deleted.
+    """
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with open(directory.parent / f".{directory.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        files = _kept_files(directory, size)
+        if files is None:
+            shutil.rmtree(directory, ignore_errors=True)
+            files = [str(p) for p in _writer(source)(directory, size)]
+            sizes = {name: os.path.getsize(name) for name in files}
+            (directory / ".files.json").write_text(json.dumps(files))
+            (directory / f".done-{size}").write_text(json.dumps(sizes))
     return _section(source, files), files
+
+
+def _kept_files(directory: Path, size: int) -> list[str] | None:
+    """The files of a finished folder for ``size``, or None where it is unfinished or a file is gone or changed."""
+    try:
+        files = json.loads((directory / ".files.json").read_text())
+        sizes = json.loads((directory / f".done-{size}").read_text() or "null")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(sizes, dict) or set(sizes) != set(files):
+        return None
+    intact = all(os.path.isfile(name) and os.path.getsize(name) == sizes[name] for name in files)
+    return files if intact else None
 
 
 def _writer(source: str) -> Callable[[Path, int], list[Any]]:

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -142,3 +143,36 @@ def test_resume_ignores_stages_measured_with_other_sizes(tmp_path: Path) -> None
     assert cost.recorded_stages(tmp_path, planned)[("c4", "full")].cpu_s == 100.0
     assert cost.recorded_stages(tmp_path, planned | {"workers": 1}) == {}
     assert cost.recorded_stages(tmp_path, planned | {"sizes": {"full": {"c4": GB / 2}}}) == {}
+
+
+def test_an_input_folder_is_reused_only_while_every_file_is_intact(tmp_path: Path) -> None:
+    """The stamp names each file with its size: a file gone (another run's clean-up) or an old bare stamp
+    means the folder is written again, with the same bytes (the generators are seeded)."""
+    directory = tmp_path / "inputs" / "full" / "books"
+    files = cost.generate("books", directory, 300_000)[1]
+    first = {name: Path(name).read_bytes() for name in files}
+    assert json.loads((directory / ".done-300000").read_text()) == {name: len(data) for name, data in first.items()}
+    stamp_time = (directory / ".done-300000").stat().st_mtime_ns
+    assert cost.generate("books", directory, 300_000)[1] == files
+    assert (directory / ".done-300000").stat().st_mtime_ns == stamp_time  # reused, not written again
+    Path(files[0]).unlink()
+    assert cost.generate("books", directory, 300_000)[1] == files
+    assert {name: Path(name).read_bytes() for name in files} == first
+    (directory / ".done-300000").write_text("")  # a stamp that vouches for nothing
+    assert cost.generate("books", directory, 300_000)[1] == files
+    assert json.loads((directory / ".done-300000").read_text()) == {name: len(data) for name, data in first.items()}
+
+
+def test_two_runs_generating_one_folder_take_turns(tmp_path: Path) -> None:
+    """Two runs into one --work: the second waits for the first's folder and reuses it, nothing half deleted."""
+    directory = tmp_path / "inputs" / "quarter" / "books"
+    found: list[list[str]] = []
+    threads = [threading.Thread(target=lambda: found.append(cost.generate("books", directory, 300_000)[1]))
+               for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert len(found) == 2 and found[0] == found[1]
+    assert all(Path(name).is_file() for name in found[0])
+    assert cost._kept_files(directory, 300_000) == found[0]
