@@ -137,6 +137,19 @@ def scratch_and_memory(results: dict[str, Any]) -> list[str]:
             f"stage needs {_fmt_bytes(need)} free while it runs (its output included)."]
 
 
+def _sizes_run(results: dict[str, Any]) -> str:
+    """Which sizes the figures come from: both, or only the 1/4 size where a run was cut short (``--render``)."""
+    sizes = results["sizes"]
+    if _by(results, "full") or not _by(results, "quarter"):
+        return ("Sizes run (bytes of input as stored): "
+                + ", ".join(f"{k} {_fmt_bytes(v)}" for k, v in sizes["full"].items()) + " at full, a quarter of each at 1/4.")
+    return ("Sizes run (bytes of input as stored): "
+            + ", ".join(f"{k} {_fmt_bytes(v)}" for k, v in sizes["quarter"].items())
+            + " (the 1/4 size; the full size, " + ", ".join(f"{k} {_fmt_bytes(v)}" for k, v in sizes["full"].items())
+            + ", is not measured yet: this file was rendered from a run cut short, and every figure below, the"
+              " projection included, is the 1/4 size's; `corpus_cost.py --resume` goes on with the full size).")
+
+
 def render(results: dict[str, Any]) -> str:
     """docs/cost.md: what was measured, the projection, the assumptions, and the figures for ``--check``."""
     table, hours = projection(results)
@@ -146,15 +159,13 @@ def render(results: dict[str, Any]) -> str:
     machine_days = total / (MACHINE_CORES * efficiency) / 24
     cluster_hours = total / (CLUSTER_CORES * efficiency)
     dominant = max(hours, key=lambda k: hours[k]) if hours else "-"
-    sizes = results["sizes"]
     lines = [
         "# What the LLaMA-1 corpus costs (written by `benchmarks/corpus_cost.py`)",
         "",
         f"Measured {results['date']} on this {results['cpus']}-core machine (shared: load average "
         f"{results['load'][0]:.1f} at the end), {results['workers']} workers per flow, default process runner. Inputs: "
         "`benchmarks/corpus_inputs/` (each module states its format, length law and duplicate rates, and their "
-        "sources). Sizes run (bytes of input as stored): "
-        + ", ".join(f"{k} {_fmt_bytes(v)}" for k, v in sizes["full"].items()) + " at full, a quarter of each at 1/4. "
+        "sources). " + _sizes_run(results) + " "
         "Re-measure with `python benchmarks/corpus_cost.py --check --work DIR` (1/4 size; exits 1 when a stage's CPU "
         "per GB is more than 15% off this file).",
         "",

@@ -61,6 +61,16 @@ def test_doc_carries_the_figures_check_compares(tmp_path: Path) -> None:
     assert cost._load_results(doc) == json.loads(json.dumps(results))
 
 
+def test_a_doc_rendered_from_the_quarter_pass_alone_says_so() -> None:
+    """``--render`` after a run cut short between its passes: the sizes named are the 1/4 size's."""
+    both = projection.render(_results([_stage("c4", "quarter", GB / 4, 300.0), _stage("c4", "full", GB, 1050.0)]))
+    assert "c4 1.0 GB at full, a quarter of each at 1/4." in both and "not measured yet" not in both
+    cut = projection.render(_results([_stage("c4", "quarter", GB / 4, 300.0)]))
+    assert "Sizes run (bytes of input as stored): c4 250.0 MB (the 1/4 size; the full size, c4 1.0 GB, is not " \
+           "measured yet" in cut
+    assert "| c4 | 305.0 GB |" in cut and "1200 CPU-s per input GB" in cut  # the 1/4 figure projects
+
+
 def test_goals_name_what_is_not_met() -> None:
     stages = [cost.Stage("c4", "quarter", GB // 4, cpu_s=250.0),
               cost.Stage("c4", "full", GB, cpu_s=1200.0, peak_rss=3 * 1024**3, peak_rss_role="worker",
