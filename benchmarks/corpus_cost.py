@@ -322,9 +322,10 @@ def run_size(label: str, sizes: dict[str, int], work: Path, workers: int, pile_b
 
     inputs, out = work / "inputs" / label, work / f"out-{label}"
     done = done or {}
-    if not any(size == label for _, size in done) or not restore_root(out):
+    recorded = {stage for stage, size in done if size == label}
+    if not recorded or not restore_root(out, recorded):
         shutil.rmtree(out, ignore_errors=True)
-        shutil.rmtree(_snapshot_of(out), ignore_errors=True)
+        _drop_snapshots(out)
         done = {}
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(os.environ["TMPDIR"])
@@ -348,7 +349,7 @@ def run_size(label: str, sizes: dict[str, int], work: Path, workers: int, pile_b
             continue
         stage = Stage(source, label, _bytes_of(files[source]))
         flow = config.stage_flow(source)
-        snapshot_root(out)
+        snapshot_root(out, source)
         with measured(stage, [out, tmp]):
             flow.run(config.stage_config(source, sections[source]))
         stage.output_bytes, stage.docs_out = shard_text(out, _document_source(source))
@@ -370,7 +371,7 @@ def run_size(label: str, sizes: dict[str, int], work: Path, workers: int, pile_b
         read = _bytes_of(pile) if name == "pile_index" else shard_text(out)[0]
         stage = Stage(name, label, read)
         flow = config.stage_flow(name)
-        snapshot_root(out)
+        snapshot_root(out, name)
         since = time.time() - 1
         with measured(stage, [out, tmp]):
             flow.run(config.stage_config(name, dict(getattr(config, name) or {}), forced[name]))
@@ -389,7 +390,7 @@ def _keep(work: Path, stage: Stage, out: Path | None = None) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     if out is not None:
-        shutil.rmtree(_snapshot_of(out), ignore_errors=True)
+        shutil.rmtree(_snapshot_of(out, stage.stage), ignore_errors=True)
 
 
 # -- resuming a run cut short (--resume) ------------------------------------------------------
@@ -398,21 +399,35 @@ def _keep(work: Path, stage: Stage, out: Path | None = None) -> None:
 IN_PLACE = (".duckdb", ".wal")
 
 
-def _snapshot_of(out: Path) -> Path:
-    return out.with_name(out.name + ".before-stage")
+#: A snapshot is named after the stage it was taken before, so that a run cut between recording that
+#: stage and dropping its snapshot is not taken back behind a stage it already counts as done.
+SNAPSHOT = ".before-stage-"
 
 
-def snapshot_root(out: Path) -> None:
+def _snapshot_of(out: Path, stage: str) -> Path:
+    return out.with_name(f"{out.name}{SNAPSHOT}{stage}")
+
+
+def _snapshots(out: Path) -> list[Path]:
+    """``out``'s snapshots (a complete one has no ``.partial`` suffix; ``.before-stage`` alone: an older run's)."""
+    return sorted(out.parent.glob(f"{out.name}.before-stage*"))
+
+
+def _drop_snapshots(out: Path) -> None:
+    for snapshot in _snapshots(out):
+        shutil.rmtree(snapshot, ignore_errors=True)
+
+
+def snapshot_root(out: Path, stage: str) -> None:
     """Keep ``out`` as it is before a stage runs (hard links, copies of in-place files), so that a run
     cut short during the stage can be taken back to this point and the stage measured whole again.
 
     A stage that resumed its own partial work would measure only the rest of it: the flows skip
     finished inputs, which is what a user wants and what a measurement must not see.
     """
-    snapshot = _snapshot_of(out)
-    shutil.rmtree(snapshot, ignore_errors=True)
+    _drop_snapshots(out)
+    snapshot = _snapshot_of(out, stage)
     partial = snapshot.with_name(snapshot.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
     for folder, _, names in os.walk(out):
         target = partial / Path(folder).relative_to(out)
         target.mkdir(parents=True, exist_ok=True)
@@ -425,12 +440,16 @@ def snapshot_root(out: Path) -> None:
     partial.rename(snapshot)  # complete, or absent: a cut during the snapshot leaves the root untouched
 
 
-def restore_root(out: Path) -> bool:
-    """Take ``out`` back to its snapshot, where a stage was cut short; False when there is no root to resume."""
-    snapshot = _snapshot_of(out)
-    if snapshot.is_dir():
-        shutil.rmtree(out, ignore_errors=True)
-        snapshot.rename(out)
+def restore_root(out: Path, recorded: set[str]) -> bool:
+    """Take ``out`` back to the snapshot taken before a stage that was cut short (not in ``recorded``); a
+    snapshot of a recorded stage is only dropped. False when there is no root to resume."""
+    for snapshot in _snapshots(out):
+        stage = snapshot.name[len(out.name) + len(SNAPSHOT):]
+        if snapshot.name.endswith(".partial") or stage in recorded:
+            shutil.rmtree(snapshot, ignore_errors=True)
+        else:
+            shutil.rmtree(out, ignore_errors=True)
+            snapshot.rename(out)
     return out.is_dir()
 
 

@@ -130,18 +130,26 @@ def test_a_restored_root_is_the_root_before_the_stage(tmp_path: Path) -> None:
     (out / "docs" / "c4").mkdir(parents=True)
     (out / "docs" / "c4" / "a.parquet").write_bytes(b"shard a")
     (out / "manifest.duckdb").write_bytes(b"manifest before")
-    cost.snapshot_root(out)
+    cost.snapshot_root(out, "c4")
     replacement = out / "docs" / "c4" / "a.parquet.tmp"
     replacement.write_bytes(b"shard a, rewritten")
     replacement.rename(out / "docs" / "c4" / "a.parquet")  # the atomic write of a stage
     with open(out / "manifest.duckdb", "r+b") as handle:  # DuckDB writes in place
         handle.write(b"MANIFEST")
     (out / "docs" / "c4" / "b.parquet").write_bytes(b"a stage's new shard")
-    assert cost.restore_root(out)
+    after = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert cost.restore_root(out, {"commoncrawl"})
     assert {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()} == {
         "docs/c4/a.parquet": b"shard a", "manifest.duckdb": b"manifest before"}
-    assert not (tmp_path / "out-full.before-stage").exists()
-    assert not cost.restore_root(tmp_path / "out-quarter")  # nothing to resume there
+    assert not list(tmp_path.glob("out-full.before-stage*"))
+    assert not cost.restore_root(tmp_path / "out-quarter", set())  # nothing to resume there
+    # cut after the stage was recorded but before its snapshot was dropped: the root stays as the stage left it
+    cost.snapshot_root(out, "c4")
+    for name, data in after.items():
+        (out / name).write_bytes(data)
+    assert cost.restore_root(out, {"commoncrawl", "c4"})
+    assert {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()} == after
+    assert not list(tmp_path.glob("out-full.before-stage*"))
 
 
 def test_resume_ignores_stages_measured_with_other_sizes(tmp_path: Path) -> None:
