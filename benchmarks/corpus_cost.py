@@ -85,17 +85,23 @@ def generate(source: str, directory: Path, size: int) -> tuple[dict[str, Any], l
     with its size, and a folder whose files do not all match is written again: a stamp alone once
     vouched for a folder another run had half deleted.
     """
+    files = _locked_folder(directory, size, lambda: _writer(source)(directory, size))
+    return _section(source, files), files
+
+
+def _locked_folder(directory: Path, size: int, write: Callable[[], list[Any]]) -> list[str]:
+    """The files of ``directory`` for ``size``: kept while intact, else written by ``write`` (under the lock)."""
     directory.parent.mkdir(parents=True, exist_ok=True)
     with open(directory.parent / f".{directory.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         files = _kept_files(directory, size)
         if files is None:
             shutil.rmtree(directory, ignore_errors=True)
-            files = [str(p) for p in _writer(source)(directory, size)]
+            files = [str(p) for p in write()]
             sizes = {name: os.path.getsize(name) for name in files}
             (directory / ".files.json").write_text(json.dumps(files))
             (directory / f".done-{size}").write_text(json.dumps(sizes))
-    return _section(source, files), files
+    return files
 
 
 def _kept_files(directory: Path, size: int) -> list[str] | None:
@@ -492,15 +498,10 @@ def _document_source(source: str) -> str | None:
 
 
 def _pile_inputs(directory: Path, size: int, c4_files: list[str]) -> list[Path]:
+    """The Pile-format reference (shards of C4-like and other text), written once per size like a source's input."""
     from benchmarks.corpus_inputs import pile
 
-    stamp = directory / f".done-{size}"
-    if stamp.is_file():
-        return sorted((directory / "train").glob("*.jsonl.zst"))
-    shutil.rmtree(directory, ignore_errors=True)
-    written = [Path(p) for p in pile.write(directory, size, c4_files)]
-    stamp.write_text("")
-    return written
+    return [Path(p) for p in _locked_folder(directory, size, lambda: pile.write(directory, size, c4_files))]
 
 
 def _bytes_of(files: list[str]) -> int:

@@ -194,3 +194,13 @@ def test_two_runs_generating_one_folder_take_turns(tmp_path: Path) -> None:
     assert len(found) == 2 and found[0] == found[1]
     assert all(Path(name).is_file() for name in found[0])
     assert cost._kept_files(directory, 300_000) == found[0]
+
+
+def test_the_pile_reference_is_kept_and_checked_like_a_source_input(tmp_path: Path) -> None:
+    c4_files = cost.generate("c4", tmp_path / "c4", 300_000)[1]
+    shards = cost._pile_inputs(tmp_path / "pile", 500_000, c4_files)
+    assert shards and all(shard.is_file() and shard.name.endswith(".jsonl.zst") for shard in shards)
+    first = {shard: shard.read_bytes() for shard in shards}
+    shards[0].unlink()  # another run's clean-up: the folder is written again, with the same bytes
+    assert cost._pile_inputs(tmp_path / "pile", 500_000, c4_files) == shards
+    assert {shard: shard.read_bytes() for shard in shards} == first
