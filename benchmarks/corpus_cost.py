@@ -332,6 +332,7 @@ def run_size(label: str, sizes: dict[str, int], work: Path, workers: int, pile_b
     if not recorded or not restore_root(out, recorded):
         shutil.rmtree(out, ignore_errors=True)
         _drop_snapshots(out)
+        _forget(work, label)
         done = {}
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(os.environ["TMPDIR"])
@@ -405,6 +406,30 @@ def _keep(work: Path, stage: Stage, out: Path | None = None) -> None:
 IN_PLACE = (".duckdb", ".wal")
 
 
+def _forget(work: Path, label: str) -> None:
+    """Drop ``label``'s rows from ``work/stages.jsonl`` when that size starts afresh (its root is gone):
+    kept, they stood beside the new measurements and ``--render`` listed the stage twice."""
+    path = work / "stages.jsonl"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return
+    kept = [line for line in lines if _size_of(line) not in (None, label)]
+    if len(kept) != len(lines):
+        partial = path.with_name(path.name + ".tmp")
+        partial.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+        partial.replace(path)
+
+
+def _size_of(line: str) -> str | None:
+    """The size label of a stages.jsonl line; None for a line cut by a crash (it is dropped)."""
+    try:
+        size = json.loads(line).get("size")
+    except (ValueError, AttributeError):
+        return None
+    return size if isinstance(size, str) else None
+
+
 #: A snapshot is named after the stage it was taken before, so that a run cut between recording that
 #: stage and dropping its snapshot is not taken back behind a stage it already counts as done.
 SNAPSHOT = ".before-stage-"
@@ -476,7 +501,7 @@ def recorded_stages(work: Path, sizes: dict[str, Any]) -> dict[tuple[str, str], 
         try:
             row = json.loads(line)
         except ValueError:
-            break  # a line cut by the crash: that stage is measured again
+            continue  # a line cut by a crash: that stage was measured again, on a later line
         stage = Stage(**{k: v for k, v in row.items() if k in fields})
         stages[(stage.stage, stage.size)] = stage
     return stages

@@ -163,6 +163,22 @@ def test_resume_ignores_stages_measured_with_other_sizes(tmp_path: Path) -> None
     assert cost.recorded_stages(tmp_path, planned | {"sizes": {"full": {"c4": GB / 2}}}) == {}
 
 
+def test_a_size_started_afresh_leaves_no_rows_of_its_own(tmp_path: Path) -> None:
+    """A size whose root is gone is measured again from its first stage: its old rows go (they were listed
+    beside the new ones), the other size's stay, and a row written after a line cut by a crash counts."""
+    planned = _results([]) | {"quick": False}
+    (tmp_path / "sizes.json").write_text(json.dumps(planned))
+    rows = [_stage("c4", "quarter", GB / 4, 25.0), _stage("commoncrawl", "full", GB, 400.0)]
+    cut = '{"stage": "c4", "si'
+    text = json.dumps(rows[0]) + "\n" + cut + "\n" + json.dumps(rows[1]) + "\n"
+    (tmp_path / "stages.jsonl").write_text(text)
+    assert set(cost.recorded_stages(tmp_path, planned)) == {("c4", "quarter"), ("commoncrawl", "full")}
+    cost._forget(tmp_path, "full")
+    assert (tmp_path / "stages.jsonl").read_text() == json.dumps(rows[0]) + "\n"
+    cost._forget(tmp_path, "full")  # nothing of it left: the file stays as it is
+    assert set(cost.recorded_stages(tmp_path, planned)) == {("c4", "quarter")}
+
+
 def test_an_input_folder_is_reused_only_while_every_file_is_intact(tmp_path: Path) -> None:
     """The stamp names each file with its size: a file gone (another run's clean-up) or an old bare stamp
     means the folder is written again, with the same bytes (the generators are seeded)."""
