@@ -318,11 +318,14 @@ def written_since(roots: list[Path], since: float) -> int:
 
 # -- one size -------------------------------------------------------------------------------
 def run_size(label: str, sizes: dict[str, int], work: Path, workers: int, pile_bytes: int,
-             log: Callable[[str], None], done: dict[tuple[str, str], Stage] | None = None) -> list[Stage]:
+             log: Callable[[str], None], done: dict[tuple[str, str], Stage] | None = None,
+             record: bool = True) -> list[Stage]:
     """Every source, then pile index, dedup, labels and tokens, into ``work/out-<label>``; a Stage each.
 
     ``done`` (``--resume``): stages already measured, by (stage, size); they are not run again, and
     the output root is taken back to where the last measured stage left it (:func:`restore_root`).
+    ``record=False`` (``--check``): ``work/stages.jsonl`` is neither trimmed nor appended to, so a check
+    run under the measuring run's ``--work`` leaves that run's rows (``--render``, ``--resume``) alone.
     """
     from flows.llama import LlamaConfig, label_lists, tensors_dir
 
@@ -332,7 +335,8 @@ def run_size(label: str, sizes: dict[str, int], work: Path, workers: int, pile_b
     if not recorded or not restore_root(out, recorded):
         shutil.rmtree(out, ignore_errors=True)
         _drop_snapshots(out)
-        _forget(work, label)
+        if record:
+            _forget(work, label)
         done = {}
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(os.environ["TMPDIR"])
@@ -361,7 +365,7 @@ def run_size(label: str, sizes: dict[str, int], work: Path, workers: int, pile_b
             flow.run(config.stage_config(source, sections[source]))
         stage.output_bytes, stage.docs_out = shard_text(out, _document_source(source))
         stages.append(stage)
-        _keep(work, stage, out)
+        _keep(work, stage, out, record)
         log(_line(stage))
     registry = _registry()
     forced: dict[str, dict[str, Any]] = {
@@ -384,18 +388,20 @@ def run_size(label: str, sizes: dict[str, int], work: Path, workers: int, pile_b
             flow.run(config.stage_config(name, dict(getattr(config, name) or {}), forced[name]))
         stage.output_bytes = written_since([out], since)
         stages.append(stage)
-        _keep(work, stage, out)
+        _keep(work, stage, out, record)
         log(_line(stage))
     return stages
 
 
-def _keep(work: Path, stage: Stage, out: Path | None = None) -> None:
+def _keep(work: Path, stage: Stage, out: Path | None = None, record: bool = True) -> None:
     """Append ``stage`` to ``work/stages.jsonl`` as soon as it is measured (``--render`` and ``--resume``
-    read them back), then drop the snapshot of ``out`` taken before it: the root is now its own restore point."""
-    with open(work / "stages.jsonl", "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(_row(stage)) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
+    read them back; not with ``record=False``), then drop the snapshot of ``out`` taken before it: the root is
+    now its own restore point."""
+    if record:
+        with open(work / "stages.jsonl", "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(_row(stage)) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
     if out is not None:
         shutil.rmtree(_snapshot_of(out, stage.stage), ignore_errors=True)
 
@@ -627,7 +633,8 @@ def check(doc: Path, work: Path, workers: int, log: Callable[[str], None]) -> in
     """Re-measure the 1/4 size recorded in ``doc``; 1 when a stage's CPU per input GB is more than 15% off."""
     recorded = _load_results(doc)
     sizes = {k: int(v) for k, v in recorded["sizes"]["quarter"].items()}
-    stages = _with_prefect(lambda: run_size("quarter", sizes, work, workers, int(recorded["pile_bytes"]["quarter"]), log))
+    stages = _with_prefect(lambda: run_size("quarter", sizes, work, workers, int(recorded["pile_bytes"]["quarter"]), log,
+                                            record=False))
     was = {s["stage"]: s for s in recorded["stages"] if s["size"] == "quarter"}
     failed = 0
     for s in stages:

@@ -121,6 +121,26 @@ def test_quick_mode_measures_every_stage_and_resumes_after_a_kill(tmp_path: Path
     assert not (tmp_path / "x.md").exists()  # --quick writes no projection
     assert "peak RSS" in done.stdout
     assert not list((tmp_path / "work").glob("out-*.before-stage*"))  # no snapshot left behind
+    _check_against(results, tmp_path, command[:2])
+
+
+def _check_against(results: dict[str, Any], tmp_path: Path, script: list[str]) -> None:
+    """``--check`` under the measuring run's ``--work``: a stage line each and a verdict against the doc, and
+    the run's own rows untouched (the check once appended its rows to them; ``--render`` then listed both)."""
+    quarter = results | {"sizes": {"quarter": results["sizes"]["full"], "full": results["sizes"]["full"]},
+                         "pile_bytes": {"quarter": results["pile_bytes"]["full"], "full": results["pile_bytes"]["full"]},
+                         "stages": [s | {"size": "quarter"} for s in results["stages"]]}
+    doc = tmp_path / "measured.md"
+    doc.write_text(projection.render(quarter), encoding="utf-8")
+    kept = tmp_path / "work" / "stages.jsonl"
+    rows = kept.read_bytes()
+    checked = subprocess.run([*script, "--check", "--doc", str(doc), "--work", str(tmp_path / "work")],
+                             capture_output=True, text=True, timeout=840, check=False)
+    lines = [line for line in checked.stdout.splitlines() if "in docs/cost.md" in line]
+    assert [line.split()[0] for line in lines] == ["c4", "pile_index", "dedup", "labels", "tokenize"], checked.stdout
+    verdict = "every stage within 15% of docs/cost.md" in checked.stdout
+    assert (checked.returncode, verdict) in ((0, True), (1, False)), checked.stdout[-2000:] + checked.stderr[-2000:]
+    assert kept.read_bytes() == rows
 
 
 def test_a_restored_root_is_the_root_before_the_stage(tmp_path: Path) -> None:
