@@ -123,6 +123,9 @@ def scratch_and_memory(results: dict[str, Any]) -> list[str]:
     worker = max((s["rss_by_role"].get("worker", 0) for s in full.values()), default=0)
     flow = max((s["rss_by_role"].get("flow", 0) for s in full.values()), default=0)
     server = max((s["server_rss"] for s in full.values()), default=0)
+    forkserver = max((s["rss_by_role"].get("forkserver", 0) for s in full.values()), default=0)
+    preload = f"; the fork server the workers start from (it preloads their modules) {forkserver / 1e6:.0f} MB" \
+        if forkserver else ""
     out_ratio = {n: s["scratch_bytes"] / s["output_bytes"] for n, s in full.items() if s["output_bytes"]}
     in_ratio = {n: s["scratch_bytes"] / s["input_bytes"] for n, s in full.items() if s["input_bytes"]}
     worst_out = max(out_ratio, key=lambda n: out_ratio[n], default="-")
@@ -130,7 +133,8 @@ def scratch_and_memory(results: dict[str, Any]) -> list[str]:
     sizes = {n: v for n, (v, _) in INPUTS.items()} | {n: sum(LLAMA_DISK.values()) for n in ("dedup", "labels", "tokenize")}
     need = max((in_ratio[n] * sizes[n] for n in in_ratio if n in sizes), default=0.0)
     return [f"- peak RSS per worker process: {worker / 1e6:.0f} MB; the flow process (it plans, joins, writes the "
-            f"manifest) {flow / 1e6:.0f} MB; the Prefect API server {server / 1e6:.0f} MB (one per run, not per worker).",
+            f"manifest) {flow / 1e6:.0f} MB; the Prefect API server {server / 1e6:.0f} MB (one per run, not per worker)"
+            f"{preload}.",
             f"- scratch (the disk's high-water mark above what it held when the stage began): at most "
             f"{out_ratio.get(worst_out, 0):.2f}x a stage's output ({worst_out}), at most {in_ratio.get(worst_in, 0):.2f}x "
             f"its input ({worst_in}); the output written is part of it. Projected on the LLaMA-1 inputs, the largest "
@@ -177,7 +181,7 @@ def render(results: dict[str, Any]) -> str:
         f"| one 2-core machine | {machine_days:,.0f} days |",
         f"| 64 nodes x 32 cores (Dask/Ray/SLURM) | {cluster_hours:,.1f} hours at {efficiency:.2f} per-worker "
         f"efficiency ({'measured here' if eff else 'benchmarks/scaling.py'}) |",
-        f"| peak RSS of any process | {max((s['peak_rss'] for s in results['stages']), default=0) / 1e6:,.0f} MB |",
+        f"| peak RSS of any process | {max((max(s['peak_rss'], s['server_rss']) for s in results['stages']), default=0) / 1e6:,.0f} MB |",
         "",
         "## Projection: core-hours per stage",
         "",

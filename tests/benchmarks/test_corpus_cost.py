@@ -71,6 +71,43 @@ def test_a_doc_rendered_from_the_quarter_pass_alone_says_so() -> None:
     assert "| c4 | 305.0 GB |" in cut and "1200 CPU-s per input GB" in cut  # the 1/4 figure projects
 
 
+def test_processes_are_told_apart_by_what_they_are(tmp_path: Path) -> None:
+    """The API server by its name, the fork server and its pool workers by their command line: the workers'
+    command line names Prefect's modules and "forkserver", and a first version called them the API server."""
+    import multiprocessing
+
+    import psutil
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["prefect_task_engine_preloaded_by_the_server"])  # absent: ignored
+    server = subprocess.Popen([sys.executable, "-c", "open('/proc/self/comm', 'w').write('prefect-api'); "
+                               "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        with context.Pool(1) as pool:
+            worker_pid = pool.apply(os.getpid)
+            worker = psutil.Process(worker_pid)
+            assert "prefect" in " ".join(worker.cmdline()) and "server" in " ".join(worker.cmdline())
+            deadline = time.monotonic() + 60
+            while psutil.Process(server.pid).name() != "prefect-api" and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert cost._role(worker) == "worker"
+            assert cost._role(worker.parent()) == "forkserver"
+            assert cost._role(psutil.Process(server.pid)) == "prefect-server"
+            assert cost._role(psutil.Process()) == "flow"
+    finally:
+        server.communicate(b"", timeout=60)
+
+
+def test_rows_labelled_by_the_first_role_version_are_relabelled() -> None:
+    old = _stage("c4", "full", GB, 300.0) | {"peak_rss": 210e6, "peak_rss_role": "worker", "server_rss": 1139e6,
+                                              "rss_by_role": {"flow": 400e6, "worker": 210e6, "prefect-server": 1139e6}}
+    new = cost.upgrade_row(old)
+    assert new["rss_by_role"] == {"flow": 400e6, "worker": 1139e6, "server-or-helper": 210e6}
+    assert (new["peak_rss"], new["peak_rss_role"], new["server_rss"]) == (1139e6, "worker", 210e6)
+    assert cost.upgrade_row(new) == new  # a row of the current version stays as it is
+    assert cost.Stage(**{k: v for k, v in new.items() if k in cost.Stage.__dataclass_fields__}).roles == 2
+
+
 def test_goals_name_what_is_not_met() -> None:
     stages = [cost.Stage("c4", "quarter", GB // 4, cpu_s=250.0),
               cost.Stage("c4", "full", GB, cpu_s=1200.0, peak_rss=3 * 1024**3, peak_rss_role="worker",
