@@ -8,6 +8,7 @@ Prefect API): every stage must be measured, with CPU, memory and bytes that are 
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
 import os
@@ -119,6 +120,21 @@ def test_goals_name_what_is_not_met() -> None:
     fine = [cost.Stage("c4", "quarter", GB // 4, cpu_s=250.0),
             cost.Stage("c4", "full", GB, cpu_s=1040.0, peak_rss=10**9, output_bytes=100, scratch_bytes=150)]
     assert not any("NOT met" in line for line in cost.goals(fine))
+    # dedup writes attributes beside the corpus: its scratch is stated against its input, not its output
+    dedup = cost.Stage("dedup", "full", 8 * GB, cpu_s=600.0, output_bytes=70_000_000, scratch_bytes=1_800_000_000)
+    lines = cost.goals([*fine, dedup])
+    assert "scratch dedup: 1800.0 MB, 0.23x its input (70.0 MB written)" in lines
+    assert not any("NOT met" in line for line in lines)
+
+
+def test_render_of_a_run_cut_short_keeps_the_measured_efficiency(tmp_path: Path) -> None:
+    """sizes.json is written before the run; the 1-vs-2-worker figure it measured is in efficiency.json."""
+    (tmp_path / "sizes.json").write_text(json.dumps(_results([]) | {"efficiency": None}))
+    (tmp_path / "stages.jsonl").write_text(json.dumps(_stage("c4", "full", GB, 400.0)) + "\n")
+    (tmp_path / "efficiency.json").write_text(json.dumps({"speedup": 1.7, "efficiency": 0.85, "load": 2.1}))
+    doc = tmp_path / "cost.md"
+    assert cost.render_kept(argparse.Namespace(work=tmp_path, doc=doc)) == 0  # main() would move TMPDIR
+    assert "at 0.85 per-worker efficiency (measured here)" in doc.read_text()
 
 
 @pytest.mark.prefect
