@@ -81,15 +81,16 @@ def measurement_table(results: dict[str, Any]) -> list[str]:
 def linearity_table(results: dict[str, Any]) -> list[str]:
     quarter, full = _by(results, "quarter"), _by(results, "full")
     margins = marginal(results)
-    lines = ["| stage | CPU s / input GB at 1/4 | at full | full / quarter | within 10% | marginal CPU s / GB |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| stage | CPU s / input GB at 1/4 | at full | full / quarter | within 10% | marginal CPU s / GB "
+             "| fixed CPU s implied |", "|---|---|---|---|---|---|---|"]
     for name, f in full.items():
         q = quarter.get(name)
         if q is None or not q["cpu_per_in_gb"]:
             continue
         ratio = f["cpu_per_in_gb"] / q["cpu_per_in_gb"]
+        fixed = q["cpu_s"] - q["input_bytes"] / GB * margins.get(name, 0)  # cost = fixed + marginal x size
         lines.append(f"| {name} | {q['cpu_per_in_gb']:.0f} | {f['cpu_per_in_gb']:.0f} | {ratio:.2f} | "
-                     f"{'yes' if abs(ratio - 1) <= 0.10 else 'no'} | {margins.get(name, 0):.0f} |")
+                     f"{'yes' if abs(ratio - 1) <= 0.10 else 'no'} | {margins.get(name, 0):.0f} | {fixed:.1f} |")
     return lines
 
 
@@ -211,11 +212,12 @@ def render(results: dict[str, Any]) -> str:
         "## Assumptions",
         "",
         "- A stage's CPU per input GB is the full size's, its run's fixed cost (Prefect's flow run, the worker pool's "
-        "start, the numba and fastText loads; 5-15 CPU-s a stage here) included: an upper bound, far above the "
-        "figure of a multi-GB run when the full size is only megabytes. The marginal figure (full minus 1/4 over "
-        "the bytes between them) leaves that cost out; it is in the linearity table, unreliable below ~100 MB on a "
-        "shared machine. At sizes far below the issue's 1 GB the fixed cost weighs most on the 1/4 figure, so a "
-        "full/quarter ratio below 1 there is that cost, not a gain with size.",
+        "start, the numba and fastText loads) included: an upper bound, far above the figure of a multi-GB run "
+        "when the full size is only megabytes. The marginal figure (full minus 1/4 over the bytes between them) "
+        "leaves that cost out, and the fixed cost it implies (the 1/4 run's CPU less its bytes at the marginal "
+        "rate) is in the linearity table; both are unreliable below ~100 MB on a shared machine. A fixed cost "
+        "weighs more on the 1/4 figure, so a full/quarter ratio below 1 is that cost, not a gain with size; "
+        "super-linear growth would show as a ratio above 1 and a negative fixed cost.",
         "- Input sizes: the sources named in the projection table; \"assumed\" marks a figure no source publishes.",
         "- The stages after the sources read the corpus of LLaMA table 1 (its disk sizes, 4.7 TB), i.e. the "
         "sources' kept text; the Pile index reads the Pile's compressed shards.",

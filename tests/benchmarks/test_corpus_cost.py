@@ -53,6 +53,7 @@ def test_projection_uses_the_full_size_cpu_per_gb_and_the_published_input_size()
     assert hours == {"c4": pytest.approx(1050.0 * 305 / 3600)}  # allenai/c4 en: 305 GB of json.gz
     text = projection.render(results)
     assert "| c4 | 305.0 GB |" in text and "not measured" in text  # the sources that did not run say so
+    assert "| c4 | 1200 | 1050 | 0.88 | no | 1000 | 50.0 |" in projection.linearity_table(results)
 
 
 def test_doc_carries_the_figures_check_compares(tmp_path: Path) -> None:
