@@ -22,6 +22,7 @@ and one ``matches`` row in the manifest per duplicate and per reference match, s
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -142,22 +143,25 @@ def write_decisions(root: Path, parts: Sequence[dict[str, Any]], roots: Path, re
                     batch_docs: int = DECISION_BATCH_DOCS) -> None:
     """One row per document: its cluster, duplicate status and reference match, as a Parquet table.
 
-    Decided ``batch_docs`` documents at a time, in document order (parts by their first document): one
-    query over every document joined every document again for its root's id and sorted the lot, and
-    at 2.5 M documents (the 1 GB-per-source cost run, 8.7 GB of text) DuckDB ran out of its 1 GB
-    limit. A batch joins only its own documents' roots and reference matches, so its memory is
-    bounded by the batch; each batch scans the (doc, id, hash) columns of the documents once.
+    One query over every document (joined with every document again for its root's id, then sorted)
+    ran out of DuckDB's 1 GB at 2.5 M documents (the 1 GB-per-source cost run). Now, in linear work
+    and bounded memory: (1) each duplicate's root id and hash, and each reference match's Pile
+    position, are looked up once, by a join that spills, and written partitioned by batch of
+    documents (no global sort); (2) each batch of ``batch_docs`` documents (whole parts, in document
+    order) is joined with its own partitions and sorted alone.
     """
     ordered = sorted(parts, key=lambda p: int(p["first"]))
-    batches = _batches(ordered, batch_docs) or [ordered]
+    batches = _batches(ordered, batch_docs)
+    lookups = target.with_name(target.name + ".lookups")
     con = settings.connect()
     try:
+        con.register("batches", _ranges(batches))
+        _partition_lookups(con, root, parts, roots, reference_matches, reference_docs, lookups)
         with atomic_path(target) as tmp:
             writer: pq.ParquetWriter | None = None
             try:
-                for batch in batches:
-                    sql = _decisions_sql(root, parts, batch, roots, reference_matches, reference_docs)
-                    table = _arrow_table(con.sql(sql))
+                for number, batch in enumerate(batches or [ordered]):
+                    table = _arrow_table(con.sql(_decisions_sql(root, batch, lookups, number)))
                     if writer is None:
                         writer = pq.ParquetWriter(tmp, table.schema, compression="zstd")
                     writer.write_table(table.cast(writer.schema))
@@ -166,6 +170,69 @@ def write_decisions(root: Path, parts: Sequence[dict[str, Any]], roots: Path, re
                     writer.close()
     finally:
         con.close()
+        shutil.rmtree(lookups, ignore_errors=True)
+
+
+def _ranges(batches: Sequence[Sequence[dict[str, Any]]]) -> pa.Table:
+    """Each batch's document range ``[lo, hi)`` (its parts are consecutive in document order)."""
+    lo = [int(b[0]["first"]) for b in batches]
+    hi = [int(b[-1]["first"]) + int(b[-1]["count"]) for b in batches]
+    return pa.table({"batch": pa.array(range(len(batches)), pa.int64()), "lo": pa.array(lo, pa.int64()),
+                     "hi": pa.array(hi, pa.int64())})
+
+
+def _partition_lookups(con: duckdb.DuckDBPyConnection, root: Path, parts: Sequence[dict[str, Any]], roots: Path,
+                       reference_matches: Path | None, reference_docs: Sequence[str], lookups: Path) -> None:
+    """``lookups/dup/batch=N/``: (doc, jaccard, root_id, root_hash) of each duplicate; ``lookups/ref/batch=N/``:
+    (doc, kind, jaccard, shard, line, pile_set_name) of each reference match; by the batch holding ``doc``."""
+    shutil.rmtree(lookups, ignore_errors=True)
+    lookups.mkdir(parents=True)
+    everyone = _files(root, parts)
+    con.execute(f"""
+        COPY (SELECT b.batch, x.doc, x.jaccard, r.id AS root_id, r.hash AS root_hash
+              FROM read_parquet('{roots.as_posix()}') x
+              JOIN (SELECT doc, id, hash FROM read_parquet({everyone})) r ON r.doc = x.root
+              JOIN batches b ON x.doc >= b.lo AND x.doc < b.hi)
+        TO '{(lookups / "dup").as_posix()}' (FORMAT parquet, PARTITION_BY (batch))""")
+    if reference_matches is None or not reference_docs:
+        return
+    con.execute(f"""
+        COPY (SELECT b.batch, m.doc, m.kind, m.jaccard, r.shard, r.line, r.pile_set_name
+              FROM read_parquet('{reference_matches.as_posix()}') m
+              LEFT JOIN (SELECT doc, shard, line, pile_set_name FROM read_parquet({json.dumps(list(reference_docs))}))
+                r ON r.doc = m.ref
+              JOIN batches b ON m.doc >= b.lo AND m.doc < b.hi)
+        TO '{(lookups / "ref").as_posix()}' (FORMAT parquet, PARTITION_BY (batch))""")
+
+
+def _partition(lookups: Path, kind: str, number: int, empty: str) -> str:
+    """The rows of batch ``number`` from ``lookups/<kind>``, or ``empty`` (a batch with none has no folder)."""
+    folder = lookups / kind / f"batch={number}"
+    if not any(folder.glob("*.parquet")):
+        return empty
+    return f"SELECT * EXCLUDE (batch) FROM read_parquet('{(folder / '*.parquet').as_posix()}', hive_partitioning = true)"
+
+
+def _decisions_sql(root: Path, batch: Sequence[dict[str, Any]], lookups: Path, number: int) -> str:
+    """The decision rows of ``batch``'s documents, in document order."""
+    dup = _partition(lookups, "dup", number, "SELECT NULL::BIGINT AS doc, NULL::FLOAT AS jaccard, "
+                     "NULL::VARCHAR AS root_id, NULL::BLOB AS root_hash WHERE false")
+    ref = _partition(lookups, "ref", number, "SELECT NULL::BIGINT AS doc, NULL::VARCHAR AS kind, NULL::FLOAT AS "
+                     "jaccard, NULL::VARCHAR AS shard, NULL::BIGINT AS line, NULL::VARCHAR AS pile_set_name WHERE false")
+    return f"""
+        WITH d AS (SELECT doc, shard, row, source, id, hash FROM read_parquet({_files(root, batch)})),
+             x AS ({dup}), m AS ({ref})
+        SELECT d.doc, d.shard, d.row, d.source, d.id, coalesce(x.root_id, d.id) AS cluster,
+          x.root_id AS duplicate_of,
+          CASE WHEN x.root_id IS NULL THEN NULL WHEN x.root_hash = d.hash THEN 'exact' ELSE 'near' END
+            AS duplicate_kind,
+          x.jaccard::DOUBLE AS duplicate_jaccard,
+          m.kind AS reference_kind, m.shard AS reference_shard, m.line::BIGINT AS reference_line,
+          m.pile_set_name AS reference_set, m.jaccard::DOUBLE AS reference_jaccard
+        FROM d
+        LEFT JOIN x ON x.doc = d.doc
+        LEFT JOIN m ON m.doc = d.doc
+        ORDER BY d.doc"""
 
 
 def _arrow_table(relation: duckdb.DuckDBPyRelation) -> pa.Table:
@@ -186,37 +253,6 @@ def _batches(parts: Sequence[dict[str, Any]], batch_docs: int) -> list[list[dict
         batches[-1].append(part)
         size += count
     return batches
-
-
-def _decisions_sql(root: Path, parts: Sequence[dict[str, Any]], batch: Sequence[dict[str, Any]], roots: Path,
-                   reference_matches: Path | None, reference_docs: Sequence[str]) -> str:
-    """The decision rows of ``batch``'s documents, in document order; roots are looked up among all ``parts``."""
-    docs, everyone = _files(root, batch), _files(root, parts)
-    if reference_matches is not None and reference_docs:
-        matches = f"SELECT * FROM read_parquet('{reference_matches.as_posix()}') WHERE doc IN (SELECT doc FROM d)"
-        ref_sql = (f"LEFT JOIN ({matches}) m ON m.doc = d.doc "
-                   f"LEFT JOIN (SELECT doc, shard, line, pile_set_name FROM read_parquet({json.dumps(list(reference_docs))}) "
-                   f"WHERE doc IN (SELECT ref FROM ({matches}))) r ON r.doc = m.ref")
-        ref_cols = ("m.kind AS reference_kind, r.shard AS reference_shard, r.line AS reference_line, "
-                    "r.pile_set_name AS reference_set, m.jaccard::DOUBLE AS reference_jaccard")
-    else:
-        ref_sql = ""
-        ref_cols = ("NULL::VARCHAR AS reference_kind, NULL::VARCHAR AS reference_shard, NULL::BIGINT AS reference_line, "
-                    "NULL::VARCHAR AS reference_set, NULL::DOUBLE AS reference_jaccard")
-    return f"""
-        WITH d AS (SELECT doc, shard, row, source, id, hash FROM read_parquet({docs})),
-             x AS (SELECT doc, root, jaccard FROM read_parquet('{roots.as_posix()}') WHERE doc IN (SELECT doc FROM d)),
-             rd AS (SELECT doc, id, hash FROM read_parquet({everyone}) WHERE doc IN (SELECT root FROM x))
-        SELECT d.doc, d.shard, d.row, d.source, d.id, coalesce(rd.id, d.id) AS cluster,
-          rd.id AS duplicate_of,
-          CASE WHEN rd.id IS NULL THEN NULL WHEN rd.hash = d.hash THEN 'exact' ELSE 'near' END
-            AS duplicate_kind,
-          x.jaccard::DOUBLE AS duplicate_jaccard, {ref_cols}
-        FROM d
-        LEFT JOIN x ON x.doc = d.doc
-        LEFT JOIN rd ON rd.doc = x.root
-        {ref_sql}
-        ORDER BY d.doc"""
 
 
 def write_attributes(decisions: Path, out: Path, shard: str) -> dict[str, Any]:
