@@ -61,6 +61,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import flows  # noqa: E402,F401  (offline Prefect defaults before Prefect is imported)
+from core.atomic import atomic_path  # noqa: E402
 
 MB, GB = 1_000_000, 1_000_000_000
 ROOT = Path(__file__).resolve().parent.parent
@@ -451,26 +452,31 @@ IN_PLACE = (".duckdb", ".wal")
 
 def _forget(work: Path, label: str) -> None:
     """Drop ``label``'s rows from ``work/stages.jsonl`` when that size starts afresh (its root is gone):
-    kept, they stood beside the new measurements and ``--render`` listed the stage twice."""
+    kept, they stood beside the new measurements and ``--render`` listed the stage twice. A line cut by a
+    crash goes too."""
     path = work / "stages.jsonl"
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError:
         return
-    kept = [line for line in lines if _size_of(line) not in (None, label)]
+    kept = [row for row in _rows(lines) if row.get("size") != label]
     if len(kept) != len(lines):
-        partial = path.with_name(path.name + ".tmp")
-        partial.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
-        partial.replace(path)
+        with atomic_path(path) as tmp:
+            tmp.write_text("".join(json.dumps(row) + "\n" for row in kept), encoding="utf-8")
 
 
-def _size_of(line: str) -> str | None:
-    """The size label of a stages.jsonl line; None for a line cut by a crash (it is dropped)."""
-    try:
-        size = json.loads(line).get("size")
-    except (ValueError, AttributeError):
-        return None
-    return size if isinstance(size, str) else None
+def _rows(lines: list[str]) -> list[dict[str, Any]]:
+    """The rows of stages.jsonl's ``lines`` as written, less any line cut by a crash (that stage was measured
+    again, on a later line)."""
+    rows = []
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
 
 
 #: A snapshot is named after the stage it was taken before, so that a run cut between recording that
@@ -540,11 +546,7 @@ def recorded_stages(work: Path, sizes: dict[str, Any]) -> dict[tuple[str, str], 
         return {}
     stages: dict[tuple[str, str], Stage] = {}
     fields = set(Stage.__dataclass_fields__)
-    for line in rows:
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue  # a line cut by a crash: that stage was measured again, on a later line
+    for row in _rows(rows):
         stage = Stage(**{k: v for k, v in upgrade_row(row).items() if k in fields})
         stages[(stage.stage, stage.size)] = stage
     return stages
@@ -709,7 +711,7 @@ def render_kept(args: argparse.Namespace) -> int:
     """``--render``: the projection from ``work/stages.jsonl`` and ``work/sizes.json`` (what a cut-short run left)."""
     from benchmarks.corpus_projection import render
 
-    stages = [upgrade_row(json.loads(line)) for line in (args.work / "stages.jsonl").read_text().splitlines() if line]
+    stages = [upgrade_row(row) for row in _rows((args.work / "stages.jsonl").read_text().splitlines())]
     results = json.loads((args.work / "sizes.json").read_text()) | {"stages": stages, "load": os.getloadavg()}
     efficiency = args.work / "efficiency.json"
     if efficiency.is_file():  # measured by the run (sizes.json was written before it)
