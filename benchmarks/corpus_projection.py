@@ -145,14 +145,15 @@ def scratch_and_memory(results: dict[str, Any]) -> list[str]:
 def _sizes_run(results: dict[str, Any]) -> str:
     """Which sizes the figures come from: both, or only the 1/4 size where a run was cut short (``--render``)."""
     sizes = results["sizes"]
+
+    def listed(size: str) -> str:
+        return ", ".join(f"{k} {_fmt_bytes(v)}" for k, v in sizes[size].items())
+
     if _by(results, "full") or not _by(results, "quarter"):
-        return ("Sizes run (bytes of input as stored): "
-                + ", ".join(f"{k} {_fmt_bytes(v)}" for k, v in sizes["full"].items()) + " at full, a quarter of each at 1/4.")
-    return ("Sizes run (bytes of input as stored): "
-            + ", ".join(f"{k} {_fmt_bytes(v)}" for k, v in sizes["quarter"].items())
-            + " (the 1/4 size; the full size, " + ", ".join(f"{k} {_fmt_bytes(v)}" for k, v in sizes["full"].items())
-            + ", is not measured yet: this file was rendered from a run cut short, and every figure below, the"
-              " projection included, is the 1/4 size's; `corpus_cost.py --resume` goes on with the full size).")
+        return f"Sizes run (bytes of input as stored): {listed('full')} at full, a quarter of each at 1/4."
+    return (f"Sizes run (bytes of input as stored): {listed('quarter')} (the 1/4 size; the full size, {listed('full')}, "
+            "is not measured yet: this file was rendered from a run cut short, and every figure below, the projection "
+            "included, is the 1/4 size's; `corpus_cost.py --resume` goes on with the full size).")
 
 
 def render(results: dict[str, Any]) -> str:
