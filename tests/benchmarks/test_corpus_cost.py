@@ -73,31 +73,40 @@ def test_a_doc_rendered_from_the_quarter_pass_alone_says_so() -> None:
     assert "| c4 | 305.0 GB |" in cut and "1200 CPU-s per input GB" in cut  # the 1/4 figure projects
 
 
-def test_processes_are_told_apart_by_what_they_are(tmp_path: Path) -> None:
+#: A forkserver pool in its own interpreter (the forkserver is a process-wide singleton: started here, its
+#: made-up preload list would serve every later pool of the test process).
+POOL_CHILD = """
+import multiprocessing, os, sys
+context = multiprocessing.get_context("forkserver")
+context.set_forkserver_preload(["prefect_task_engine_preloaded_by_the_server"])  # absent: ignored
+with context.Pool(1) as pool:
+    print(pool.apply(os.getpid), flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_processes_are_told_apart_by_what_they_are() -> None:
     """The API server by its name, the fork server and its pool workers by their command line: the workers'
     command line names Prefect's modules and "forkserver", and a first version called them the API server."""
-    import multiprocessing
-
     import psutil
 
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["prefect_task_engine_preloaded_by_the_server"])  # absent: ignored
     server = subprocess.Popen([sys.executable, "-c", "open('/proc/self/comm', 'w').write('prefect-api'); "
                                "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    pool = subprocess.Popen([sys.executable, "-c", POOL_CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        with context.Pool(1) as pool:
-            worker_pid = pool.apply(os.getpid)
-            worker = psutil.Process(worker_pid)
-            assert "prefect" in " ".join(worker.cmdline()) and "server" in " ".join(worker.cmdline())
-            deadline = time.monotonic() + 60
-            while psutil.Process(server.pid).name() != "prefect-api" and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert cost._role(worker) == "worker"
-            assert cost._role(worker.parent()) == "forkserver"
-            assert cost._role(psutil.Process(server.pid)) == "prefect-server"
-            assert cost._role(psutil.Process()) == "flow"
+        assert pool.stdout is not None
+        worker = psutil.Process(int(pool.stdout.readline()))
+        assert "prefect" in " ".join(worker.cmdline()) and "server" in " ".join(worker.cmdline())
+        deadline = time.monotonic() + 60
+        while psutil.Process(server.pid).name() != "prefect-api" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert cost._role(worker) == "worker"
+        assert cost._role(worker.parent()) == "forkserver"
+        assert cost._role(psutil.Process(server.pid)) == "prefect-server"
+        assert cost._role(psutil.Process()) == "flow"
     finally:
         server.communicate(b"", timeout=60)
+        pool.communicate("", timeout=60)
 
 
 def test_rows_labelled_by_the_first_role_version_are_relabelled() -> None:
