@@ -30,7 +30,9 @@ against that index), labels and tokenization of G1. Per stage it measures:
   bytes (the kept text of a source; the files a later stage wrote).
 
 ``--check`` re-measures the 1/4 size recorded in docs/cost.md and exits 1 when a stage's CPU per
-input GB is more than 15% away from the recorded figure. Without ``--quick``/``--check`` the
+input GB is more than 15% away from the recorded figure, both put at one machine speed: while each
+stage runs, benchmarks/calibration.py's probe samples how fast the machine is (every 2 s), and the
+ratio of the two medians (then and now) divides the ratio of the two figures. Without ``--quick``/``--check`` the
 script writes docs/cost.md (``--doc``): the measurements and the LLaMA-1 projection.
 """
 
@@ -44,6 +46,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -61,6 +64,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import flows  # noqa: E402,F401  (offline Prefect defaults before Prefect is imported)
+from benchmarks.calibration import probe  # noqa: E402
 from core.atomic import atomic_path  # noqa: E402
 
 MB, GB = 1_000_000, 1_000_000_000
@@ -190,6 +194,7 @@ class Sampler:
         self.peaks: dict[int, int] = {}
         self.names: dict[int, str] = {}
         self.disk_start = self.disk_peak = _disk_bytes(roots)
+        self.probes: list[float] = []  # CPU ms of each speed probe (benchmarks/calibration.py)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -211,6 +216,8 @@ class Sampler:
             self._memory()
             if ticks % 3 == 0:
                 self.disk_peak = max(self.disk_peak, _disk_bytes(self.roots))
+            if ticks % 10 == 0:
+                self.probes.append(probe())
             ticks += 1
             self._stop.wait(0.2)
 
@@ -293,6 +300,9 @@ class Stage:
     docs_out: int = 0
     rss_by_role: dict[str, int] = field(default_factory=dict)
     roles: int = ROLES_VERSION
+    #: the median CPU ms of benchmarks/calibration.py's probe, sampled every 2 s while the stage ran: how fast
+    #: the machine was (0: not measured)
+    calibration_ms: float = 0.0
 
     @property
     def cpu_per_in_gb(self) -> float:
@@ -306,6 +316,7 @@ class Stage:
 @contextmanager
 def measured(stage: Stage, roots: list[Path]) -> Iterator[None]:
     """Fill ``stage``'s CPU, wall, memory and scratch while the block runs."""
+    probe()  # its fixed input built now, outside the stage's CPU
     cpu0, live0, wall0 = _own_cpu(), _live_cpu(), time.perf_counter()
     with Sampler(roots) as sampler:
         yield
@@ -315,7 +326,8 @@ def measured(stage: Stage, roots: list[Path]) -> Iterator[None]:
     for pid, (created, used) in live1.items():
         before = live0.get(pid)
         cpu += used - before[1] if before and before[0] == created else used
-    stage.cpu_s = cpu
+    stage.cpu_s = cpu - sum(sampler.probes) / 1000  # the probes are the benchmark's, not the stage's
+    stage.calibration_ms = statistics.median(sampler.probes) if sampler.probes else 0.0
     for pid, peak in sampler.peaks.items():
         role = sampler.names.get(pid, "other")
         stage.rss_by_role[role] = max(stage.rss_by_role.get(role, 0), peak)
@@ -631,6 +643,40 @@ def measured_efficiency(work: Path, quarter: dict[str, int], log: Callable[[str]
     return found
 
 
+# -- linearity, interleaved -------------------------------------------------------------------
+def tiny_sizes(quarter: dict[str, int]) -> dict[str, int]:
+    """The fixed-cost run's input per source: the --quick size (a few MB), at most half the 1/4 size."""
+    return {k: max(min(QUICK_SIZES.get(k, 2 * MB), q // 2), 100_000) for k, q in quarter.items()}
+
+
+def linearity_rounds(work: Path, sizes: dict[str, dict[str, int]], workers: int, rounds: int,
+                     log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """The source flows on their 1/4 and full inputs in interleaved rounds, then on a tiny one
+    (benchmarks/corpus_linearity.py says why); a row each, kept in ``work/linearity.jsonl``."""
+    from benchmarks.corpus_linearity import flow_run, run_rounds
+
+    def inputs(source: str, size: str) -> tuple[dict[str, Any], list[str]]:
+        return generate(source, work / "inputs" / size / source, sizes[size][source])
+
+    def input_bytes(source: str, size: str) -> int:
+        return _bytes_of(inputs(source, size)[1])
+
+    def measure(source: str, size: str, number: int, run: Callable[[], None], out: Path) -> dict[str, Any]:
+        stage = Stage(source, size, input_bytes(source, size))
+        with measured(stage, [out, Path(os.environ["TMPDIR"])]):
+            run()
+        stage.output_bytes, stage.docs_out = shard_text(out, _document_source(source))
+        return _row(stage) | {"round": number}
+
+    return run_rounds(work, list(sizes["full"]), rounds, input_bytes, flow_run(work, workers, inputs, measure), log)
+
+
+def _kept_linearity(work: Path) -> list[dict[str, Any]]:
+    from benchmarks.corpus_linearity import ROWS, recorded
+
+    return recorded(work / ROWS)
+
+
 # -- report ---------------------------------------------------------------------------------
 def linearity(stages: list[Stage]) -> dict[str, float]:
     """Per stage: CPU per input GB at full size over that at 1/4 (1.0 = linear)."""
@@ -644,19 +690,37 @@ def linearity(stages: list[Stage]) -> dict[str, float]:
 
 
 def _largest_process(stage: Stage) -> tuple[str, int]:
-    """The role and peak RSS of ``stage``'s largest process, the Prefect API server included."""
-    found = [*stage.rss_by_role.items(), (stage.peak_rss_role or "process", stage.peak_rss),
-             ("prefect-server", stage.server_rss)]
-    return max(found, key=lambda item: item[1])
+    from benchmarks.corpus_projection import largest_process
+
+    return largest_process(asdict(stage))
 
 
-def goals(stages: list[Stage]) -> list[str]:
-    """The issue's goals, each with its status."""
-    full = [s for s in stages if s.size == "full"] or stages
+def linearity_goals(stages: list[Stage], interleaved: list[dict[str, Any]]) -> list[str]:
+    """The linearity goal per stage: from its interleaved rounds where measured, else from the single pass."""
+    from benchmarks.corpus_projection import linear, linearity_verdicts
+
+    verdicts = linearity_verdicts(interleaved)
     lines = []
+    for stage, v in verdicts.items():
+        lines.append(f"linear {stage} ({v['rounds']:.0f} interleaved rounds): full/quarter CPU per GB {v['ratio']:.2f}, "
+                     f"{v['net_ratio']:.2f} net of its fixed {v['fixed']:.1f} CPU-s "
+                     f"({'met' if linear(v, LINEAR_TOLERANCE) else 'NOT met'}, goal within 10%)")
     for stage, ratio in linearity(stages).items():
+        if stage in verdicts:
+            continue
         ok = abs(ratio - 1) <= LINEAR_TOLERANCE
-        lines.append(f"linear {stage}: full/quarter CPU per GB {ratio:.2f} ({'met' if ok else 'NOT met'}, goal within 10%)")
+        lines.append(f"linear {stage} (single pass): full/quarter CPU per GB {ratio:.2f} "
+                     f"({'met' if ok else 'NOT met'}, goal within 10%)")
+    return lines
+
+
+def goals(stages: list[Stage], interleaved: list[dict[str, Any]] | None = None) -> list[str]:
+    """The issue's goals, each with its status; a source's linearity from its interleaved rounds where
+    measured (``interleaved``: corpus_linearity's rows), else from the single pass."""
+    full = [s for s in stages if s.size == "full"] or stages
+    lines = linearity_goals(stages, interleaved or [])
+    if not full:
+        return lines
     worst = max(full, key=lambda s: _largest_process(s)[1])
     role, peak = _largest_process(worst)
     lines.append(f"peak RSS of any process: {peak / MB:.0f} MB at most ({worst.stage}, {role}; "
@@ -679,10 +743,33 @@ def _load_results(path: Path) -> dict[str, Any]:
     return json.loads(text[start: text.index("-->", start)])  # type: ignore[no-any-return]
 
 
+def _measuring_order(recorded: dict[str, Any]) -> dict[str, int]:
+    """The 1/4 sizes of ``recorded`` in the order its stages ran (the doc's JSON has its keys sorted): the first
+    flow of a process pays its imports, so a check that ran arXiv first measured it 50% dearer than the run
+    that ran it sixth."""
+    sizes = {k: int(v) for k, v in recorded["sizes"]["quarter"].items()}
+    ran = [s["stage"] for s in recorded["stages"] if s["size"] == "quarter" and s["stage"] in sizes]
+    return {k: sizes[k] for k in dict.fromkeys([*ran, *sizes])}
+
+
+def compared(stage: Stage, recorded: dict[str, Any]) -> tuple[bool, str]:
+    """Whether ``stage``'s CPU per input GB is within 15% of the ``recorded`` row's once both are put at one
+    machine speed (their calibrations' ratio; 1 where the row has none), and the line that says so."""
+    ratio = stage.cpu_per_in_gb / recorded["cpu_per_in_gb"]
+    then = recorded.get("calibration_ms") or 0.0
+    machine = stage.calibration_ms / then if stage.calibration_ms and then else 1.0
+    ok = abs(ratio / machine - 1) <= CHECK_TOLERANCE
+    speed = (f"the machine {machine:.2f}x as slow as then (speed probe {stage.calibration_ms:.1f} vs {then:.1f} "
+             "CPU ms)" if then else "no speed probe recorded then")
+    return ok, (f"{stage.stage:<14} cpu/in-GB {stage.cpu_per_in_gb:8.0f} vs {recorded['cpu_per_in_gb']:8.0f} in "
+                f"docs/cost.md: {ratio:.2f}x; {speed}: {ratio / machine:.2f}x at one speed "
+                f"{'ok' if ok else 'MORE THAN 15% OFF'}")
+
+
 def check(doc: Path, work: Path, workers: int, log: Callable[[str], None]) -> int:
     """Re-measure the 1/4 size recorded in ``doc``; 1 when a stage's CPU per input GB is more than 15% off."""
     recorded = _load_results(doc)
-    sizes = {k: int(v) for k, v in recorded["sizes"]["quarter"].items()}
+    sizes = _measuring_order(recorded)
     stages = _with_prefect(lambda: run_size("quarter", sizes, work, workers, int(recorded["pile_bytes"]["quarter"]), log,
                                             record=False))
     was = {s["stage"]: s for s in recorded["stages"] if s["size"] == "quarter"}
@@ -691,11 +778,9 @@ def check(doc: Path, work: Path, workers: int, log: Callable[[str], None]) -> in
         old = was.get(s.stage)
         if old is None or not old["cpu_per_in_gb"]:
             continue
-        ratio = s.cpu_per_in_gb / old["cpu_per_in_gb"]
-        ok = abs(ratio - 1) <= CHECK_TOLERANCE
+        ok, line = compared(s, old)
         failed += not ok
-        print(f"{s.stage:<14} cpu/in-GB {s.cpu_per_in_gb:8.0f} vs {old['cpu_per_in_gb']:8.0f} in docs/cost.md: "
-              f"{ratio:.2f}x {'ok' if ok else 'MORE THAN 15% OFF'}")
+        print(line)
     print("every stage within 15% of docs/cost.md" if not failed else f"{failed} stage(s) more than 15% off")
     return 1 if failed else 0
 
@@ -716,8 +801,26 @@ def render_kept(args: argparse.Namespace) -> int:
     efficiency = args.work / "efficiency.json"
     if efficiency.is_file():  # measured by the run (sizes.json was written before it)
         results["efficiency"] = json.loads(efficiency.read_text())
+    results["linearity"] = _kept_linearity(args.work)
     args.doc.write_text(render(results), encoding="utf-8")
     print(f"wrote {args.doc} from {len(stages)} stages")
+    return 0
+
+
+def _three_sizes(quarter: dict[str, int], full: dict[str, int]) -> dict[str, dict[str, int]]:
+    return {"quarter": quarter, "full": full, "tiny": tiny_sizes(quarter)}
+
+
+def linearity_only(work: Path, sizes: dict[str, dict[str, int]], workers: int, rounds: int,
+                   log: Callable[[str], None]) -> int:
+    """``--linearity``: the interleaved rounds alone (inputs under ``work/inputs`` reused), their table and verdicts."""
+    from benchmarks.corpus_projection import interleaved_table
+
+    rows = _with_prefect(lambda: linearity_rounds(work, _three_sizes(sizes["quarter"], sizes["full"]), workers,
+                                                  rounds, log))
+    print("\n".join(interleaved_table(rows)))
+    for line in linearity_goals([], rows):
+        print(line)
     return 0
 
 
@@ -749,6 +852,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="worker processes per flow (default: %(default)s)")
     parser.add_argument("--no-efficiency", action="store_true", help="skip the 1-vs-2-worker measurement")
     parser.add_argument("--full-only", action="store_true", help="run the full size only (no linearity; for tests)")
+    parser.add_argument("--linearity", action="store_true",
+                        help="only the source flows' interleaved 1/4 and full rounds and their tiny fixed-cost run "
+                             "(benchmarks/corpus_linearity.py), kept under --work for --render")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="interleaved rounds of each source's two sizes (default: %(default)s: quarter, full, full, "
+                             "quarter)")
     parser.add_argument("--doc", type=Path, default=DOC,
                         help="where the projection is written, and what --check reads (default: docs/cost.md)")
     parser.add_argument("--json", type=Path, help="also write the measurements here")
@@ -777,6 +886,8 @@ def main(argv: list[str] | None = None) -> int:
     quarter = {k: max(v // 4, 200_000) for k, v in full.items()}
     pile = {"quarter": max(sum(quarter.values()) // 8, 500_000), "full": max(sum(full.values()) // 8, 500_000)}
 
+    if args.linearity:
+        return linearity_only(args.work, {"quarter": quarter, "full": full}, args.workers, args.rounds, log)
     planned = {"sizes": {"quarter": quarter, "full": full}, "pile_bytes": pile, "workers": args.workers,
                "efficiency": None, "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "quick": args.quick}
     done = recorded_stages(args.work, planned) if args.resume else {}
@@ -786,24 +897,27 @@ def main(argv: list[str] | None = None) -> int:
     if not done:
         (args.work / "stages.jsonl").unlink(missing_ok=True)
         (args.work / "efficiency.json").unlink(missing_ok=True)
+        (args.work / "linearity.jsonl").unlink(missing_ok=True)
         (args.work / "sizes.json").write_text(json.dumps(planned))
 
-    def everything() -> tuple[list[Stage], dict[str, float] | None]:
+    def everything() -> tuple[list[Stage], list[dict[str, Any]], dict[str, float] | None]:
         stages = [] if args.full_only else run_size("quarter", quarter, args.work, args.workers, pile["quarter"],
                                                     log, done)
         stages += run_size("full", full, args.work, args.workers, pile["full"], log, done)
-        return stages, None if args.no_efficiency else measured_efficiency(args.work, quarter, log)
+        rounds = [] if args.full_only else linearity_rounds(args.work, _three_sizes(quarter, full), args.workers,
+                                                            args.rounds, log)
+        return stages, rounds, None if args.no_efficiency else measured_efficiency(args.work, quarter, log)
 
-    stages, efficiency = _with_prefect(everything)
+    stages, rounds, efficiency = _with_prefect(everything)
     results = {"sizes": {"quarter": quarter, "full": full}, "pile_bytes": pile, "workers": args.workers,
                "efficiency": efficiency, "date": time.strftime("%Y-%m-%d"), "load": os.getloadavg(),
                "cpus": os.cpu_count(), "quick": args.quick,
-               "stages": [_row(s) for s in stages]}
+               "stages": [_row(s) for s in stages], "linearity": rounds}
     from benchmarks.corpus_projection import render
 
     text = render(results)
     print(text)
-    for line in goals(stages):
+    for line in goals(stages, rounds):
         print(line)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))

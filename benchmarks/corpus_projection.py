@@ -94,6 +94,58 @@ def linearity_table(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def linearity_verdicts(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per source of ``corpus_linearity``'s interleaved rounds: the medians' CPU per GB at 1/4 and full, their
+    raw ratio (the issue's figure), the marginal rate between them, the fixed cost (the tiny run's CPU less its
+    bytes at that rate) and the ratio net of it (1.00 for a cost that is fixed plus proportional to the input)."""
+    found: dict[str, dict[str, float]] = {}
+    for source in dict.fromkeys(row["stage"] for row in rows):
+        runs = {size: [r for r in rows if r["stage"] == source and r["size"] == size]
+                for size in ("tiny", "quarter", "full")}
+        if not all(runs.values()):
+            continue
+        cpu = {size: _median([r["cpu_s"] for r in found_runs]) for size, found_runs in runs.items()}
+        size_gb = {size: found_runs[0]["input_bytes"] / GB for size, found_runs in runs.items()}
+        quarter, full = cpu["quarter"] / size_gb["quarter"], cpu["full"] / size_gb["full"]
+        rate = (cpu["full"] - cpu["quarter"]) / (size_gb["full"] - size_gb["quarter"])
+        fixed = cpu["tiny"] - rate * size_gb["tiny"]
+        net_quarter = (cpu["quarter"] - fixed) / size_gb["quarter"]
+        spread = max(_spread([r["cpu_s"] for r in runs[size]]) for size in ("quarter", "full"))
+        found[source] = {"quarter": quarter, "full": full, "ratio": full / quarter, "marginal": rate,
+                         "fixed": fixed, "net_ratio": (cpu["full"] - fixed) / size_gb["full"] / net_quarter
+                         if net_quarter > 0 else float("inf"),
+                         "rounds": float(len(runs["full"])), "spread": spread}
+    return found
+
+
+def _spread(values: list[float]) -> float:
+    """The largest run over the smallest, less one: how far the same work moved between rounds."""
+    return max(values) / min(values) - 1 if min(values) > 0 else 0.0
+
+
+def linear(verdict: dict[str, float], tolerance: float = 0.10) -> bool:
+    """The goal's verdict on one source: its cost per GB, net of the fixed cost, within ``tolerance``."""
+    return abs(verdict["net_ratio"] - 1) <= tolerance
+
+
+def interleaved_table(rows: list[dict[str, Any]]) -> list[str]:
+    """The linearity table of the interleaved rounds: one row per source."""
+    lines = ["| source | rounds | CPU s / GB at 1/4 (median) | at full (median) | full / 1/4 | fixed CPU s (tiny run) "
+             "| marginal CPU s / GB | full / 1/4 net of the fixed cost | linear (within 10%) | largest move between "
+             "rounds |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for source, v in linearity_verdicts(rows).items():
+        lines.append(f"| {source} | {v['rounds']:.0f} | {v['quarter']:.0f} | {v['full']:.0f} | {v['ratio']:.2f} | "
+                     f"{v['fixed']:.1f} | {v['marginal']:.0f} | {v['net_ratio']:.2f} | "
+                     f"{'yes' if linear(v) else 'no'} | {v['spread']:.0%} |")
+    return lines
+
+
 def projection(results: dict[str, Any]) -> tuple[list[str], dict[str, float]]:
     """Core-hours per stage for the LLaMA-1 corpus, from the full size's CPU per GB (:func:`per_gb`)."""
     rates = per_gb(results)
@@ -142,6 +194,29 @@ def scratch_and_memory(results: dict[str, Any]) -> list[str]:
             f"stage needs {_fmt_bytes(need)} free while it runs (its output included)."]
 
 
+def largest_process(stage: dict[str, Any]) -> tuple[str, int]:
+    """The role and peak RSS of a stage row's largest process, the Prefect API server included."""
+    found = [*stage.get("rss_by_role", {}).items(), (stage.get("peak_rss_role") or "process", stage["peak_rss"]),
+             ("prefect-server", stage["server_rss"])]
+    return max(found, key=lambda item: item[1])
+
+
+def linearity_section(results: dict[str, Any]) -> list[str]:
+    """The linearity tables: the interleaved rounds' (the verdict) when measured, then the single pass's."""
+    rows = results.get("linearity") or []
+    lines = ["## Linearity (CPU per input GB, full size over 1/4)", ""]
+    if rows:
+        lines += ["Each source flow on its 1/4 and full input in interleaved rounds (quarter, full, full, quarter: "
+                  "a drift of the machine moves both sizes alike), medians; then on a tiny input for the run's fixed "
+                  "cost (Prefect's flow run, the pool's start, the model loads), taken from both sizes for the net "
+                  "ratio: 1.00 for a cost that is a fixed part plus a part proportional to the input, 3.5 to 4 for one "
+                  "quadratic in it. `corpus_cost.py --linearity` (benchmarks/corpus_linearity.py).", "",
+                  *interleaved_table(rows), "",
+                  "The single pass below measured the full sizes and the 1/4 sizes half an hour apart; its ratios carry "
+                  "the machine's drift between them and, for the small sources, the fixed cost.", ""]
+    return [*lines, *linearity_table(results), ""]
+
+
 def _sizes_run(results: dict[str, Any]) -> str:
     """Which sizes the figures come from: both, or only the 1/4 size where a run was cut short (``--render``)."""
     sizes = results["sizes"]
@@ -173,7 +248,8 @@ def render(results: dict[str, Any]) -> str:
         "`benchmarks/corpus_inputs/` (each module states its format, length law and duplicate rates, and their "
         "sources). " + _sizes_run(results) + " "
         "Re-measure with `python benchmarks/corpus_cost.py --check --work DIR` (1/4 size; exits 1 when a stage's CPU "
-        "per GB is more than 15% off this file).",
+        "per GB is more than 15% off this file once both are put at one machine speed by `benchmarks/calibration.py`'s "
+        "probe, sampled while every stage runs).",
         "",
         "## Headline",
         "",
@@ -183,7 +259,7 @@ def render(results: dict[str, Any]) -> str:
         f"| one 2-core machine | {machine_days:,.0f} days |",
         f"| 64 nodes x 32 cores (Dask/Ray/SLURM) | {cluster_hours:,.1f} hours at {efficiency:.2f} per-worker "
         f"efficiency ({'measured here' if eff else 'benchmarks/scaling.py'}) |",
-        f"| peak RSS of any process | {max((max(s['peak_rss'], s['server_rss']) for s in results['stages']), default=0) / 1e6:,.0f} MB |",
+        f"| peak RSS of any process | {max((largest_process(s)[1] for s in results['stages']), default=0) / 1e6:,.0f} MB |",
         "",
         "## Projection: core-hours per stage",
         "",
@@ -202,10 +278,7 @@ def render(results: dict[str, Any]) -> str:
         "",
         *scratch_and_memory(results),
         "",
-        "## Linearity (CPU per input GB, full size over 1/4)",
-        "",
-        *linearity_table(results),
-        "",
+        *linearity_section(results),
         "## Every stage measured",
         "",
         *measurement_table(results),

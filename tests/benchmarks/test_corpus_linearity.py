@@ -1,0 +1,183 @@
+"""Interleaved linearity rounds (benchmarks/corpus_linearity.py) and their verdicts (issue 33).
+
+The verdict arithmetic on made-up costs whose shape is known (fixed plus proportional; quadratic);
+the rounds' order, warm-up, resumption and clean-up with a recording ``run_one``; and the script's
+``--linearity`` once on C4 at the --quick sizes, one round, through the real flow.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.benchmark_modules import load_benchmark
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))  # benchmarks.corpus_*; appended, it shadows nothing
+cost = load_benchmark("corpus_cost")
+projection: Any = importlib.import_module("benchmarks.corpus_projection")
+linearity: Any = importlib.import_module("benchmarks.corpus_linearity")
+GB = 1_000_000_000
+SIZES = {"tiny": 2_000_000, "quarter": 64_000_000, "full": 256_000_000}
+
+
+def _rows(source: str, cost_of: Any, rounds: int = 2, jitter: float = 0.0) -> list[dict[str, Any]]:
+    rows = []
+    for name, size, number in linearity.plan([source], rounds):
+        cpu = cost_of(SIZES[size] / GB) * (1 + (jitter * (-1) ** number if size != "tiny" else 0))
+        rows.append({"stage": name, "size": size, "round": number, "input_bytes": SIZES[size], "cpu_s": cpu,
+                     "wall_s": cpu})
+    return rows
+
+
+def test_a_fixed_cost_misses_the_raw_ratio_and_meets_the_net_one() -> None:
+    """books as measured: ~9 CPU-s to start a flow, ~200 per GB after: the raw ratio says 0.72, the net 1.00."""
+    verdict = projection.linearity_verdicts(_rows("books", lambda gb: 9.0 + 200.0 * gb, jitter=0.05))["books"]
+    assert verdict["ratio"] == pytest.approx((9 / 0.256 + 200) / (9 / 0.064 + 200), rel=1e-3)  # 0.69
+    assert verdict["ratio"] < 0.9
+    assert verdict["fixed"] == pytest.approx(9.0, rel=1e-3) and verdict["marginal"] == pytest.approx(200.0, rel=1e-3)
+    assert verdict["net_ratio"] == pytest.approx(1.0, abs=1e-6) and projection.linear(verdict)
+    assert verdict["spread"] == pytest.approx(1.05 / 0.95 - 1, rel=1e-6)  # how far the rounds moved
+    assert verdict["rounds"] == 2
+
+
+def test_a_cost_growing_faster_than_its_input_is_not_linear() -> None:
+    quadratic = projection.linearity_verdicts(_rows("dedup", lambda gb: 5.0 + 2000.0 * gb * gb))["dedup"]
+    assert quadratic["net_ratio"] == pytest.approx(3.5, rel=0.01) and not projection.linear(quadratic)
+    slightly = projection.linearity_verdicts(_rows("c4", lambda gb: 5.0 + 400.0 * gb * (1 + gb)))["c4"]
+    assert not projection.linear(slightly)  # 400 x (1 + size in GB): 1.2x more per GB at 256 MB than at 64 MB
+
+
+def test_a_source_without_all_three_sizes_has_no_verdict() -> None:
+    rows = [r for r in _rows("arxiv", lambda gb: 7.0 + 50.0 * gb) if r["size"] != "tiny"]
+    assert projection.linearity_verdicts(rows) == {}
+
+
+def test_the_doc_and_the_goals_take_a_source_verdict_from_its_rounds() -> None:
+    rows = _rows("books", lambda gb: 9.0 + 200.0 * gb)
+    table = projection.interleaved_table(rows)
+    assert table[2] == "| books | 2 | 341 | 235 | 0.69 | 9.0 | 200 | 1.00 | yes | 0% |"
+    single = [cost.Stage("books", "quarter", 64_000_000, cpu_s=21.0), cost.Stage("books", "full", 256_000_000, cpu_s=60.7),
+              cost.Stage("labels", "quarter", GB, cpu_s=30.0), cost.Stage("labels", "full", 4 * GB, cpu_s=92.0)]
+    lines = cost.goals(single, rows)
+    assert "linear books (2 interleaved rounds): full/quarter CPU per GB 0.69, 1.00 net of its fixed 9.0 CPU-s " \
+           "(met, goal within 10%)" in lines
+    assert "linear labels (single pass): full/quarter CPU per GB 0.77 (NOT met, goal within 10%)" in lines
+    assert not any(line.startswith("linear books (single pass)") for line in lines)
+    results = {"sizes": {"quarter": {"books": 64e6}, "full": {"books": 256e6}}, "pile_bytes": {}, "workers": 2,
+               "efficiency": None, "date": "2026-11-30", "load": [1.0] * 3, "cpus": 2, "quick": False,
+               "stages": [cost._row(s) for s in single], "linearity": rows}
+    doc = projection.render(results)
+    assert "| books | 2 | 341 | 235 | 0.69 | 9.0 | 200 | 1.00 | yes | 0% |" in doc
+    assert doc.index("interleaved rounds") < doc.index("| stage | CPU s / input GB at 1/4 |")  # the verdict first
+
+
+class Recorder:
+    """A ``run_one`` that records what it was asked and returns a made-up row."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, int]] = []
+
+    def __call__(self, source: str, size: str, number: int) -> dict[str, Any]:
+        self.calls.append((source, size, number))
+        return {"stage": source, "size": size, "round": number, "input_bytes": SIZES[size], "cpu_s": 1.0, "wall_s": 1.0}
+
+
+def test_rounds_run_quarter_full_full_quarter_after_an_unmeasured_warm_up(tmp_path: Path) -> None:
+    run = Recorder()
+    rows = linearity.run_rounds(tmp_path, ["c4", "books"], 2, lambda s, size: SIZES[size], run, lambda m: None)
+    assert run.calls == [("c4", "tiny", -1),
+                         ("c4", "quarter", 0), ("c4", "full", 0), ("c4", "full", 1), ("c4", "quarter", 1),
+                         ("c4", "tiny", 0),
+                         ("books", "quarter", 0), ("books", "full", 0), ("books", "full", 1), ("books", "quarter", 1),
+                         ("books", "tiny", 0)]
+    assert [(r["stage"], r["size"], r["round"]) for r in rows] == run.calls[1:]  # the warm-up is not a row
+    kept = (tmp_path / linearity.ROWS).read_text().splitlines()
+    assert [json.loads(line) for line in kept] == rows
+
+
+def test_rounds_cut_short_go_on_where_they_stopped(tmp_path: Path) -> None:
+    first = Recorder()
+    rows = linearity.run_rounds(tmp_path, ["c4"], 2, lambda s, size: SIZES[size], first, lambda m: None)
+    path = tmp_path / linearity.ROWS
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:3]) + "\n" + lines[3][:20])  # killed while writing the fourth row
+    again = Recorder()
+    assert linearity.run_rounds(tmp_path, ["c4"], 2, lambda s, size: SIZES[size], again, lambda m: None) == rows
+    assert again.calls == [("c4", "tiny", -1), ("c4", "quarter", 1), ("c4", "tiny", 0)]
+    done = Recorder()
+    linearity.run_rounds(tmp_path, ["c4"], 2, lambda s, size: SIZES[size], done, lambda m: None)
+    assert done.calls == []  # all measured: not even the warm-up
+
+
+def test_rows_of_other_sizes_are_dropped_not_mixed_in(tmp_path: Path) -> None:
+    linearity.run_rounds(tmp_path, ["c4", "books"], 1, lambda s, size: SIZES[size], Recorder(), lambda m: None)
+    bigger = Recorder()
+    rows = linearity.run_rounds(tmp_path, ["c4"], 1, lambda s, size: 2 * SIZES[size], bigger, lambda m: None)
+    assert len(bigger.calls) == 4  # warm-up and the three runs: the rows measured at other sizes do not count
+    assert [json.loads(line) for line in (tmp_path / linearity.ROWS).read_text().splitlines()] == rows
+
+
+def test_check_runs_the_stages_in_the_order_they_were_measured() -> None:
+    """The doc's JSON sorts its keys; the run's stage list keeps the order the stages ran in."""
+    recorded = {"sizes": {"quarter": {"arxiv": 1, "books": 2, "commoncrawl": 3}},
+                "stages": [{"stage": "commoncrawl", "size": "quarter"}, {"stage": "books", "size": "quarter"},
+                           {"stage": "arxiv", "size": "quarter"}, {"stage": "commoncrawl", "size": "full"}]}
+    assert list(cost._measuring_order(recorded).items()) == [("commoncrawl", 3), ("books", 2), ("arxiv", 1)]
+
+
+@pytest.mark.prefect
+@pytest.mark.timeout(900)
+def test_linearity_mode_runs_the_real_flow_at_three_sizes(tmp_path: Path) -> None:
+    command = [sys.executable, str(ROOT / "benchmarks" / "corpus_cost.py"), "--quick", "--linearity", "--rounds", "1",
+               "--sources", "c4", "--workers", "1", "--work", str(tmp_path / "work")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=840, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = [json.loads(line) for line in (tmp_path / "work" / linearity.ROWS).read_text().splitlines()]
+    assert [(r["stage"], r["size"], r["round"]) for r in rows] == [("c4", "quarter", 0), ("c4", "full", 0),
+                                                                    ("c4", "tiny", 0)]
+    sizes = [r["input_bytes"] for r in rows]
+    assert sizes[2] < sizes[0] < sizes[1]
+    assert all(r["cpu_s"] > 0 and r["output_bytes"] > 0 and r["docs_out"] > 0 for r in rows), rows
+    assert "| c4 | 1 |" in done.stdout and "linear c4 (1 interleaved rounds)" in done.stdout
+    assert not (tmp_path / "work" / "out-linearity").exists()  # each run's root is removed after it
+
+
+def test_check_puts_both_figures_at_one_machine_speed() -> None:
+    """The same code on a machine running 20% slower: 1.20x the CPU, and 1.20x the calibration."""
+    recorded = {"stage": "c4", "cpu_per_in_gb": 400.0, "calibration_ms": 10.0}
+    slower = cost.Stage("c4", "quarter", GB, cpu_s=480.0, calibration_ms=12.0)
+    ok, line = cost.compared(slower, recorded)
+    assert ok and "1.20x; the machine 1.20x as slow as then" in line and "1.00x at one speed ok" in line
+    regressed = cost.Stage("c4", "quarter", GB, cpu_s=480.0, calibration_ms=10.0)  # same machine, 20% dearer code
+    ok, line = cost.compared(regressed, recorded)
+    assert not ok and "1.20x at one speed MORE THAN 15% OFF" in line
+    uncalibrated = {"stage": "c4", "cpu_per_in_gb": 400.0}  # a doc written before calibration: raw figures compared
+    ok, line = cost.compared(slower, uncalibrated)
+    assert not ok and "no speed probe recorded then" in line
+
+
+def test_calibration_is_a_fixed_workload() -> None:
+    calibration: Any = load_benchmark("calibration")
+    assert calibration.workload() == calibration.workload() > 300_000  # the same words every pass
+    assert calibration._records()[:10] == calibration._records()[:10]
+    assert 0 < calibration.cpu_seconds(repeats=1, passes=1) < 60
+    assert 0 < calibration.probe() < 1000
+
+
+def test_a_stage_carries_the_speed_probed_while_it_ran_and_not_the_probes_cpu(tmp_path: Path) -> None:
+    stage = cost.Stage("c4", "quarter", GB)
+    with cost.measured(stage, [tmp_path]):
+        deadline = time.monotonic() + 2.5  # two probes at least (one at the start, one 2 s in)
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert stage.calibration_ms > 0
+    assert stage.cpu_s < 1.0  # asleep: the probes' own CPU is taken out
