@@ -855,9 +855,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--linearity", action="store_true",
                         help="only the source flows' interleaved 1/4 and full rounds and their tiny fixed-cost run "
                              "(benchmarks/corpus_linearity.py), kept under --work for --render")
-    parser.add_argument("--rounds", type=int, default=2,
-                        help="interleaved rounds of each source's two sizes (default: %(default)s: quarter, full, full, "
-                             "quarter)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="full runs per source in the linearity rounds, each between two 1/4 runs (default: "
+                             "%(default)s: quarter, full, quarter)")
     parser.add_argument("--doc", type=Path, default=DOC,
                         help="where the projection is written, and what --check reads (default: docs/cost.md)")
     parser.add_argument("--json", type=Path, help="also write the measurements here")

@@ -1,9 +1,9 @@
 """Whether each source flow is linear, measured so that a 10% effect shows through a shared machine's noise.
 
 ``corpus_cost.py --linearity`` (and every full ``corpus_cost.py`` run after its two sizes) runs each
-source flow on its 1/4 and its full input in interleaved rounds, ``quarter, full, full, quarter``
-(an ABBA order: a machine that grows slower or faster over the rounds moves both sizes alike),
-then once on a tiny input (a few MB) for the run's fixed cost: Prefect's flow run, the worker
+source flow on its 1/4 and its full input interleaved, each full run between two 1/4 runs
+(``quarter, full, quarter`` for one round: a machine that grows slower or faster over them moves the
+1/4 median as much as the full run), then once on a tiny input (a few MB) for the run's fixed cost: Prefect's flow run, the worker
 pool's start, the model loads. Why: the single pass measured the full sizes and the 1/4 sizes half
 an hour apart, and this 2-core VM's CPU time for identical work moves 10-20% between runs minutes
 apart; a fixed cost of 7-10 CPU-seconds is a third of a 64 MB run and a rounding error of a 1 GB
@@ -30,17 +30,17 @@ from typing import Any
 
 from core.atomic import atomic_path
 
-#: Each round's order of sizes; rounds alternate it, so that two rounds are quarter, full, full, quarter.
-ORDERS = (("quarter", "full"), ("full", "quarter"))
 ROWS = "linearity.jsonl"
 
 
 def plan(sources: list[str], rounds: int) -> Iterator[tuple[str, str, int]]:
-    """(source, size, round) in the order they run: per source, its rounds back to back, then its tiny run."""
+    """(source, size, round) in the order they run: per source, each full run between two 1/4 runs
+    (quarter, full, quarter, full, ..., quarter), then its tiny run."""
     for source in sources:
         for number in range(rounds):
-            for size in ORDERS[number % 2]:
-                yield source, size, number
+            yield source, "quarter", number
+            yield source, "full", number
+        yield source, "quarter", rounds
         yield source, "tiny", 0
 
 

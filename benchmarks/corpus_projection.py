@@ -125,7 +125,7 @@ def linearity_verdicts(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]
 
 
 def _spread(values: list[float]) -> float:
-    """The largest run over the smallest, less one: how far the same work moved between rounds."""
+    """The largest run over the smallest, less one: how far the same work moved between its runs."""
     return max(values) / min(values) - 1 if min(values) > 0 else 0.0
 
 
@@ -138,7 +138,7 @@ def interleaved_table(rows: list[dict[str, Any]]) -> list[str]:
     """The linearity table of the interleaved rounds: one row per source."""
     lines = ["| source | rounds | CPU s / GB at 1/4 (median) | at full (median) | full / 1/4 | fixed CPU s (tiny run) "
              "| marginal CPU s / GB | full / 1/4 net of the fixed cost | linear (within 10%) | largest move between "
-             "rounds |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "runs of one size |", "|---|---|---|---|---|---|---|---|---|---|"]
     for source, v in linearity_verdicts(rows).items():
         lines.append(f"| {source} | {v['rounds']:.0f} | {v['quarter']:.0f} | {v['full']:.0f} | {v['ratio']:.2f} | "
                      f"{v['fixed']:.1f} | {v['marginal']:.0f} | {v['net_ratio']:.2f} | "
@@ -206,8 +206,8 @@ def linearity_section(results: dict[str, Any]) -> list[str]:
     rows = results.get("linearity") or []
     lines = ["## Linearity (CPU per input GB, full size over 1/4)", ""]
     if rows:
-        lines += ["Each source flow on its 1/4 and full input in interleaved rounds (quarter, full, full, quarter: "
-                  "a drift of the machine moves both sizes alike), medians; then on a tiny input for the run's fixed "
+        lines += ["Each source flow on its 1/4 and full input interleaved, each full run between two 1/4 runs "
+                  "(quarter, full, quarter: a drift of the machine moves both sizes alike), medians; then on a tiny input for the run's fixed "
                   "cost (Prefect's flow run, the pool's start, the model loads), taken from both sizes for the net "
                   "ratio: 1.00 for a cost that is a fixed part plus a part proportional to the input, 3.5 to 4 for one "
                   "quadratic in it. `corpus_cost.py --linearity` (benchmarks/corpus_linearity.py).", "",

@@ -32,7 +32,7 @@ SIZES = {"tiny": 2_000_000, "quarter": 64_000_000, "full": 256_000_000}
 def _rows(source: str, cost_of: Any, rounds: int = 2, jitter: float = 0.0) -> list[dict[str, Any]]:
     rows = []
     for name, size, number in linearity.plan([source], rounds):
-        cpu = cost_of(SIZES[size] / GB) * (1 + (jitter * (-1) ** number if size != "tiny" else 0))
+        cpu = cost_of(SIZES[size] / GB) * (1 + (jitter * (1, -1, 0)[number] if size != "tiny" else 0))
         rows.append({"stage": name, "size": size, "round": number, "input_bytes": SIZES[size], "cpu_s": cpu,
                      "wall_s": cpu})
     return rows
@@ -77,7 +77,7 @@ def test_the_doc_and_the_goals_take_a_source_verdict_from_its_rounds() -> None:
                "stages": [cost._row(s) for s in single], "linearity": rows}
     doc = projection.render(results)
     assert "| books | 2 | 341 | 235 | 0.69 | 9.0 | 200 | 1.00 | yes | 0% |" in doc
-    assert doc.index("interleaved rounds") < doc.index("| stage | CPU s / input GB at 1/4 |")  # the verdict first
+    assert doc.index("| source | rounds |") < doc.index("| stage | CPU s / input GB at 1/4 |")  # the verdict first
 
 
 class Recorder:
@@ -91,14 +91,14 @@ class Recorder:
         return {"stage": source, "size": size, "round": number, "input_bytes": SIZES[size], "cpu_s": 1.0, "wall_s": 1.0}
 
 
-def test_rounds_run_quarter_full_full_quarter_after_an_unmeasured_warm_up(tmp_path: Path) -> None:
+def test_each_full_run_sits_between_two_quarter_runs_after_an_unmeasured_warm_up(tmp_path: Path) -> None:
     run = Recorder()
     rows = linearity.run_rounds(tmp_path, ["c4", "books"], 2, lambda s, size: SIZES[size], run, lambda m: None)
     assert run.calls == [("c4", "tiny", -1),
-                         ("c4", "quarter", 0), ("c4", "full", 0), ("c4", "full", 1), ("c4", "quarter", 1),
-                         ("c4", "tiny", 0),
-                         ("books", "quarter", 0), ("books", "full", 0), ("books", "full", 1), ("books", "quarter", 1),
-                         ("books", "tiny", 0)]
+                         ("c4", "quarter", 0), ("c4", "full", 0), ("c4", "quarter", 1), ("c4", "full", 1),
+                         ("c4", "quarter", 2), ("c4", "tiny", 0),
+                         ("books", "quarter", 0), ("books", "full", 0), ("books", "quarter", 1), ("books", "full", 1),
+                         ("books", "quarter", 2), ("books", "tiny", 0)]
     assert [(r["stage"], r["size"], r["round"]) for r in rows] == run.calls[1:]  # the warm-up is not a row
     kept = (tmp_path / linearity.ROWS).read_text().splitlines()
     assert [json.loads(line) for line in kept] == rows
@@ -106,15 +106,15 @@ def test_rounds_run_quarter_full_full_quarter_after_an_unmeasured_warm_up(tmp_pa
 
 def test_rounds_cut_short_go_on_where_they_stopped(tmp_path: Path) -> None:
     first = Recorder()
-    rows = linearity.run_rounds(tmp_path, ["c4"], 2, lambda s, size: SIZES[size], first, lambda m: None)
+    rows = linearity.run_rounds(tmp_path, ["c4"], 1, lambda s, size: SIZES[size], first, lambda m: None)
     path = tmp_path / linearity.ROWS
     lines = path.read_text().splitlines()
-    path.write_text("\n".join(lines[:3]) + "\n" + lines[3][:20])  # killed while writing the fourth row
+    path.write_text("\n".join(lines[:2]) + "\n" + lines[2][:20])  # killed while writing the third row
     again = Recorder()
-    assert linearity.run_rounds(tmp_path, ["c4"], 2, lambda s, size: SIZES[size], again, lambda m: None) == rows
+    assert linearity.run_rounds(tmp_path, ["c4"], 1, lambda s, size: SIZES[size], again, lambda m: None) == rows
     assert again.calls == [("c4", "tiny", -1), ("c4", "quarter", 1), ("c4", "tiny", 0)]
     done = Recorder()
-    linearity.run_rounds(tmp_path, ["c4"], 2, lambda s, size: SIZES[size], done, lambda m: None)
+    linearity.run_rounds(tmp_path, ["c4"], 1, lambda s, size: SIZES[size], done, lambda m: None)
     assert done.calls == []  # all measured: not even the warm-up
 
 
@@ -122,7 +122,7 @@ def test_rows_of_other_sizes_are_dropped_not_mixed_in(tmp_path: Path) -> None:
     linearity.run_rounds(tmp_path, ["c4", "books"], 1, lambda s, size: SIZES[size], Recorder(), lambda m: None)
     bigger = Recorder()
     rows = linearity.run_rounds(tmp_path, ["c4"], 1, lambda s, size: 2 * SIZES[size], bigger, lambda m: None)
-    assert len(bigger.calls) == 4  # warm-up and the three runs: the rows measured at other sizes do not count
+    assert len(bigger.calls) == 5  # warm-up and the four runs: the rows measured at other sizes do not count
     assert [json.loads(line) for line in (tmp_path / linearity.ROWS).read_text().splitlines()] == rows
 
 
@@ -143,9 +143,10 @@ def test_linearity_mode_runs_the_real_flow_at_three_sizes(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     rows = [json.loads(line) for line in (tmp_path / "work" / linearity.ROWS).read_text().splitlines()]
     assert [(r["stage"], r["size"], r["round"]) for r in rows] == [("c4", "quarter", 0), ("c4", "full", 0),
-                                                                    ("c4", "tiny", 0)]
+                                                                    ("c4", "quarter", 1), ("c4", "tiny", 0)]
     sizes = [r["input_bytes"] for r in rows]
-    assert sizes[2] < sizes[0] < sizes[1]
+    assert sizes[3] < sizes[0] == sizes[2] < sizes[1]
+    assert all(r["calibration_ms"] > 0 for r in rows)  # the speed probed while each ran
     assert all(r["cpu_s"] > 0 and r["output_bytes"] > 0 and r["docs_out"] > 0 for r in rows), rows
     assert "| c4 | 1 |" in done.stdout and "linear c4 (1 interleaved rounds)" in done.stdout
     assert not (tmp_path / "work" / "out-linearity").exists()  # each run's root is removed after it
