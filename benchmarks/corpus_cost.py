@@ -792,12 +792,24 @@ def _with_prefect(fn: Callable[[], Any]) -> Any:
         return fn()
 
 
+def measured_dates(work: Path) -> str:
+    """The day the run under ``work`` started (sizes.json) to today, or that day alone: a resumed run's figures
+    span both."""
+    today = time.strftime("%Y-%m-%d")
+    try:
+        started = str(json.loads((work / "sizes.json").read_text())["date"])
+    except (OSError, ValueError, KeyError):
+        return today
+    return today if started[:10] == today else f"{started[:10]} to {today}"
+
+
 def render_kept(args: argparse.Namespace) -> int:
     """``--render``: the projection from ``work/stages.jsonl`` and ``work/sizes.json`` (what a cut-short run left)."""
     from benchmarks.corpus_projection import render
 
     stages = [upgrade_row(row) for row in _rows((args.work / "stages.jsonl").read_text().splitlines())]
-    results = json.loads((args.work / "sizes.json").read_text()) | {"stages": stages, "load": os.getloadavg()}
+    results = json.loads((args.work / "sizes.json").read_text()) | {"stages": stages, "load": os.getloadavg(),
+                                                                    "date": measured_dates(args.work)}
     efficiency = args.work / "efficiency.json"
     if efficiency.is_file():  # measured by the run (sizes.json was written before it)
         results["efficiency"] = json.loads(efficiency.read_text())
@@ -910,7 +922,7 @@ def main(argv: list[str] | None = None) -> int:
 
     stages, rounds, efficiency = _with_prefect(everything)
     results = {"sizes": {"quarter": quarter, "full": full}, "pile_bytes": pile, "workers": args.workers,
-               "efficiency": efficiency, "date": time.strftime("%Y-%m-%d"), "load": os.getloadavg(),
+               "efficiency": efficiency, "date": measured_dates(args.work), "load": os.getloadavg(),
                "cpus": os.cpu_count(), "quick": args.quick,
                "stages": [_row(s) for s in stages], "linearity": rounds}
     from benchmarks.corpus_projection import render

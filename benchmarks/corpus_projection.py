@@ -120,7 +120,9 @@ def linearity_verdicts(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]
         found[source] = {"quarter": quarter, "full": full, "ratio": full / quarter, "marginal": rate,
                          "fixed": fixed, "net_ratio": (cpu["full"] - fixed) / size_gb["full"] / net_quarter
                          if net_quarter > 0 else float("inf"),
-                         "rounds": float(len(runs["full"])), "spread": spread}
+                         "rounds": float(len(runs["full"])), "spread": spread,
+                         "probe_quarter": _median([r.get("calibration_ms", 0.0) for r in runs["quarter"]]),
+                         "probe_full": _median([r.get("calibration_ms", 0.0) for r in runs["full"]])}
     return found
 
 
@@ -138,11 +140,12 @@ def interleaved_table(rows: list[dict[str, Any]]) -> list[str]:
     """The linearity table of the interleaved rounds: one row per source."""
     lines = ["| source | rounds | CPU s / GB at 1/4 (median) | at full (median) | full / 1/4 | fixed CPU s (tiny run) "
              "| marginal CPU s / GB | full / 1/4 net of the fixed cost | linear (within 10%) | largest move between "
-             "runs of one size |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "runs of one size | speed probe CPU ms, 1/4 / full |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for source, v in linearity_verdicts(rows).items():
         lines.append(f"| {source} | {v['rounds']:.0f} | {v['quarter']:.0f} | {v['full']:.0f} | {v['ratio']:.2f} | "
                      f"{v['fixed']:.1f} | {v['marginal']:.0f} | {v['net_ratio']:.2f} | "
-                     f"{'yes' if linear(v) else 'no'} | {v['spread']:.0%} |")
+                     f"{'yes' if linear(v) else 'no'} | {v['spread']:.0%} | {v['probe_quarter']:.1f} / "
+                     f"{v['probe_full']:.1f} |")
     return lines
 
 
@@ -207,13 +210,16 @@ def linearity_section(results: dict[str, Any]) -> list[str]:
     lines = ["## Linearity (CPU per input GB, full size over 1/4)", ""]
     if rows:
         lines += ["Each source flow on its 1/4 and full input interleaved, each full run between two 1/4 runs "
-                  "(quarter, full, quarter: a drift of the machine moves both sizes alike), medians; then on a tiny input for the run's fixed "
-                  "cost (Prefect's flow run, the pool's start, the model loads), taken from both sizes for the net "
-                  "ratio: 1.00 for a cost that is a fixed part plus a part proportional to the input, 3.5 to 4 for one "
-                  "quadratic in it. `corpus_cost.py --linearity` (benchmarks/corpus_linearity.py).", "",
+                  "(quarter, full, quarter: a drift of the machine moves both sizes alike), medians; then on a tiny "
+                  "input for the run's fixed cost (Prefect's flow run, the pool's start, the model loads), taken from "
+                  "both sizes for the net ratio: 1.00 for a cost that is a fixed part plus a part proportional to the "
+                  "input, 3.5 to 4 for one quadratic in it. The speed probe (benchmarks/calibration.py, sampled every "
+                  "2 s while a run goes) shows how fast the machine was during each size's runs. "
+                  "`corpus_cost.py --linearity` (benchmarks/corpus_linearity.py).", "",
                   *interleaved_table(rows), "",
-                  "The single pass below measured the full sizes and the 1/4 sizes half an hour apart; its ratios carry "
-                  "the machine's drift between them and, for the small sources, the fixed cost.", ""]
+                  "The single pass below measured the full sizes and the 1/4 sizes at different times (half an hour "
+                  "to hours apart); its ratios carry the machine's drift between them and, for the small sources, "
+                  "the fixed cost.", ""]
     return [*lines, *linearity_table(results), ""]
 
 

@@ -34,7 +34,7 @@ def _rows(source: str, cost_of: Any, rounds: int = 2, jitter: float = 0.0) -> li
     for name, size, number in linearity.plan([source], rounds):
         cpu = cost_of(SIZES[size] / GB) * (1 + (jitter * (1, -1, 0)[number] if size != "tiny" else 0))
         rows.append({"stage": name, "size": size, "round": number, "input_bytes": SIZES[size], "cpu_s": cpu,
-                     "wall_s": cpu})
+                     "wall_s": cpu, "calibration_ms": 12.0})
     return rows
 
 
@@ -64,7 +64,7 @@ def test_a_source_without_all_three_sizes_has_no_verdict() -> None:
 def test_the_doc_and_the_goals_take_a_source_verdict_from_its_rounds() -> None:
     rows = _rows("books", lambda gb: 9.0 + 200.0 * gb)
     table = projection.interleaved_table(rows)
-    assert table[2] == "| books | 2 | 341 | 235 | 0.69 | 9.0 | 200 | 1.00 | yes | 0% |"
+    assert table[2] == "| books | 2 | 341 | 235 | 0.69 | 9.0 | 200 | 1.00 | yes | 0% | 12.0 / 12.0 |"
     single = [cost.Stage("books", "quarter", 64_000_000, cpu_s=21.0), cost.Stage("books", "full", 256_000_000, cpu_s=60.7),
               cost.Stage("labels", "quarter", GB, cpu_s=30.0), cost.Stage("labels", "full", 4 * GB, cpu_s=92.0)]
     lines = cost.goals(single, rows)
@@ -76,7 +76,7 @@ def test_the_doc_and_the_goals_take_a_source_verdict_from_its_rounds() -> None:
                "efficiency": None, "date": "2026-11-30", "load": [1.0] * 3, "cpus": 2, "quick": False,
                "stages": [cost._row(s) for s in single], "linearity": rows}
     doc = projection.render(results)
-    assert "| books | 2 | 341 | 235 | 0.69 | 9.0 | 200 | 1.00 | yes | 0% |" in doc
+    assert "| books | 2 | 341 | 235 | 0.69 | 9.0 | 200 | 1.00 | yes | 0% | 12.0 / 12.0 |" in doc
     assert doc.index("| source | rounds |") < doc.index("| stage | CPU s / input GB at 1/4 |")  # the verdict first
 
 
@@ -182,3 +182,12 @@ def test_a_stage_carries_the_speed_probed_while_it_ran_and_not_the_probes_cpu(tm
             time.sleep(0.05)
     assert stage.calibration_ms > 0
     assert stage.cpu_s < 1.0  # asleep: the probes' own CPU is taken out
+
+
+def test_a_resumed_run_is_dated_from_its_first_day_to_today(tmp_path: Path) -> None:
+    today = time.strftime("%Y-%m-%d")
+    assert cost.measured_dates(tmp_path) == today  # nothing planned yet
+    (tmp_path / "sizes.json").write_text(json.dumps({"date": "2026-11-29"}))
+    assert cost.measured_dates(tmp_path) == f"2026-11-29 to {today}"
+    (tmp_path / "sizes.json").write_text(json.dumps({"date": today}))
+    assert cost.measured_dates(tmp_path) == today
