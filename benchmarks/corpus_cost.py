@@ -448,10 +448,9 @@ def _keep(work: Path, stage: Stage, out: Path | None = None, record: bool = True
     read them back; not with ``record=False``), then drop the snapshot of ``out`` taken before it: the root is
     now its own restore point."""
     if record:
-        with open(work / "stages.jsonl", "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(_row(stage)) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        from benchmarks.corpus_linearity import append_row
+
+        append_row(work / "stages.jsonl", _row(stage))
     if out is not None:
         shutil.rmtree(_snapshot_of(out, stage.stage), ignore_errors=True)
 
@@ -479,16 +478,10 @@ def _forget(work: Path, label: str) -> None:
 
 def _rows(lines: list[str]) -> list[dict[str, Any]]:
     """The rows of stages.jsonl's ``lines`` as written, less any line cut by a crash (that stage was measured
-    again, on a later line)."""
-    rows = []
-    for line in lines:
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
+    again, on a later line): corpus_linearity's reader, on lines already read."""
+    from benchmarks.corpus_linearity import parse_rows
+
+    return parse_rows(lines)
 
 
 #: A snapshot is named after the stage it was taken before, so that a run cut between recording that

@@ -45,18 +45,33 @@ def plan(sources: list[str], rounds: int) -> Iterator[tuple[str, str, int]]:
 
 
 def recorded(path: Path) -> list[dict[str, Any]]:
-    """The rows a run under the same ``--work`` wrote, less a line cut by a crash (that run is measured again)."""
-    rows = []
+    """The rows of a JSON-lines file of measurements, less a line cut by a crash (that run is measured again).
+    ``corpus_cost``'s stages.jsonl is read by this too."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        return parse_rows(path.read_text(encoding="utf-8").splitlines())
     except OSError:
         return []
+
+
+def parse_rows(lines: list[str]) -> list[dict[str, Any]]:
+    """The JSON objects of ``lines``, skipping a line that is not one (cut by a crash)."""
+    rows = []
     for line in lines:
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
         except ValueError:
             continue
+        if isinstance(row, dict):
+            rows.append(row)
     return rows
+
+
+def append_row(path: Path, row: dict[str, Any]) -> None:
+    """Append ``row`` to ``path`` and fsync it: a measurement kept as soon as it is made."""
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(row) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def _key(row: dict[str, Any]) -> tuple[str, str, int, int]:
@@ -94,10 +109,7 @@ def run_rounds(work: Path, sources: list[str], rounds: int, input_bytes: Callabl
         row = done.get(key)
         if row is None:
             row = run_one(source, size, number)
-            with open(path, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(row) + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
+            append_row(path, row)
             log(f"linearity {source} {size} round {number}: {row['cpu_s']:.1f} CPU-s for "
                 f"{row['input_bytes'] / 1e6:.1f} MB ({row['cpu_s'] / (row['input_bytes'] / 1e9):.0f} per GB), "
                 f"wall {row['wall_s']:.1f} s")
