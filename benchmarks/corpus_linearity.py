@@ -3,17 +3,23 @@
 ``corpus_cost.py --linearity`` (and every full ``corpus_cost.py`` run after its two sizes) runs each
 source flow on its 1/4 and its full input interleaved, each full run between two 1/4 runs
 (``quarter, full, quarter`` for one round: a machine that grows slower or faster over them moves the
-1/4 median as much as the full run), then once on a tiny input (a few MB) for the run's fixed cost: Prefect's flow run, the worker
-pool's start, the model loads. Why: the single pass measured the full sizes and the 1/4 sizes half
-an hour apart, and this 2-core VM's CPU time for identical work moves 10-20% between runs minutes
+1/4 median as much as the full run), then on two tiny inputs, ``one`` (a few MB) and ``two`` (twice
+its bytes, made the way the source's input grows: twice the files for a source whose 1/4 and full inputs
+differ in file count, the same files twice as large for Wikipedia's three dumps), for the run's fixed
+cost: Prefect's flow run, the worker pool's start, the model loads. For a cost ``fixed + per file x
+files + per byte x bytes``, ``2 x one - two`` is the fixed part exactly; a single tiny run counted its
+one file's cost as fixed, and arXiv's one 64 MB tar at 1/4 (four at full; 1.3 CPU-s per tar, two Prefect
+tasks) made that error a 1.67 "net" ratio for a flow that is linear.
+
+Why interleaved: the single pass measured the full sizes and the 1/4 sizes half an hour apart, and this 2-core VM's CPU time for identical work moves 10-20% between runs minutes
 apart; a fixed cost of 7-10 CPU-seconds is a third of a 64 MB run and a rounding error of a 1 GB
 one. Both made a full/quarter ratio of CPU per GB below 0.9 that said nothing about the code.
 
 The verdict (:func:`benchmarks.corpus_projection.linearity_verdicts`) is on the medians: the raw
-ratio of CPU per GB (the issue's figure), and the same ratio once the tiny run's fixed cost is taken
+ratio of CPU per GB (the issue's figure), and the same ratio once that fixed cost is taken
 from both sizes: a flow whose cost is a fixed part plus a part proportional to its input has a net
 ratio of 1.00 whatever its fixed cost; one whose cost grows faster than its input does not (a cost
-quadratic in the input has a net ratio of 3.5 to 4 between a 1/4 and a full size).
+quadratic in the input has a net ratio of 4 between a 1/4 and a full size).
 
 Rows go to ``<work>/linearity.jsonl`` as each run ends; a run cut short goes on where it stopped
 (a row counts when its stage, size, round and input bytes match the plan).
@@ -33,15 +39,21 @@ from core.atomic import atomic_path
 ROWS = "linearity.jsonl"
 
 
+#: The fixed-cost runs' sizes: a tiny input and one of twice its bytes (module docstring).
+FIXED_SIZES = ("one", "two")
+
+
 def plan(sources: list[str], rounds: int) -> Iterator[tuple[str, str, int]]:
     """(source, size, round) in the order they run: per source, each full run between two 1/4 runs
-    (quarter, full, quarter, full, ..., quarter), then its tiny run."""
+    (quarter, full, quarter, full, ..., quarter), then a ``one`` and a ``two`` run per round."""
     for source in sources:
         for number in range(rounds):
             yield source, "quarter", number
             yield source, "full", number
         yield source, "quarter", rounds
-        yield source, "tiny", 0
+        for number in range(rounds):
+            for size in FIXED_SIZES:
+                yield source, size, number
 
 
 def recorded(path: Path) -> list[dict[str, Any]]:
@@ -102,7 +114,7 @@ def run_rounds(work: Path, sources: list[str], rounds: int, input_bytes: Callabl
     planned = [(source, size, number, input_bytes(source, size)) for source, size, number in plan(sources, rounds)]
     done = _keep_planned(path, set(planned))
     if len(done) < len(planned) and sources:
-        run_one(sources[0], "tiny", -1)  # unmeasured: the process's first flow pays its imports (duckdb, pyarrow...)
+        run_one(sources[0], FIXED_SIZES[0], -1)  # unmeasured: the process's first flow pays its imports (duckdb, pyarrow...)
     rows = []
     for key in planned:
         source, size, number, _ = key

@@ -102,19 +102,23 @@ def _median(values: list[float]) -> float:
 
 def linearity_verdicts(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Per source of ``corpus_linearity``'s interleaved rounds: the medians' CPU per GB at 1/4 and full, their
-    raw ratio (the issue's figure), the marginal rate between them, the fixed cost (the tiny run's CPU less its
-    bytes at that rate) and the ratio net of it (1.00 for a cost that is fixed plus proportional to the input)."""
+    raw ratio (the issue's figure), the marginal rate between them, the fixed cost and the ratio net of it (1.00
+    for a cost that is fixed plus proportional to the input).
+
+    The fixed cost is ``2 x one - two`` (``two``: twice ``one``'s input, grown as the source's input grows),
+    less the marginal rate times the bytes by which ``two`` is not exactly twice ``one``: what a run costs with
+    no input at all, whatever each input file costs on its own."""
     found: dict[str, dict[str, float]] = {}
     for source in dict.fromkeys(row["stage"] for row in rows):
         runs = {size: [r for r in rows if r["stage"] == source and r["size"] == size]
-                for size in ("tiny", "quarter", "full")}
+                for size in ("one", "two", "quarter", "full")}
         if not all(runs.values()):
             continue
         cpu = {size: _median([r["cpu_s"] for r in found_runs]) for size, found_runs in runs.items()}
         size_gb = {size: found_runs[0]["input_bytes"] / GB for size, found_runs in runs.items()}
         quarter, full = cpu["quarter"] / size_gb["quarter"], cpu["full"] / size_gb["full"]
         rate = (cpu["full"] - cpu["quarter"]) / (size_gb["full"] - size_gb["quarter"])
-        fixed = cpu["tiny"] - rate * size_gb["tiny"]
+        fixed = 2 * cpu["one"] - cpu["two"] + rate * (size_gb["two"] - 2 * size_gb["one"])
         net_quarter = (cpu["quarter"] - fixed) / size_gb["quarter"]
         spread = max(_spread([r["cpu_s"] for r in runs[size]]) for size in ("quarter", "full"))
         found[source] = {"quarter": quarter, "full": full, "ratio": full / quarter, "marginal": rate,
@@ -138,7 +142,7 @@ def linear(verdict: dict[str, float], tolerance: float = 0.10) -> bool:
 
 def interleaved_table(rows: list[dict[str, Any]]) -> list[str]:
     """The linearity table of the interleaved rounds: one row per source."""
-    lines = ["| source | rounds | CPU s / GB at 1/4 (median) | at full (median) | full / 1/4 | fixed CPU s (tiny run) "
+    lines = ["| source | rounds | CPU s / GB at 1/4 (median) | at full (median) | full / 1/4 | fixed CPU s (2 x one - two) "
              "| marginal CPU s / GB | full / 1/4 net of the fixed cost | linear (within 10%) | largest move between "
              "runs of one size | speed probe CPU ms, 1/4 / full |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for source, v in linearity_verdicts(rows).items():
@@ -211,9 +215,11 @@ def linearity_section(results: dict[str, Any]) -> list[str]:
     if rows:
         lines += ["Each source flow on its 1/4 and full input interleaved, each full run between two 1/4 runs "
                   "(quarter, full, quarter: a drift of the machine moves both sizes alike), medians; then on a tiny "
-                  "input for the run's fixed cost (Prefect's flow run, the pool's start, the model loads), taken from "
+                  "input (`one`) and on twice it (`two`: twice the files, or for Wikipedia its three dumps twice as "
+                  "large, as the source's input grows) for the run's fixed cost, `2 x one - two` (Prefect's flow run, "
+                  "the pool's start, the model loads; a file's own cost is not in it), taken from "
                   "both sizes for the net ratio: 1.00 for a cost that is a fixed part plus a part proportional to the "
-                  "input, 3.5 to 4 for one quadratic in it. The speed probe (benchmarks/calibration.py, sampled every "
+                  "input, 4 for one quadratic in it. The speed probe (benchmarks/calibration.py, sampled every "
                   "2 s while a run goes) shows how fast the machine was during each size's runs. "
                   "`corpus_cost.py --linearity` (benchmarks/corpus_linearity.py).", "",
                   *interleaved_table(rows), "",
@@ -253,9 +259,10 @@ def render(results: dict[str, Any]) -> str:
         f"{results['load'][0]:.1f} at the end), {results['workers']} workers per flow, default process runner. Inputs: "
         "`benchmarks/corpus_inputs/` (each module states its format, length law and duplicate rates, and their "
         "sources). " + _sizes_run(results) + " "
-        "Re-measure with `python benchmarks/corpus_cost.py --check --work DIR` (1/4 size; exits 1 when a stage's CPU "
-        "per GB is more than 15% off this file once both are put at one machine speed by `benchmarks/calibration.py`'s "
-        "probe, sampled while every stage runs).",
+        "Re-measure with `python benchmarks/corpus_cost.py --check --check-rounds 3 --work DIR` (1/4 size, three "
+        "passes, the sources' order reversed in the second; exits 1 when a stage's median CPU per GB is more than "
+        "15% off this file's median 1/4 run (the single pass's and the interleaved rounds') once both are put at one "
+        "machine speed by `benchmarks/calibration.py`'s probe, sampled while every stage runs).",
         "",
         "## Headline",
         "",

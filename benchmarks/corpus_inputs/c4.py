@@ -44,7 +44,9 @@ def write(directory: Path, size: int, seed: int = 0, per_file: int = PER_FILE) -
     rng = random.Random(f"c4/{seed}")
     pool = web_sentences()
     directory.mkdir(parents=True, exist_ok=True)
-    written, recent, index = [], [], 0
+    written: list[str] = []
+    recent: list[str] = []
+    index = 0
     for number, budget in enumerate(SizedFiles(size, per_file).sizes()):
         target = directory / f"c4-train.{number:05d}-of-01024.json.gz"
         with open(target, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as out:

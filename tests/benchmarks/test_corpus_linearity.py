@@ -26,13 +26,15 @@ cost = load_benchmark("corpus_cost")
 projection: Any = importlib.import_module("benchmarks.corpus_projection")
 linearity: Any = importlib.import_module("benchmarks.corpus_linearity")
 GB = 1_000_000_000
-SIZES = {"tiny": 2_000_000, "quarter": 64_000_000, "full": 256_000_000}
+SIZES = {"one": 2_000_000, "two": 4_000_000, "quarter": 64_000_000, "full": 256_000_000}
+#: Input files per size as arXiv's inputs have them: one 64 MB tar at 1/4, four at full; one and two tiny tars.
+ARXIV_FILES = {"one": 1, "two": 2, "quarter": 1, "full": 4}
 
 
 def _rows(source: str, cost_of: Any, rounds: int = 2, jitter: float = 0.0) -> list[dict[str, Any]]:
     rows = []
     for name, size, number in linearity.plan([source], rounds):
-        cpu = cost_of(SIZES[size] / GB) * (1 + (jitter * (1, -1, 0)[number] if size != "tiny" else 0))
+        cpu = cost_of(SIZES[size] / GB) * (1 + (jitter * (1, -1, 0)[number] if size in ("quarter", "full") else 0))
         rows.append({"stage": name, "size": size, "round": number, "input_bytes": SIZES[size], "cpu_s": cpu,
                      "wall_s": cpu, "calibration_ms": 12.0})
     return rows
@@ -51,14 +53,39 @@ def test_a_fixed_cost_misses_the_raw_ratio_and_meets_the_net_one() -> None:
 
 def test_a_cost_growing_faster_than_its_input_is_not_linear() -> None:
     quadratic = projection.linearity_verdicts(_rows("dedup", lambda gb: 5.0 + 2000.0 * gb * gb))["dedup"]
-    assert quadratic["net_ratio"] == pytest.approx(3.5, rel=0.01) and not projection.linear(quadratic)
+    assert quadratic["net_ratio"] == pytest.approx(4.0, rel=0.01) and not projection.linear(quadratic)
     slightly = projection.linearity_verdicts(_rows("c4", lambda gb: 5.0 + 400.0 * gb * (1 + gb)))["c4"]
     assert not projection.linear(slightly)  # 400 x (1 + size in GB): 1.2x more per GB at 256 MB than at 64 MB
 
 
-def test_a_source_without_all_three_sizes_has_no_verdict() -> None:
-    rows = [r for r in _rows("arxiv", lambda gb: 7.0 + 50.0 * gb) if r["size"] != "tiny"]
-    assert projection.linearity_verdicts(rows) == {}
+def test_a_cost_per_input_file_is_not_taken_for_a_fixed_cost() -> None:
+    """arXiv as measured: 6.2 CPU-s fixed, 1.28 per tar (two Prefect tasks), 19.8 per GB; one tar at 1/4, four at
+    full. A single tiny run (one tar) counted a tar's cost as fixed: net ratio 1.67. ``2 x one - two`` does not."""
+    def arxiv(size: str) -> float:
+        return 6.2 + 1.28 * ARXIV_FILES[size] + 19.8 * SIZES[size] / GB
+
+    rows = [{"stage": "arxiv", "size": size, "round": number, "input_bytes": SIZES[size], "cpu_s": arxiv(size),
+             "wall_s": 1.0} for _, size, number in linearity.plan(["arxiv"], 5)]
+    verdict = projection.linearity_verdicts(rows)["arxiv"]
+    assert verdict["fixed"] == pytest.approx(6.2, rel=1e-3)
+    assert verdict["net_ratio"] == pytest.approx(1.0, abs=1e-6) and projection.linear(verdict)
+    assert verdict["ratio"] < 0.5  # the raw figure: a 64 MB run is mostly the fixed cost
+    one_tiny_run = arxiv("one") - verdict["marginal"] * SIZES["one"] / GB  # the old estimator
+    net = (arxiv("full") - one_tiny_run) / 4 / (arxiv("quarter") - one_tiny_run)
+    assert net > 1.5  # what the doc said of arXiv before
+
+
+def test_a_fixed_cost_pair_whose_two_is_not_twice_one_is_corrected_by_the_marginal_rate() -> None:
+    sizes = SIZES | {"two": 4_600_000}  # books: twice the books, not exactly twice the bytes
+    rows = [{"stage": "books", "size": size, "round": 0, "input_bytes": sizes[size], "cpu_s": 9.0 + 200.0 * sizes[size] / GB,
+             "wall_s": 1.0} for _, size, _ in linearity.plan(["books"], 1)]
+    assert projection.linearity_verdicts(rows)["books"]["fixed"] == pytest.approx(9.0, rel=1e-6)
+
+
+def test_a_source_without_all_its_sizes_has_no_verdict() -> None:
+    for missing in ("one", "two", "quarter", "full"):
+        rows = [r for r in _rows("arxiv", lambda gb: 7.0 + 50.0 * gb) if r["size"] != missing]
+        assert projection.linearity_verdicts(rows) == {}
 
 
 def test_the_doc_and_the_goals_take_a_source_verdict_from_its_rounds() -> None:
@@ -94,11 +121,12 @@ class Recorder:
 def test_each_full_run_sits_between_two_quarter_runs_after_an_unmeasured_warm_up(tmp_path: Path) -> None:
     run = Recorder()
     rows = linearity.run_rounds(tmp_path, ["c4", "books"], 2, lambda s, size: SIZES[size], run, lambda m: None)
-    assert run.calls == [("c4", "tiny", -1),
+    assert run.calls == [("c4", "one", -1),
                          ("c4", "quarter", 0), ("c4", "full", 0), ("c4", "quarter", 1), ("c4", "full", 1),
-                         ("c4", "quarter", 2), ("c4", "tiny", 0),
+                         ("c4", "quarter", 2), ("c4", "one", 0), ("c4", "two", 0), ("c4", "one", 1), ("c4", "two", 1),
                          ("books", "quarter", 0), ("books", "full", 0), ("books", "quarter", 1), ("books", "full", 1),
-                         ("books", "quarter", 2), ("books", "tiny", 0)]
+                         ("books", "quarter", 2), ("books", "one", 0), ("books", "two", 0), ("books", "one", 1),
+                         ("books", "two", 1)]
     assert [(r["stage"], r["size"], r["round"]) for r in rows] == run.calls[1:]  # the warm-up is not a row
     kept = (tmp_path / linearity.ROWS).read_text().splitlines()
     assert [json.loads(line) for line in kept] == rows
@@ -112,7 +140,7 @@ def test_rounds_cut_short_go_on_where_they_stopped(tmp_path: Path) -> None:
     path.write_text("\n".join(lines[:2]) + "\n" + lines[2][:20])  # killed while writing the third row
     again = Recorder()
     assert linearity.run_rounds(tmp_path, ["c4"], 1, lambda s, size: SIZES[size], again, lambda m: None) == rows
-    assert again.calls == [("c4", "tiny", -1), ("c4", "quarter", 1), ("c4", "tiny", 0)]
+    assert again.calls == [("c4", "one", -1), ("c4", "quarter", 1), ("c4", "one", 0), ("c4", "two", 0)]
     done = Recorder()
     linearity.run_rounds(tmp_path, ["c4"], 1, lambda s, size: SIZES[size], done, lambda m: None)
     assert done.calls == []  # all measured: not even the warm-up
@@ -122,7 +150,7 @@ def test_rows_of_other_sizes_are_dropped_not_mixed_in(tmp_path: Path) -> None:
     linearity.run_rounds(tmp_path, ["c4", "books"], 1, lambda s, size: SIZES[size], Recorder(), lambda m: None)
     bigger = Recorder()
     rows = linearity.run_rounds(tmp_path, ["c4"], 1, lambda s, size: 2 * SIZES[size], bigger, lambda m: None)
-    assert len(bigger.calls) == 5  # warm-up and the four runs: the rows measured at other sizes do not count
+    assert len(bigger.calls) == 6  # warm-up and the five runs: the rows measured at other sizes do not count
     assert [json.loads(line) for line in (tmp_path / linearity.ROWS).read_text().splitlines()] == rows
 
 
@@ -143,9 +171,13 @@ def test_linearity_mode_runs_the_real_flow_at_three_sizes(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     rows = [json.loads(line) for line in (tmp_path / "work" / linearity.ROWS).read_text().splitlines()]
     assert [(r["stage"], r["size"], r["round"]) for r in rows] == [("c4", "quarter", 0), ("c4", "full", 0),
-                                                                    ("c4", "quarter", 1), ("c4", "tiny", 0)]
+                                                                    ("c4", "quarter", 1), ("c4", "one", 0),
+                                                                    ("c4", "two", 0)]
     sizes = [r["input_bytes"] for r in rows]
-    assert sizes[3] < sizes[0] == sizes[2] < sizes[1]
+    assert sizes[3] < sizes[4] < sizes[0] == sizes[2] < sizes[1]
+    assert sizes[4] == pytest.approx(2 * sizes[3], rel=0.1)
+    two = sorted((tmp_path / "work" / "inputs" / "two" / "c4").glob("*.json.gz"))
+    assert len(two) == 2 * len(list((tmp_path / "work" / "inputs" / "one" / "c4").glob("*.json.gz")))
     assert all(r["calibration_ms"] > 0 for r in rows)  # the speed probed while each ran
     assert all(r["cpu_s"] > 0 and r["output_bytes"] > 0 and r["docs_out"] > 0 for r in rows), rows
     assert "| c4 | 1 |" in done.stdout and "linear c4 (1 interleaved rounds)" in done.stdout
@@ -191,3 +223,30 @@ def test_a_resumed_run_is_dated_from_its_first_day_to_today(tmp_path: Path) -> N
     assert cost.measured_dates(tmp_path) == f"2026-11-29 to {today}"
     (tmp_path / "sizes.json").write_text(json.dumps({"date": today}))
     assert cost.measured_dates(tmp_path) == today
+
+
+def test_check_compares_medians_of_its_passes_with_the_docs_median_run() -> None:
+    """The doc's 1/4 figure for a source is the median of its single-pass run and its interleaved 1/4 runs (on the
+    same input); the check's, the median of its passes. One fast or slow run moves neither."""
+    quarter = {"stage": "c4", "size": "quarter", "input_bytes": GB, "cpu_s": 520.0, "calibration_ms": 13.0}
+    rounds = [{"stage": "c4", "size": "quarter", "round": n, "input_bytes": GB, "cpu_s": cpu, "calibration_ms": probe}
+              for n, (cpu, probe) in enumerate([(400.0, 10.0), (410.0, 10.2)])]
+    other_size = {"stage": "c4", "size": "quarter", "round": 9, "input_bytes": 2 * GB, "cpu_s": 9999.0}
+    full = {"stage": "c4", "size": "full", "input_bytes": 4 * GB, "cpu_s": 1600.0, "calibration_ms": 10.0}
+    found = cost.recorded_quarter({"stages": [quarter, full], "linearity": [*rounds, other_size]})
+    assert found == {"c4": {"stage": "c4", "runs": 3, "cpu_per_in_gb": 410.0, "calibration_ms": 10.2}}
+    passes = [cost.Stage("c4", "quarter", GB, cpu_s=cpu, calibration_ms=probe)
+              for cpu, probe in [(415.0, 10.1), (700.0, 10.3), (405.0, 10.0)]]  # one pass in a slow spell
+    now = cost.median_stage(passes)
+    assert (now.cpu_s, now.calibration_ms) == (415.0, 10.1)
+    ok, line = cost.compared(now, found["c4"])
+    assert ok and "1.01x; the machine 0.99x as slow as then" in line
+    unprobed = cost.median_stage([*passes, cost.Stage("c4", "quarter", GB, cpu_s=1.0)])
+    assert unprobed.calibration_ms == 0.0  # a pass without a probe: compared raw, not at a made-up speed
+
+
+def test_check_passes_reverse_the_sources_every_other_time() -> None:
+    sizes = {"commoncrawl": 3, "c4": 2, "arxiv": 1}
+    assert list(cost.pass_order(sizes, 0)) == ["commoncrawl", "c4", "arxiv"]
+    assert list(cost.pass_order(sizes, 1)) == ["arxiv", "c4", "commoncrawl"]
+    assert cost.pass_order(sizes, 2) == sizes
