@@ -91,7 +91,7 @@ def test_a_source_without_all_its_sizes_has_no_verdict() -> None:
 def test_the_doc_and_the_goals_take_a_source_verdict_from_its_rounds() -> None:
     rows = _rows("books", lambda gb: 9.0 + 200.0 * gb)
     table = projection.interleaved_table(rows)
-    assert table[2] == "| books | 2 | 341 | 235 | 0.69 | 9.0 | 200 | 1.00 | yes | 0% | 12.0 / 12.0 |"
+    assert table[2] == "| books | 2 | 64.0 MB / 256.0 MB | 341 | 235 | 0.69 | 9.0 | 200 | 1.00 | yes | 0% | 12.0 / 12.0 |"
     single = [cost.Stage("books", "quarter", 64_000_000, cpu_s=21.0), cost.Stage("books", "full", 256_000_000, cpu_s=60.7),
               cost.Stage("labels", "quarter", GB, cpu_s=30.0), cost.Stage("labels", "full", 4 * GB, cpu_s=92.0)]
     lines = cost.goals(single, rows)
@@ -103,7 +103,7 @@ def test_the_doc_and_the_goals_take_a_source_verdict_from_its_rounds() -> None:
                "efficiency": None, "date": "2026-11-30", "load": [1.0] * 3, "cpus": 2, "quick": False,
                "stages": [cost._row(s) for s in single], "linearity": rows}
     doc = projection.render(results)
-    assert "| books | 2 | 341 | 235 | 0.69 | 9.0 | 200 | 1.00 | yes | 0% | 12.0 / 12.0 |" in doc
+    assert "| books | 2 | 64.0 MB / 256.0 MB | 341 | 235 | 0.69 | 9.0 | 200 | 1.00 | yes | 0% | 12.0 / 12.0 |" in doc
     assert doc.index("| source | rounds |") < doc.index("| stage | CPU s / input GB at 1/4 |")  # the verdict first
 
 
@@ -234,7 +234,8 @@ def test_check_compares_medians_of_its_passes_with_the_docs_median_run() -> None
     other_size = {"stage": "c4", "size": "quarter", "round": 9, "input_bytes": 2 * GB, "cpu_s": 9999.0}
     full = {"stage": "c4", "size": "full", "input_bytes": 4 * GB, "cpu_s": 1600.0, "calibration_ms": 10.0}
     found = cost.recorded_quarter({"stages": [quarter, full], "linearity": [*rounds, other_size]})
-    assert found == {"c4": {"stage": "c4", "runs": 3, "cpu_per_in_gb": 410.0, "calibration_ms": 10.2}}
+    assert found == {"c4": {"stage": "c4", "runs": 3, "cpu_per_in_gb": 410.0, "calibration_ms": 10.2,
+                            "probes": [13.0, 10.0, 10.2]}}
     passes = [cost.Stage("c4", "quarter", GB, cpu_s=cpu, calibration_ms=probe)
               for cpu, probe in [(415.0, 10.1), (700.0, 10.3), (405.0, 10.0)]]  # one pass in a slow spell
     now = cost.median_stage(passes)
@@ -250,3 +251,21 @@ def test_check_passes_reverse_the_sources_every_other_time() -> None:
     assert list(cost.pass_order(sizes, 0)) == ["commoncrawl", "c4", "arxiv"]
     assert list(cost.pass_order(sizes, 1)) == ["arxiv", "c4", "commoncrawl"]
     assert cost.pass_order(sizes, 2) == sizes
+
+
+def test_check_takes_one_machine_speed_for_the_whole_check() -> None:
+    """The median probe of every run behind the doc's figures, and of every stage the check ran: a short stage's
+    own few probes do not decide how fast the machine was."""
+    reference = {"c4": {"probes": [10.0, 10.4, 10.2]}, "dedup": {"probes": [12.0]}}
+    measured = [cost.Stage("c4", "quarter", GB, calibration_ms=p) for p in (12.0, 12.4, 7.0)]
+    assert cost.machine_speeds(reference, measured) == (10.3, 12.0)
+    assert cost.machine_speeds({"c4": {"probes": [10.0, 0.0]}}, measured) == (0.0, 12.0)  # a run without a probe
+
+
+def test_arxiv_rounds_run_at_four_times_the_pass_sizes_from_their_own_folders() -> None:
+    sizes = cost._rounds_sizes({"arxiv": 64_000_000, "c4": 250_000_000}, {"arxiv": 256_000_000, "c4": GB})
+    assert sizes["quarter"] == {"arxiv": 256_000_000, "c4": 250_000_000}
+    assert sizes["full"] == {"arxiv": 1_024_000_000, "c4": GB}
+    assert sizes["one"]["arxiv"] == 3_000_000 and sizes["two"]["arxiv"] == 6_000_000  # the fixed cost: not scaled
+    assert [cost.rounds_folder("arxiv", s) for s in ("quarter", "full", "one")] == ["quarter-x4", "full-x4", "one"]
+    assert cost.rounds_folder("c4", "quarter") == "quarter"  # the pass's own input
