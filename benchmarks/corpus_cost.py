@@ -34,8 +34,10 @@ sources' order reversed every other pass) and exits 1 when a stage's median CPU 
 more than 15% away from the doc's median 1/4 run (its single pass's and its interleaved rounds'), both
 put at one machine speed: while each stage runs, benchmarks/calibration.py's probe samples how fast
 the machine is (every 2 s), and the ratio of the two medians (then and now) divides the ratio of the
-two figures. One run of a stage on a shared 2-core VM moves +-20% with the machine; medians do not. Without ``--quick``/``--check`` the
-script writes docs/cost.md (``--doc``): the measurements and the LLaMA-1 projection.
+two figures. One run of a stage on a shared 2-core VM moves +-20% with the machine; medians do not.
+Each check pass is kept in ``<work>/check.jsonl``; ``--render`` under that ``--work`` takes them into
+the doc's 1/4 figures (a stage the pass ran once is then a median too). Without ``--quick``/``--check``
+the script writes docs/cost.md (``--doc``): the measurements and the LLaMA-1 projection.
 """
 
 from __future__ import annotations
@@ -773,11 +775,13 @@ def compared(stage: Stage, recorded: dict[str, Any]) -> tuple[bool, str]:
 
 def recorded_quarter(recorded: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Per stage, the doc's figure at 1/4 size: the median of every 1/4 run it holds on the 1/4 input (the single
-    pass's and, for a source, its interleaved linearity rounds'), CPU per GB and speed probe alike. One run of a
+    pass's, a source's interleaved linearity rounds' and the passes of the checks kept under ``--work`` when it
+    was rendered), CPU per GB and speed probe alike. One run of a
     stage on this VM is +-20% (the machine's speed moves within a minute); the rounds' median is not."""
     runs = [s for s in recorded["stages"] if s["size"] == "quarter"]
     byte_of = {s["stage"]: s["input_bytes"] for s in runs}
-    runs += [r for r in recorded.get("linearity") or [] if r["size"] == "quarter" and r["input_bytes"] == byte_of.get(r["stage"])]
+    more = [*(recorded.get("linearity") or []), *(recorded.get("check_runs") or [])]
+    runs += [r for r in more if r["size"] == "quarter" and r["input_bytes"] == byte_of.get(r["stage"])]
     found: dict[str, dict[str, Any]] = {}
     for name in byte_of:
         mine = [r for r in runs if r["stage"] == name]
@@ -829,6 +833,27 @@ def _warm_up(work: Path, workers: int, source: str) -> None:
     flow_run(work, workers, inputs, unmeasured)(source, "warm-up", -1)
 
 
+CHECK_ROWS = "check.jsonl"
+
+
+def keep_check_pass(work: Path, stages: list[Stage], number: int) -> None:
+    """Append a check pass's stages to ``work/check.jsonl``: ``--render`` under that ``--work`` makes them part of
+    the doc's 1/4 figures, so that a stage measured once in the pass (Pile index, dedup, labels, tokens) is
+    compared, next time, with a median of several runs and not with one that fell in a fast or slow spell."""
+    from benchmarks.corpus_linearity import append_row
+
+    for stage in stages:
+        append_row(work / CHECK_ROWS, _row(stage) | {"check_pass": number, "date": time.strftime("%Y-%m-%d %H:%M")})
+
+
+def kept_check_runs(work: Path, quarter: dict[str, Any]) -> list[dict[str, Any]]:
+    """The check passes kept under ``work`` on the 1/4 inputs of ``quarter`` (stage -> input bytes)."""
+    from benchmarks.corpus_linearity import recorded
+
+    return [row for row in recorded(work / CHECK_ROWS)
+            if row.get("size") == "quarter" and quarter.get(row.get("stage", "")) == row.get("input_bytes")]
+
+
 def check(doc: Path, work: Path, workers: int, log: Callable[[str], None], rounds: int = 1) -> int:
     """Re-measure the 1/4 size recorded in ``doc`` ``rounds`` times (each from a fresh root, the sources' order
     reversed every other pass); 1 when a stage's median CPU per input GB is more than 15% off the doc's median,
@@ -843,6 +868,7 @@ def check(doc: Path, work: Path, workers: int, log: Callable[[str], None], round
         for number in range(rounds):
             log(f"check pass {number + 1} of {rounds}")
             done.append(run_size("quarter", pass_order(sizes, number), work, workers, pile, log, record=False))
+            keep_check_pass(work, done[-1], number)
         return done
 
     measured = _with_prefect(passes)
@@ -891,6 +917,8 @@ def render_kept(args: argparse.Namespace) -> int:
     if efficiency.is_file():  # measured by the run (sizes.json was written before it)
         results["efficiency"] = json.loads(efficiency.read_text())
     results["linearity"] = _kept_linearity(args.work)
+    results["check_runs"] = kept_check_runs(args.work, {s["stage"]: s["input_bytes"] for s in stages
+                                                        if s["size"] == "quarter"})
     args.doc.write_text(render(results), encoding="utf-8")
     print(f"wrote {args.doc} from {len(stages)} stages")
     return 0

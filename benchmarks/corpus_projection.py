@@ -248,6 +248,11 @@ def _sizes_run(results: dict[str, Any]) -> str:
             "included, is the 1/4 size's; `corpus_cost.py --resume` goes on with the full size).")
 
 
+def _check_passes(results: dict[str, Any]) -> int:
+    """How many ``--check`` passes the doc's 1/4 figures take in (benchmarks/corpus_cost.py ``keep_check_pass``)."""
+    return len({(r.get("date"), r.get("check_pass")) for r in results.get("check_runs") or []})
+
+
 def render(results: dict[str, Any]) -> str:
     """docs/cost.md: what was measured, the projection, the assumptions, and the figures for ``--check``."""
     table, hours = projection(results)
@@ -266,7 +271,8 @@ def render(results: dict[str, Any]) -> str:
         "sources). " + _sizes_run(results) + " "
         "Re-measure with `python benchmarks/corpus_cost.py --check --check-rounds 3 --work DIR` (1/4 size, three "
         "passes, the sources' order reversed in the second; exits 1 when a stage's median CPU per GB is more than "
-        "15% off this file's median 1/4 run (the single pass's and the interleaved rounds') once both are put at one "
+        "15% off this file's median 1/4 run (the single pass's, the interleaved rounds' and "
+        f"{_check_passes(results)} check pass(es) kept under its `--work`) once both are put at one "
         "machine speed by `benchmarks/calibration.py`'s probe, sampled while every stage runs).",
         "",
         "## Headline",

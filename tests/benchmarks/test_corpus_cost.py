@@ -205,6 +205,9 @@ def _check_against(results: dict[str, Any], tmp_path: Path, script: list[str]) -
     verdict = "every stage within 15% of docs/cost.md" in checked.stdout
     assert (checked.returncode, verdict) in ((0, True), (1, False)), checked.stdout[-2000:] + checked.stderr[-2000:]
     assert kept.read_bytes() == rows
+    passes = [json.loads(line) for line in (tmp_path / "work" / "check.jsonl").read_text().splitlines()]
+    assert [(r["check_pass"], r["stage"]) for r in passes] == [(n, s) for n in (0, 1) for s in
+                                                              ("c4", "pile_index", "dedup", "labels", "tokenize")]
 
 
 def test_a_restored_root_is_the_root_before_the_stage(tmp_path: Path) -> None:

@@ -269,3 +269,17 @@ def test_arxiv_rounds_run_at_four_times_the_pass_sizes_from_their_own_folders() 
     assert sizes["one"]["arxiv"] == 3_000_000 and sizes["two"]["arxiv"] == 6_000_000  # the fixed cost: not scaled
     assert [cost.rounds_folder("arxiv", s) for s in ("quarter", "full", "one")] == ["quarter-x4", "full-x4", "one"]
     assert cost.rounds_folder("c4", "quarter") == "quarter"  # the pass's own input
+
+
+def test_check_passes_are_kept_and_join_the_docs_quarter_figures(tmp_path: Path) -> None:
+    """A stage the pass measured once (dedup) is compared, after a check and a render, with the median of the pass
+    and the check's passes: one run in a fast spell no longer decides it."""
+    for number, cpu in enumerate((76.0, 74.0)):
+        cost.keep_check_pass(tmp_path, [cost.Stage("dedup", "quarter", GB, cpu_s=cpu, calibration_ms=14.0)], number)
+    cost.keep_check_pass(tmp_path, [cost.Stage("dedup", "quarter", 2 * GB, cpu_s=1.0, calibration_ms=14.0)], 2)
+    kept = cost.kept_check_runs(tmp_path, {"dedup": GB})
+    assert [(r["cpu_s"], r["check_pass"]) for r in kept] == [(76.0, 0), (74.0, 1)]  # the other input's is left out
+    single = {"stage": "dedup", "size": "quarter", "input_bytes": GB, "cpu_s": 58.0, "calibration_ms": 9.9}
+    found = cost.recorded_quarter({"stages": [single], "check_runs": kept})["dedup"]
+    assert found["runs"] == 3 and found["cpu_per_in_gb"] == 74.0 and found["calibration_ms"] == 14.0
+    assert projection._check_passes({"check_runs": kept}) == 2
