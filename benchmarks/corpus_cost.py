@@ -314,6 +314,9 @@ class Stage:
     #: the median CPU ms of benchmarks/calibration.py's probe, sampled every 2 s while the stage ran: how fast
     #: the machine was (0: not measured)
     calibration_ms: float = 0.0
+    #: the 1-minute load average when the stage ended (0: not recorded): how shared the machine was, kept with
+    #: the row so that ``--render`` reports the measurements' load and not the load when it is run
+    load_end: float = 0.0
 
     @property
     def cpu_per_in_gb(self) -> float:
@@ -347,6 +350,7 @@ def measured(stage: Stage, roots: list[Path]) -> Iterator[None]:
         elif peak > stage.peak_rss:
             stage.peak_rss, stage.peak_rss_role = peak, role
     stage.scratch_bytes = max(0, sampler.disk_peak - sampler.disk_start)
+    stage.load_end = os.getloadavg()[0]
 
 
 def shard_text(out: Path, source: str | None = None) -> tuple[int, int]:
@@ -906,12 +910,19 @@ def measured_dates(work: Path) -> str:
     return today if started[:10] == today else f"{started[:10]} to {today}"
 
 
+def measured_load(rows: list[dict[str, Any]]) -> list[float]:
+    """The load average when the last of ``rows`` that recorded one ended (the doc's "at the end"), or now when
+    none did (rows measured before ``load_end`` was kept)."""
+    ended = [float(row["load_end"]) for row in rows if row.get("load_end")]
+    return [ended[-1]] * 3 if ended else list(os.getloadavg())
+
+
 def render_kept(args: argparse.Namespace) -> int:
     """``--render``: the projection from ``work/stages.jsonl`` and ``work/sizes.json`` (what a cut-short run left)."""
     from benchmarks.corpus_projection import render
 
     stages = [upgrade_row(row) for row in _rows((args.work / "stages.jsonl").read_text().splitlines())]
-    results = json.loads((args.work / "sizes.json").read_text()) | {"stages": stages, "load": os.getloadavg(),
+    results = json.loads((args.work / "sizes.json").read_text()) | {"stages": stages, "load": measured_load(stages),
                                                                     "date": measured_dates(args.work)}
     efficiency = args.work / "efficiency.json"
     if efficiency.is_file():  # measured by the run (sizes.json was written before it)

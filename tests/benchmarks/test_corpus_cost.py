@@ -147,6 +147,27 @@ def test_render_of_a_run_cut_short_keeps_the_measured_efficiency(tmp_path: Path)
     assert "at 0.85 per-worker efficiency (measured here)" in doc.read_text()
 
 
+def test_render_reports_the_load_when_the_measurements_ended_not_when_it_runs(tmp_path: Path) -> None:
+    """The doc's "load average ... at the end" is the last measured stage's, recorded in its row; rows from
+    before ``load_end`` was kept fall back to the load now."""
+    rows = [_stage("c4", "quarter", GB // 4, 100.0, load_end=7.25), _stage("c4", "full", GB, 400.0, load_end=3.5)]
+    assert cost.measured_load(rows) == [3.5, 3.5, 3.5]
+    assert len(cost.measured_load([_stage("c4", "full", GB, 400.0)])) == 3
+    (tmp_path / "sizes.json").write_text(json.dumps(_results([])))
+    (tmp_path / "stages.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    doc = tmp_path / "cost.md"
+    assert cost.render_kept(argparse.Namespace(work=tmp_path, doc=doc)) == 0
+    assert "load average 3.5 at the end" in doc.read_text()
+
+
+def test_a_measured_stage_records_the_load_it_ended_at(tmp_path: Path) -> None:
+    stage = cost.Stage("c4", "quarter", GB)
+    with cost.measured(stage, [tmp_path]):
+        pass
+    assert stage.load_end > 0 or os.getloadavg()[0] == 0
+    assert cost._row(stage)["load_end"] == stage.load_end
+
+
 @pytest.mark.prefect
 @pytest.mark.timeout(900)  # ~1.5 min on a quiet 2-core machine; 5+ min at load 30 (Prefect's API alone took 100 s)
 def test_quick_mode_measures_every_stage_and_resumes_after_a_kill(tmp_path: Path) -> None:
