@@ -927,6 +927,8 @@ def render_kept(args: argparse.Namespace) -> int:
     efficiency = args.work / "efficiency.json"
     if efficiency.is_file():  # measured by the run (sizes.json was written before it)
         results["efficiency"] = json.loads(efficiency.read_text())
+    if not any(row.get("load_end") for row in stages):
+        results["load_at"] = "when this file was rendered"
     results["linearity"] = _kept_linearity(args.work)
     results["check_runs"] = kept_check_runs(args.work, {s["stage"]: s["input_bytes"] for s in stages
                                                         if s["size"] == "quarter"})

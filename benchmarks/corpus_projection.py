@@ -266,7 +266,7 @@ def render(results: dict[str, Any]) -> str:
         "# What the LLaMA-1 corpus costs (written by `benchmarks/corpus_cost.py`)",
         "",
         f"Measured {results['date']} on this {results['cpus']}-core machine (shared: load average "
-        f"{results['load'][0]:.1f} at the end), {results['workers']} workers per flow, default process runner. Inputs: "
+        f"{results['load'][0]:.1f} {results.get('load_at', 'at the end')}), {results['workers']} workers per flow, default process runner. Inputs: "
         "`benchmarks/corpus_inputs/` (each module states its format, length law and duplicate rates, and their "
         "sources). " + _sizes_run(results) + " "
         "Re-measure with `python benchmarks/corpus_cost.py --check --check-rounds 3 --work DIR` (1/4 size, three "
