@@ -790,8 +790,9 @@ def recorded_quarter(recorded: dict[str, Any]) -> dict[str, dict[str, Any]]:
     for name in byte_of:
         mine = [r for r in runs if r["stage"] == name]
         probes = [r.get("calibration_ms") or 0.0 for r in mine]
-        found[name] = {"stage": name, "runs": len(mine), "probes": probes,
-                       "cpu_per_in_gb": statistics.median(r["cpu_s"] / (r["input_bytes"] / GB) for r in mine),
+        per_gb = [r["cpu_s"] / (r["input_bytes"] / GB) for r in mine]
+        found[name] = {"stage": name, "runs": len(mine), "probes": probes, "cpu_per_in_gb": statistics.median(per_gb),
+                       "lowest": min(per_gb), "highest": max(per_gb),
                        "calibration_ms": statistics.median(probes) if all(probes) else 0.0}
     return found
 

@@ -234,6 +234,28 @@ def linearity_section(results: dict[str, Any]) -> list[str]:
     return [*lines, *linearity_table(results), ""]
 
 
+def check_reference_section(results: dict[str, Any]) -> list[str]:
+    """What ``--check`` compares with, per stage: the median of every 1/4 run on the 1/4 input, how many runs and
+    their spread, so that a reader sees the figure a re-run is held to and how much one run of it moves."""
+    from benchmarks.corpus_cost import recorded_quarter
+
+    reference = recorded_quarter(results)
+    if not reference:
+        return []
+    lines = ["## What `--check` compares with", "",
+             "Per stage, every 1/4 run on the 1/4 input: the single pass's, a source's interleaved linearity rounds' "
+             f"and {_check_passes(results)} `--check` pass(es) kept under the run's `--work`. A check's median of its "
+             "passes is held to this median within 15%, both at one machine speed (the median speed probe of the "
+             "runs here, and of the check's).", "",
+             "| stage | 1/4 runs | CPU s / input GB (median) | lowest - highest | speed probe (median ms) |",
+             "|---|---|---|---|---|"]
+    for name, ref in reference.items():
+        probe = f"{ref['calibration_ms']:.1f}" if ref["calibration_ms"] else "-"
+        lines.append(f"| {name} | {ref['runs']} | {ref['cpu_per_in_gb']:.0f} | {ref['lowest']:.0f} - "
+                     f"{ref['highest']:.0f} | {probe} |")
+    return [*lines, ""]
+
+
 def _sizes_run(results: dict[str, Any]) -> str:
     """Which sizes the figures come from: both, or only the 1/4 size where a run was cut short (``--render``)."""
     sizes = results["sizes"]
@@ -303,6 +325,7 @@ def render(results: dict[str, Any]) -> str:
         *scratch_and_memory(results),
         "",
         *linearity_section(results),
+        *check_reference_section(results),
         "## Every stage measured",
         "",
         *measurement_table(results),

@@ -235,7 +235,7 @@ def test_check_compares_medians_of_its_passes_with_the_docs_median_run() -> None
     full = {"stage": "c4", "size": "full", "input_bytes": 4 * GB, "cpu_s": 1600.0, "calibration_ms": 10.0}
     found = cost.recorded_quarter({"stages": [quarter, full], "linearity": [*rounds, other_size]})
     assert found == {"c4": {"stage": "c4", "runs": 3, "cpu_per_in_gb": 410.0, "calibration_ms": 10.2,
-                            "probes": [13.0, 10.0, 10.2]}}
+                            "probes": [13.0, 10.0, 10.2], "lowest": 400.0, "highest": 520.0}}
     passes = [cost.Stage("c4", "quarter", GB, cpu_s=cpu, calibration_ms=probe)
               for cpu, probe in [(415.0, 10.1), (700.0, 10.3), (405.0, 10.0)]]  # one pass in a slow spell
     now = cost.median_stage(passes)
@@ -283,3 +283,8 @@ def test_check_passes_are_kept_and_join_the_docs_quarter_figures(tmp_path: Path)
     found = cost.recorded_quarter({"stages": [single], "check_runs": kept})["dedup"]
     assert found["runs"] == 3 and found["cpu_per_in_gb"] == 74.0 and found["calibration_ms"] == 14.0
     assert projection._check_passes({"check_runs": kept}) == 2
+    assert (found["lowest"], found["highest"]) == (58.0, 76.0)
+    section = projection.check_reference_section({"stages": [single], "check_runs": kept})
+    assert "| dedup | 3 | 74 | 58 - 76 | 14.0 |" in section
+    assert "2 `--check` pass(es)" in section[2]
+    assert projection.check_reference_section({"stages": []}) == []  # nothing at 1/4: no section
