@@ -777,26 +777,6 @@ def compared(stage: Stage, recorded: dict[str, Any]) -> tuple[bool, str]:
                 f"{'ok' if ok else 'MORE THAN 15% OFF'}")
 
 
-def recorded_quarter(recorded: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Per stage, the doc's figure at 1/4 size: the median of every 1/4 run it holds on the 1/4 input (the single
-    pass's, a source's interleaved linearity rounds' and the passes of the checks kept under ``--work`` when it
-    was rendered), CPU per GB and speed probe alike. One run of a
-    stage on this VM is +-20% (the machine's speed moves within a minute); the rounds' median is not."""
-    runs = [s for s in recorded["stages"] if s["size"] == "quarter"]
-    byte_of = {s["stage"]: s["input_bytes"] for s in runs}
-    more = [*(recorded.get("linearity") or []), *(recorded.get("check_runs") or [])]
-    runs += [r for r in more if r["size"] == "quarter" and r["input_bytes"] == byte_of.get(r["stage"])]
-    found: dict[str, dict[str, Any]] = {}
-    for name in byte_of:
-        mine = [r for r in runs if r["stage"] == name]
-        probes = [r.get("calibration_ms") or 0.0 for r in mine]
-        per_gb = [r["cpu_s"] / (r["input_bytes"] / GB) for r in mine]
-        found[name] = {"stage": name, "runs": len(mine), "probes": probes, "cpu_per_in_gb": statistics.median(per_gb),
-                       "lowest": min(per_gb), "highest": max(per_gb),
-                       "calibration_ms": statistics.median(probes) if all(probes) else 0.0}
-    return found
-
-
 def machine_speeds(reference: dict[str, dict[str, Any]], measured: list[Stage]) -> tuple[float, float]:
     """How fast the machine was then and now: the median speed probe of every run the doc's figures come from, and
     of every stage the check ran (0 when a run has none). One speed for the whole check, not one per stage: a 10-40 s
@@ -877,6 +857,8 @@ def check(doc: Path, work: Path, workers: int, log: Callable[[str], None], round
         return done
 
     measured = _with_prefect(passes)
+    from benchmarks.corpus_projection import recorded_quarter
+
     reference = recorded_quarter(recorded)
     then, now_speed = machine_speeds(reference, [s for one in measured for s in one])
     failed = 0

@@ -233,7 +233,7 @@ def test_check_compares_medians_of_its_passes_with_the_docs_median_run() -> None
               for n, (cpu, probe) in enumerate([(400.0, 10.0), (410.0, 10.2)])]
     other_size = {"stage": "c4", "size": "quarter", "round": 9, "input_bytes": 2 * GB, "cpu_s": 9999.0}
     full = {"stage": "c4", "size": "full", "input_bytes": 4 * GB, "cpu_s": 1600.0, "calibration_ms": 10.0}
-    found = cost.recorded_quarter({"stages": [quarter, full], "linearity": [*rounds, other_size]})
+    found = projection.recorded_quarter({"stages": [quarter, full], "linearity": [*rounds, other_size]})
     assert found == {"c4": {"stage": "c4", "runs": 3, "cpu_per_in_gb": 410.0, "calibration_ms": 10.2,
                             "probes": [13.0, 10.0, 10.2], "lowest": 400.0, "highest": 520.0}}
     passes = [cost.Stage("c4", "quarter", GB, cpu_s=cpu, calibration_ms=probe)
@@ -280,7 +280,7 @@ def test_check_passes_are_kept_and_join_the_docs_quarter_figures(tmp_path: Path)
     kept = cost.kept_check_runs(tmp_path, {"dedup": GB})
     assert [(r["cpu_s"], r["check_pass"]) for r in kept] == [(76.0, 0), (74.0, 1)]  # the other input's is left out
     single = {"stage": "dedup", "size": "quarter", "input_bytes": GB, "cpu_s": 58.0, "calibration_ms": 9.9}
-    found = cost.recorded_quarter({"stages": [single], "check_runs": kept})["dedup"]
+    found = projection.recorded_quarter({"stages": [single], "check_runs": kept})["dedup"]
     assert found["runs"] == 3 and found["cpu_per_in_gb"] == 74.0 and found["calibration_ms"] == 14.0
     assert projection._check_passes({"check_runs": kept}) == 2
     assert (found["lowest"], found["highest"]) == (58.0, 76.0)
